@@ -1,0 +1,35 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Setuptools entry for the unilab ROS 2 package."""
+
+import os
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = 'unilab'
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
+        (os.path.join('share', PACKAGE), ['package.xml']),
+        (os.path.join('share', PACKAGE, 'launch'), glob('launch/*.py')),
+        (os.path.join('share', PACKAGE, 'config'), glob('config/*.yaml')),
+        (os.path.join('share', PACKAGE, 'config', 'robots'), glob('config/robots/*.yaml')),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='UniLab maintainers',
+    maintainer_email='maintainers@unilab.dev',
+    description='UniLab suite entry point.',
+    license='Apache-2.0',
+    tests_require=['pytest'],
+    entry_points={
+        'console_scripts': [
+            'unilab = unilab.cli:main',
+        ],
+    },
+)

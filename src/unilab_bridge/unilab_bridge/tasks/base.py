@@ -1,0 +1,117 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The batched-task interface shared by the simulator bridge and the policy side."""
+
+import abc
+import dataclasses
+
+import numpy as np
+
+# ros2_control joint_limits keys every task must report for every joint.
+JOINT_LIMIT_KEYS = (
+    'has_position_limits', 'min_position', 'max_position',
+    'has_velocity_limits', 'max_velocity',
+    'has_acceleration_limits', 'max_acceleration',
+    'has_effort_limits', 'max_effort',
+)
+
+
+@dataclasses.dataclass
+class StepState:
+    """Batched state of all envs after a reset or a step.
+
+    After a step, ``reward``, ``terminated``, ``truncated``, ``episode_return`` and
+    ``episode_length`` describe the transition just taken, while the joint arrays and
+    ``extras`` of envs that finished are already the observation after their auto-reset.
+    """
+
+    joint_position: np.ndarray  # [N, J] float64, rad or m
+    joint_velocity: np.ndarray  # [N, J] float64
+    joint_effort: np.ndarray  # [N, J] float64, actuator force
+    extras: np.ndarray  # [N, E] float32, task-specific observation
+    reward: np.ndarray  # [N] float32
+    terminated: np.ndarray  # [N] bool
+    truncated: np.ndarray  # [N] bool
+    episode_return: np.ndarray  # [N] float32, NaN where the episode did not just end
+    episode_length: np.ndarray  # [N] int32, 0 where the episode did not just end
+    sim_time: float  # seconds simulated since the batch was reset
+
+    @property
+    def done(self):
+        """Return which envs finished their episode in this step."""
+        return self.terminated | self.truncated
+
+
+def observation(state, task):
+    """Build the policy observation [N, obs_dim] float32 from a state.
+
+    Tasks that use the joint state observe concat(joint_position, joint_velocity, extras);
+    the others (e.g. wrapped gymnasium envs) carry their whole observation in extras.
+    """
+    extras = np.asarray(state.extras, dtype=np.float32)
+    if not task.uses_joint_state:
+        return extras
+    return np.concatenate(
+        [np.asarray(state.joint_position, dtype=np.float32),
+         np.asarray(state.joint_velocity, dtype=np.float32),
+         extras], axis=1)
+
+
+class BatchedTask(abc.ABC):
+    """N copies of one simulated task stepped in lockstep, with auto-reset.
+
+    Subclasses set the attributes below in their constructor and implement reset/step/close.
+    """
+
+    name: str
+    num_envs: int
+    joint_names: list
+    action_dim: int
+    extras_dim: int
+    uses_joint_state: bool
+    command_interface: str  # 'position' (rad targets) or 'effort' (actuator ctrl)
+    control_dt: float
+    max_episode_steps: int
+    joint_limits: dict
+    action_low: np.ndarray
+    action_high: np.ndarray
+
+    @property
+    def obs_dim(self):
+        """Return the size of the policy observation built by observation()."""
+        if self.uses_joint_state:
+            return 2 * len(self.joint_names) + self.extras_dim
+        return self.extras_dim
+
+    @abc.abstractmethod
+    def reset(self, seed=None):
+        """Reset all envs and return their StepState; a seed makes the batch reproducible."""
+
+    @abc.abstractmethod
+    def step(self, command):
+        """Apply a [num_envs, action_dim] command, advance one control step, auto-reset."""
+
+    def close(self):
+        """Release simulator resources."""
+
+    def check_command(self, command):
+        """Return the command as a clipped float64 array, or raise ValueError."""
+        command = np.asarray(command, dtype=np.float64)
+        expected = (self.num_envs, self.action_dim)
+        if command.shape != expected:
+            raise ValueError(
+                f'{self.name}: command must have shape {expected} '
+                f'(num_envs, action_dim), got {command.shape}')
+        if not np.all(np.isfinite(command)):
+            raise ValueError(f'{self.name}: command contains NaN or inf')
+        # Actuators saturate at their range anyway; clipping here keeps rewards such as the
+        # action-rate penalty in terms of what was actually applied.
+        return np.clip(command, self.action_low, self.action_high)
+
+    def __enter__(self):
+        """Return self for use in a with statement."""
+        return self
+
+    def __exit__(self, *exc):
+        """Close the task when leaving a with statement."""
+        self.close()

@@ -1,0 +1,46 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Atomic file writes: a reader sees the old file or the new one, never half."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import tempfile
+from typing import Iterator
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | pathlib.Path) -> Iterator[pathlib.Path]:
+    """Yield a temporary path beside ``path``; rename it over ``path`` on success.
+
+    The temporary file lives in the same directory so ``os.replace`` is a
+    rename within one file system (atomic on POSIX); it is fsynced first so a
+    crash right after the rename cannot leave an empty file.
+    """
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', suffix='.tmp', dir=path.parent)
+    os.close(fd)
+    tmp_path = pathlib.Path(tmp)
+    try:
+        yield tmp_path
+        with open(tmp_path, 'rb+') as f:
+            os.fsync(f.fileno())
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def atomic_write_text(path: str | pathlib.Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def atomic_write_bytes(path: str | pathlib.Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)

@@ -1,0 +1,120 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The training graph as data: which nodes, from which packages, with which parameters.
+
+The CLI (composed or one process per node) and ``train.launch.py`` all start
+the graph from ``describe_graph``; none of them lists nodes of its own, so
+they cannot drift apart. Parameters are written once to a
+``node: ros__parameters:`` YAML file that every starter passes to every node.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from typing import Any
+
+import yaml
+
+from unilab_core.atomic import atomic_write_text
+from unilab_core.config import RunConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskInfo:
+    """What the graph needs to know about the robot task (no simulator import)."""
+
+    name: str
+    joint_names: tuple[str, ...]
+    action_dim: int
+    obs_dim: int
+    extras_dim: int
+    uses_joint_state: bool
+    command_interface: str
+    control_dt: float
+    max_episode_steps: int
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeSpec:
+    """One node of the graph."""
+
+    name: str
+    package: str
+    executable: str
+    module: str
+    node_class: str
+
+
+NODES: tuple[NodeSpec, ...] = (
+    NodeSpec('bridge', 'unilab_bridge', 'bridge_node', 'unilab_bridge.bridge_node', 'BridgeNode'),
+    NodeSpec('perception', 'unilab_perception', 'perception_node',
+             'unilab_perception.perception_node', 'PerceptionNode'),
+    NodeSpec('policy', 'unilab_policy', 'policy_node', 'unilab_policy.policy_node', 'PolicyNode'),
+    NodeSpec('trainer', 'unilab_policy', 'trainer_node', 'unilab_policy.trainer_node',
+             'TrainerNode'),
+    NodeSpec('safety', 'unilab_safety', 'safety_node', 'unilab_safety.safety_node', 'SafetyNode'),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Graph:
+    """Nodes plus their parameters (``{node_name: {param: value}}``)."""
+
+    nodes: tuple[NodeSpec, ...]
+    parameters: dict[str, dict[str, Any]]
+
+    def params_yaml(self) -> str:
+        """Render the ROS parameter file (``node: ros__parameters: ...``)."""
+        return yaml.safe_dump(
+            {n: {'ros__parameters': p} for n, p in self.parameters.items()}, sort_keys=False)
+
+    def write_params(self, path: str | pathlib.Path) -> pathlib.Path:
+        """Write the parameter file atomically and return its path."""
+        atomic_write_text(path, self.params_yaml())
+        return pathlib.Path(path)
+
+
+def describe_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
+                   joint_limits_file: str | pathlib.Path, resume: str = '') -> Graph:
+    """Return the training graph for a resolved config and task."""
+    c = cfg.to_dict()
+    run, ro = c['run'], c['rollout']
+    shared_policy = {
+        'obs_dim': task.obs_dim, 'act_dim': task.action_dim, 'device': run['device'],
+        'seed': run['seed'], 'model': c['model'], 'normalization': c['normalization'],
+        'gpu': c['gpu'],
+    }
+    params = {
+        'bridge': {
+            'task': task.name, 'num_envs': ro['num_envs'], 'seed': run['seed'],
+            'state_timeout_s': c['bridge']['state_timeout_s'],
+            'publish_clock': c['bridge']['publish_clock'],
+        },
+        'perception': {
+            'num_envs': ro['num_envs'], 'joint_names': list(task.joint_names),
+            'uses_joint_state': task.uses_joint_state, 'extras_dim': task.extras_dim,
+            'obs_dim': task.obs_dim,
+        },
+        'policy': {
+            **shared_policy, 'num_envs': ro['num_envs'],
+            'chunk_length': min(ro['chunk_length'], ro['rollout_length']),
+            'rollout_length': ro['rollout_length'],
+        },
+        'trainer': {
+            **shared_policy, 'run_dir': str(run_dir), 'total_steps': run['total_steps'],
+            'rollout': ro, 'advantage': c['advantage'], 'policy_update': c['policy_update'],
+            'checkpoint_every': c['logging']['checkpoint_every'],
+            'tensorboard': c['logging']['tensorboard'], 'resume': resume,
+        },
+        'safety': {
+            'joint_limits_file': str(joint_limits_file), 'joint_names': list(task.joint_names),
+            'interface': task.command_interface, 'dt': task.control_dt,
+            'num_envs': ro['num_envs'],
+            'allow_unlimited_joints': c['safety']['allow_unlimited_joints'],
+            'max_delta': c['safety']['max_delta'], 'fallback': c['safety']['fallback'],
+            'diagnostics_period_s': c['safety']['diagnostics_period_s'],
+            'run_dir': str(run_dir),
+        },
+    }
+    return Graph(NODES, params)

@@ -1,0 +1,51 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Copyright-header and package.xml checks used by every package's lint test.
+
+ament_copyright and ament_xmllint are not published for pip-only installs,
+so the project carries these two small checks itself (no ROS dependency).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import xml.etree.ElementTree as ET
+
+HEADER_MARKERS = ('Copyright', 'SPDX-License-Identifier: Apache-2.0')
+SKIP_DIRS = {'build', 'install', 'log', '__pycache__', '.pytest_cache'}
+
+
+def check_copyright(root: str | pathlib.Path) -> list[str]:
+    """Return the Python files under ``root`` lacking the copyright header."""
+    missing = []
+    for path in sorted(pathlib.Path(root).rglob('*.py')):
+        if SKIP_DIRS.intersection(path.parts):
+            continue
+        head = '\n'.join(path.read_text().splitlines()[:5])
+        if not all(m in head for m in HEADER_MARKERS):
+            missing.append(f'{path}: missing copyright / SPDX header')
+    return missing
+
+
+REQUIRED = ('name', 'version', 'description', 'maintainer', 'license')
+
+
+def check_package_xml(path: str | pathlib.Path) -> list[str]:
+    """Check a package.xml is well formed, format 3, with the required tags."""
+    path = pathlib.Path(path)
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        return [f'{path}: not well-formed XML: {exc}']
+    problems = []
+    if root.tag != 'package' or root.get('format') != '3':
+        problems.append(f'{path}: root must be <package format="3">')
+    for tag in REQUIRED:
+        if root.find(tag) is None or not (root.find(tag).text or '').strip():
+            problems.append(f'{path}: missing <{tag}>')
+    if root.find('export/build_type') is None:
+        problems.append(f'{path}: missing <export><build_type>')
+    name = root.findtext('name', '')
+    if name and name != path.parent.name:
+        problems.append(f'{path}: <name>{name}</name> differs from folder {path.parent.name}')
+    return problems

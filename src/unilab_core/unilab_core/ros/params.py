@@ -1,0 +1,31 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Declare ROS parameters from the typed config sections and read them back.
+
+A node declares ``<section>.<field>`` for each field of a section model with
+the model's default, so ``node: ros__parameters: {rollout: {num_envs: 8}}``
+works as ROS users expect; the values are then validated by the same model,
+and an error names the node and the key.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+from rclpy.node import Node
+
+from unilab_core.config import _Section, ConfigError
+
+
+def declare_section(node: Node, section: str, model: type[_Section]) -> _Section:
+    """Declare and read the parameters of one config section."""
+    values = {}
+    for fname, field in model.model_fields.items():
+        default = field.default_factory() if field.default_factory else field.default
+        name = f'{section}.{fname}'
+        values[fname] = node.declare_parameter(name, default).value
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        keys = '; '.join(f"{node.get_name()}: parameter `{section}.{'.'.join(map(str, e['loc']))}`"
+                         f": {e['msg']}" for e in exc.errors())
+        raise ConfigError(keys) from None

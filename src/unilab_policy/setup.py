@@ -1,0 +1,33 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Setuptools entry for the unilab_policy ROS 2 package."""
+
+import os
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = 'unilab_policy'
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
+        (os.path.join('share', PACKAGE), ['package.xml']),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='UniLab maintainers',
+    maintainer_email='maintainers@unilab.dev',
+    description='UniLab policy inference and PPO trainer.',
+    license='Apache-2.0',
+    tests_require=['pytest'],
+    entry_points={
+        'console_scripts': [
+            'policy_node = unilab_policy.policy_node:main',
+            'trainer_node = unilab_policy.trainer_node:main',
+        ],
+    },
+)
