@@ -26,7 +26,6 @@ setup(
     maintainer_email='maintainers@unilab.dev',
     description='UniLab suite entry point.',
     license='Apache-2.0',
-    tests_require=['pytest'],
     entry_points={
         'console_scripts': [
             'unilab = unilab.cli:main',

@@ -24,7 +24,6 @@ setup(
     maintainer_email='maintainers@unilab.dev',
     description='UniLab batched MuJoCo bridge.',
     license='Apache-2.0',
-    tests_require=['pytest'],
     entry_points={
         'console_scripts': [
             'bridge_node = unilab_bridge.bridge_node:main',

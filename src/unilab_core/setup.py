@@ -23,7 +23,6 @@ setup(
     maintainer_email='maintainers@unilab.dev',
     description='ROS-free shared code of UniLab.',
     license='Apache-2.0',
-    tests_require=['pytest'],
     entry_points={
         'console_scripts': [
         ],

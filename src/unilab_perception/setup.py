@@ -23,7 +23,6 @@ setup(
     maintainer_email='maintainers@unilab.dev',
     description='UniLab perception layer.',
     license='Apache-2.0',
-    tests_require=['pytest'],
     entry_points={
         'console_scripts': [
             'perception_node = unilab_perception.perception_node:main',

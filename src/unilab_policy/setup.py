@@ -23,7 +23,6 @@ setup(
     maintainer_email='maintainers@unilab.dev',
     description='UniLab policy inference and PPO trainer.',
     license='Apache-2.0',
-    tests_require=['pytest'],
     entry_points={
         'console_scripts': [
             'policy_node = unilab_policy.policy_node:main',

@@ -23,7 +23,6 @@ setup(
     maintainer_email='maintainers@unilab.dev',
     description='UniLab safety gate.',
     license='Apache-2.0',
-    tests_require=['pytest'],
     entry_points={
         'console_scripts': [
             'safety_node = unilab_safety.safety_node:main',

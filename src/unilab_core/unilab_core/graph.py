@@ -20,6 +20,13 @@ from unilab_core.atomic import atomic_write_text
 from unilab_core.config import RunConfig
 
 
+class _NoAliasDumper(yaml.SafeDumper):
+    """SafeDumper without anchors/aliases: rcl's parameter-file parser rejects them."""
+
+    def ignore_aliases(self, data):
+        return True
+
+
 @dataclasses.dataclass(frozen=True)
 class TaskInfo:
     """What the graph needs to know about the robot task (no simulator import)."""
@@ -66,8 +73,9 @@ class Graph:
 
     def params_yaml(self) -> str:
         """Render the ROS parameter file (``node: ros__parameters: ...``)."""
-        return yaml.safe_dump(
-            {n: {'ros__parameters': p} for n, p in self.parameters.items()}, sort_keys=False)
+        return yaml.dump(
+            {n: {'ros__parameters': p} for n, p in self.parameters.items()},
+            Dumper=_NoAliasDumper, sort_keys=False)
 
     def write_params(self, path: str | pathlib.Path) -> pathlib.Path:
         """Write the parameter file atomically and return its path."""

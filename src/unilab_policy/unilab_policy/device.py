@@ -6,7 +6,8 @@ import torch
 
 
 def resolve_device(name: str = 'auto') -> torch.device:
-    """Turn a configured device name into a ``torch.device``.
+    """
+    Turn a configured device name into a ``torch.device``.
 
     ``'auto'`` picks ``cuda`` when a CUDA device is visible and ``cpu`` otherwise. Any
     explicit CUDA name (``'cuda'``, ``'cuda:1'``) raises ``ValueError`` when CUDA is not

@@ -1,6 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Generalised Advantage Estimation with correct time-out bootstrapping.
+"""
+Generalised Advantage Estimation with correct time-out bootstrapping.
 
 Equations (Schulman et al., GAE, arXiv:1506.02438, eq. 16), with done_t = term_t or trunc_t:
 
@@ -14,7 +15,7 @@ bootstrapped from the *final* observation of that episode, not from V_{t+1} (whi
 the first state of the next episode after the auto-reset). See the SB3 discussion
 (github.com/DLR-RM/stable-baselines3/issues/633). ``truncation_values`` carries V(s_final_t);
 when it is ``None`` we use ``values[t]`` = V(s_t) instead, which is rsl_rl's approximation
-(``rewards += gamma * values * time_outs`` in ``OnPolicyRunner``/``PPO.process_env_step``):
+(``rewards += gamma * values * time_outs`` in rsl_rl ``PPO.process_env_step``):
 exact only when the value barely changes over the last step. If both flags are set,
 termination wins (no bootstrap).
 
@@ -76,7 +77,8 @@ def compute_gae_reference(rewards: torch.Tensor, values: torch.Tensor,
 def compute_gae(rewards: torch.Tensor, values: torch.Tensor, terminated: torch.Tensor,
                 truncated: torch.Tensor, last_values: torch.Tensor, gamma: float, lam: float,
                 truncation_values: Optional[torch.Tensor] = None) -> GAEResult:
-    """GAE via a Hillis-Steele inclusive scan over time (ceil(log2 T) vectorised steps).
+    """
+    GAE via a Hillis-Steele inclusive scan over time (ceil(log2 T) vectorised steps).
 
     The first-order linear recurrence A_t = b_t + a_t A_{t+1} (b = delta, a = c, A_T = 0) is
     the composition of affine maps f_t(x) = a_t x + b_t: A_t = f_t(f_{t+1}(...f_{T-1}(0))).
@@ -93,7 +95,13 @@ def compute_gae(rewards: torch.Tensor, values: torch.Tensor, terminated: torch.T
     d = 1
     while d < horizon:
         head = horizon - d
-        b = torch.cat([b[:head] + a[:head] * b[d:], b[head:]], dim=0)
-        a = torch.cat([a[:head] * a[d:], a[head:]], dim=0)
+        # Read the old suffix (b[d:], a[d:]) before writing: one fresh tensor per level.
+        b_next = b.clone()
+        b_next[:head].addcmul_(a[:head], b[d:])
+        b = b_next
+        if 2 * d < horizon:  # the last level never reads `a` again
+            a_next = a.clone()
+            a_next[:head].mul_(a[d:])
+            a = a_next
         d *= 2
     return GAEResult(b, b + values)

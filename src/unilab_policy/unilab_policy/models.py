@@ -64,7 +64,8 @@ def _init(layer: nn.Linear, gain: float) -> nn.Linear:
 
 
 class ActorCritic(nn.Module):
-    """Separate actor / critic MLPs with a state-independent learnable log-std.
+    """
+    Separate actor / critic MLPs with a state-independent learnable log-std.
 
     The actor outputs the mean of a diagonal Gaussian, ``std = exp(log_std)`` is one
     parameter vector shared by all states (rsl_rl ``noise_std_type='log'``). The value head
@@ -86,7 +87,7 @@ class ActorCritic(nn.Module):
 
     @property
     def action_std(self) -> torch.Tensor:
-        """Current exploration std, shape ``[act_dim]``."""
+        """Return the current exploration std, shape ``[act_dim]``."""
         return self.log_std.exp()
 
     def distribution(self, obs: torch.Tensor) -> Normal:
@@ -118,7 +119,8 @@ class ActorCritic(nn.Module):
 
 
 class PolicyBundle(nn.Module):
-    """Actor-critic plus observation normaliser: the unit that is trained, saved and published.
+    """
+    Actor-critic plus observation normaliser: the unit that is trained, saved and published.
 
     ``state_dict()`` therefore carries both network weights and normaliser statistics, which
     is what ``weights.flatten_state`` and the checkpoint use.

@@ -9,7 +9,8 @@ from torch import nn
 
 
 class EmpiricalNormalization(nn.Module):
-    """Normalise inputs with running statistics and clip the result to ``[-clip, clip]``.
+    """
+    Normalise inputs with running statistics and clip the result to ``[-clip, clip]``.
 
     ``mean``, ``var`` (population variance) and ``count`` are registered buffers, so they
     follow ``.to(device)`` and appear in ``state_dict()``. ``count`` is int64 so a later
@@ -33,7 +34,7 @@ class EmpiricalNormalization(nn.Module):
 
     @property
     def std(self) -> torch.Tensor:
-        """Standard deviation used for normalisation (``sqrt(var + eps)``)."""
+        """Return the std used for normalisation, ``sqrt(var + eps)``."""
         return torch.sqrt(self.var + self.eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -51,7 +52,8 @@ class EmpiricalNormalization(nn.Module):
 
     @torch.no_grad()
     def update(self, x: torch.Tensor) -> None:
-        """Merge a batch ``x`` of shape ``[..., *shape]`` into the running statistics.
+        """
+        Merge a batch ``x`` of shape ``[..., *shape]`` into the running statistics.
 
         Chan et al. parallel update (the batched form of Welford), computed in float64:
             delta = mean_b - mean_a,  n = n_a + n_b

@@ -18,7 +18,8 @@ JOINT_LIMIT_KEYS = (
 
 @dataclasses.dataclass
 class StepState:
-    """Batched state of all envs after a reset or a step.
+    """
+    Batched state of all envs after a reset or a step.
 
     After a step, ``reward``, ``terminated``, ``truncated``, ``episode_return`` and
     ``episode_length`` describe the transition just taken, while the joint arrays and
@@ -43,7 +44,8 @@ class StepState:
 
 
 def observation(state, task):
-    """Build the policy observation [N, obs_dim] float32 from a state.
+    """
+    Build the policy observation [N, obs_dim] float32 from a state.
 
     Tasks that use the joint state observe concat(joint_position, joint_velocity, extras);
     the others (e.g. wrapped gymnasium envs) carry their whole observation in extras.
@@ -58,7 +60,8 @@ def observation(state, task):
 
 
 class BatchedTask(abc.ABC):
-    """N copies of one simulated task stepped in lockstep, with auto-reset.
+    """
+    N copies of one simulated task stepped in lockstep, with auto-reset.
 
     Subclasses set the attributes below in their constructor and implement reset/step/close.
     """

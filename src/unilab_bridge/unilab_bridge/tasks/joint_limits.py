@@ -5,13 +5,16 @@
 import mujoco
 import numpy as np
 
+# ros2_control's JointLimits leaves values of absent limits as NaN; do the same.
+_UNSET = float('nan')
+
 
 def actuated_joints(model):
     """Return (actuator ids, joint ids) of actuators that drive a single joint, in order."""
     actuator_ids, joint_ids = [], []
     for act in range(model.nu):
-        if model.actuator_trntype[act] in (mujoco.mjtTrn.mjTRN_JOINT,
-                                           mujoco.mjtTrn.mjTRN_JOINTINPARENT):
+        if int(model.actuator_trntype[act]) in (int(mujoco.mjtTrn.mjTRN_JOINT),
+                                                int(mujoco.mjtTrn.mjTRN_JOINTINPARENT)):
             actuator_ids.append(act)
             joint_ids.append(int(model.actuator_trnid[act, 0]))
     return actuator_ids, joint_ids
@@ -19,17 +22,19 @@ def actuated_joints(model):
 
 def is_position_actuator(model, act):
     """Return True if the actuator is a position servo (affine bias with -kp on qpos)."""
-    return (model.actuator_biastype[act] == mujoco.mjtBias.mjBIAS_AFFINE
+    return (int(model.actuator_biastype[act]) == int(mujoco.mjtBias.mjBIAS_AFFINE)
             and model.actuator_biasprm[act, 1] < 0)
 
 
 def joint_limits_from_model(model, actuator_ids, joint_ids, max_velocity=None):
-    """Return {joint name: ros2_control limits} for the given actuator/joint pairs.
+    """
+    Return {joint name: ros2_control limits} for the given actuator/joint pairs.
 
     Position limits come from the joint range. Effort limits come from the actuator force
     range for position servos and from the ctrl range for torque actuators, whose command is
     the effort itself. Velocity limits are only reported when ``max_velocity`` is given (a
-    sequence aligned with ``joint_ids``), since MuJoCo models carry no such data.
+    sequence aligned with ``joint_ids``), since MuJoCo models carry no such data. Values of
+    absent limits are NaN, as in ros2_control.
     """
     limits = {}
     for k, (act, jnt) in enumerate(zip(actuator_ids, joint_ids)):
@@ -44,13 +49,13 @@ def joint_limits_from_model(model, actuator_ids, joint_ids, max_velocity=None):
         vel = None if max_velocity is None else float(max_velocity[k])
         limits[mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, jnt)] = {
             'has_position_limits': has_pos,
-            'min_position': lo if has_pos else -np.inf,
-            'max_position': hi if has_pos else np.inf,
+            'min_position': lo if has_pos else _UNSET,
+            'max_position': hi if has_pos else _UNSET,
             'has_velocity_limits': vel is not None,
-            'max_velocity': vel if vel is not None else np.inf,
+            'max_velocity': vel if vel is not None else _UNSET,
             'has_acceleration_limits': False,
-            'max_acceleration': np.inf,
+            'max_acceleration': _UNSET,
             'has_effort_limits': has_eff,
-            'max_effort': float(np.max(np.abs(eff_range))) if has_eff else np.inf,
+            'max_effort': float(np.max(np.abs(eff_range))) if has_eff else _UNSET,
         }
     return limits

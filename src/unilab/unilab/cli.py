@@ -1,0 +1,143 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""``unilab`` command line: train, tasks, config, bench, export."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+from unilab_core.config import ConfigError
+
+
+def _train(args) -> int:
+    from unilab.prepare import prepare_run
+    from unilab.runner import run_graph
+    overrides = {}
+    if args.task:
+        overrides['run.task'] = args.task
+    if args.steps is not None:
+        overrides['run.total_steps'] = args.steps
+    if args.num_envs is not None:
+        overrides['rollout.num_envs'] = args.num_envs
+    if args.seed is not None:
+        overrides['run.seed'] = args.seed
+    if args.device:
+        overrides['run.device'] = args.device
+    if args.multiprocess:
+        overrides['run.process_mode'] = 'multiprocess'
+    run = prepare_run(args.config, overrides, run_dir=args.run_dir, resume=args.resume or '')
+    print(f'unilab: task {run.task.name} ({run.task.obs_dim} obs, {run.task.action_dim} act, '
+          f'{run.task.command_interface}), {run.cfg.rollout.num_envs} envs, '
+          f'{run.cfg.run.total_steps:,} steps, {run.cfg.run.process_mode}; run dir {run.run_dir}',
+          flush=True)
+    summary = run_graph(run, progress=not args.no_progress)
+    keys = ('steps', 'wall_s', 'fps', 'return_first', 'return_last', 'checkpoint')
+    print(json.dumps({k: summary.get(k) for k in keys}, indent=2))
+    print(f'unilab: run written to {run.run_dir}')
+    return 0
+
+
+def _tasks(args) -> int:
+    from unilab_bridge.tasks import available_tasks
+    for name in available_tasks():
+        print(name)
+    return 0
+
+
+def _config(args) -> int:
+    from unilab_core.config import describe_keys, load_run_config
+    from unilab.paths import default_config_files
+    if args.check:
+        cfg = load_run_config(list(default_config_files()) + list(args.check))
+        print(json.dumps(cfg.to_dict(), indent=2))
+        return 0
+    for key, desc, default in describe_keys():
+        print(f'{key:34} {default!s:>12}  {desc}')
+    return 0
+
+
+def _bench(args) -> int:
+    from unilab.bench import run_benchmark
+    result = run_benchmark(args.name, args)
+    text = json.dumps(result, indent=2)
+    if args.json:
+        from unilab_core.atomic import atomic_write_text
+        atomic_write_text(args.json, text + '\n')
+    print(text)
+    return 0
+
+
+def _export(args) -> int:
+    from unilab.export import export_run
+    out, diff = export_run(args.run_dir, args.format, args.out)
+    print(f'unilab: exported {args.format} policy to {out}')
+    if diff is not None:
+        print(f'unilab: onnxruntime check: max abs difference {diff:.2e} (<= 1e-5: ok)')
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser (also used by the README's command list)."""
+    parser = argparse.ArgumentParser(prog='unilab', description=__doc__)
+    sub = parser.add_subparsers(dest='command', required=True)
+
+    t = sub.add_parser('train', help='train a policy through the ROS 2 graph')
+    t.add_argument('--task', help='task name (see `unilab tasks`); default arm6_reach')
+    t.add_argument('--steps', type=int, help='environment steps (run.total_steps)')
+    t.add_argument('--num-envs', type=int, help='parallel envs (rollout.num_envs)')
+    t.add_argument('--seed', type=int, help='seed (run.seed)')
+    t.add_argument('--device', help='auto | cpu | cuda (run.device)')
+    t.add_argument('--run-dir', help='output directory (default runs/<task>-<time>)')
+    t.add_argument('--config', action='append', default=[],
+                   help='extra YAML merged over the defaults (repeatable)')
+    t.add_argument('--resume', metavar='RUN_DIR', help='continue a run from its latest checkpoint')
+    t.add_argument('--multiprocess', action='store_true', help='one process per node')
+    t.add_argument('--no-progress', action='store_true', help='no live progress display')
+    t.set_defaults(func=_train)
+
+    s = sub.add_parser('tasks', help='list available tasks')
+    s.set_defaults(func=_tasks)
+
+    c = sub.add_parser('config', help='list configuration keys, or --check FILE')
+    c.add_argument('--check', action='append', help='validate a YAML file over the defaults')
+    c.set_defaults(func=_config)
+
+    b = sub.add_parser('bench', help='run a benchmark, print/write JSON figures')
+    b.add_argument('name', help='benchmark name (graph)')
+    b.add_argument('--json', help='write the result to this file')
+    b.add_argument('--steps', type=int, default=300, help='control steps to time')
+    b.add_argument('--num-envs', type=int, default=64)
+    b.set_defaults(func=_bench)
+
+    e = sub.add_parser('export', help='export a trained policy for deployment')
+    e.add_argument('run_dir')
+    e.add_argument('--format', choices=('onnx', 'torchscript'), default='onnx')
+    e.add_argument('--out', help='output file (default RUN_DIR/policy.<ext>)')
+    e.set_defaults(func=_export)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; configuration errors exit 2 with one clear message."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        print(f'unilab: configuration error:\n{exc}', file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:
+        print(f'unilab: {exc}', file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print('unilab: interrupted', file=sys.stderr)
+        return 130
+
+
+if __name__ == '__main__':
+    sys.exit(main())
+
+
+__all__ = ['main', 'build_parser', 'pathlib']

@@ -1,0 +1,34 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""What ``train.launch.py`` starts, as plain data (testable without launch_ros)."""
+
+from __future__ import annotations
+
+from unilab.prepare import PreparedRun
+
+
+def launch_node_kwargs(run: PreparedRun) -> list[dict]:
+    """Return the ``launch_ros.actions.Node`` keyword arguments for every node of the graph.
+
+    They come from the same :func:`unilab_core.graph.describe_graph` result
+    and the same parameter file the CLI uses, so the two starters agree.
+    """
+    return [
+        {'package': s.package, 'executable': s.executable, 'name': s.name,
+         'parameters': [str(run.params_file)], 'output': 'screen'}
+        for s in run.graph.nodes
+    ]
+
+
+def launch_overrides(task: str, steps: str, num_envs: str, seed: str) -> dict:
+    """Turn launch arguments (strings, '' = unset) into config overrides."""
+    out = {}
+    if task:
+        out['run.task'] = task
+    if steps:
+        out['run.total_steps'] = int(steps)
+    if num_envs:
+        out['rollout.num_envs'] = int(num_envs)
+    if seed:
+        out['run.seed'] = int(seed)
+    return out

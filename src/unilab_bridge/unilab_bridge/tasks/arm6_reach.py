@@ -1,0 +1,161 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""arm6_reach: move the end-effector of a 6-joint arm to a random target position."""
+
+import pathlib
+
+import mujoco
+import numpy as np
+
+from unilab_bridge.tasks.base import BatchedTask, StepState
+from unilab_bridge.tasks.joint_limits import actuated_joints, joint_limits_from_model
+from unilab_bridge.tasks.mj_batch import MjBatch
+from unilab_bridge.tasks.reach_reward import combine, reach_terms, REWARD_SCALES
+
+ASSET = pathlib.Path(__file__).resolve().parents[1] / 'assets' / 'arm6.xml'
+
+# UR5e-like joint speed limit (rad/s); the MJCF has no notion of it.
+MAX_JOINT_VELOCITY = 3.14
+
+# Targets are the end-effector positions of random configurations drawn from these joint
+# boxes (the wrist stays at zero), so every target is reachable by construction.
+TARGET_Q_LOW = np.array([-1.4, -0.4, -0.6, -0.8, 0.0, 0.0])
+TARGET_Q_HIGH = np.array([1.4, 1.2, 1.6, 0.8, 0.0, 0.0])
+# Keep targets clear of the floor and of the pedestal.
+TARGET_MIN_HEIGHT = 0.15
+TARGET_MIN_RADIUS = 0.25
+
+EXTRAS_DIM = 9  # ee_pos (3), target_pos (3), target - ee (3)
+
+
+class Arm6Reach(BatchedTask):
+    """Batched reach task; commands are absolute joint position targets in rad (home = 0)."""
+
+    def __init__(self, num_envs, seed=0, max_episode_steps=100, decimation=4,
+                 reset_noise=0.1, reward_scales=None, num_threads=None):
+        """Load the arm model and allocate ``num_envs`` simulations (call reset() next)."""
+        self.name = 'arm6_reach'
+        self.num_envs = int(num_envs)
+        if self.num_envs < 1:
+            raise ValueError(f'num_envs must be >= 1, got {num_envs}')
+        self.model = mujoco.MjModel.from_xml_path(str(ASSET))
+        act_ids, jnt_ids = actuated_joints(self.model)
+        self.joint_names = [self.model.joint(j).name for j in jnt_ids]
+        self._qpos_adr = self.model.jnt_qposadr[jnt_ids]
+        self._batch = MjBatch(
+            self.model, self.num_envs, decimation, self._qpos_adr,
+            self.model.jnt_dofadr[jnt_ids], [self.model.site('ee_site').id], num_threads)
+        self.action_dim = self.model.nu
+        self.extras_dim = EXTRAS_DIM
+        self.uses_joint_state = True
+        self.command_interface = 'position'
+        self.control_dt = float(self.model.opt.timestep * decimation)
+        self.max_episode_steps = int(max_episode_steps)
+        self.joint_limits = joint_limits_from_model(
+            self.model, act_ids, jnt_ids, [MAX_JOINT_VELOCITY] * len(jnt_ids))
+        self.action_low = self.model.actuator_ctrlrange[:, 0].copy()
+        self.action_high = self.model.actuator_ctrlrange[:, 1].copy()
+        self.reset_noise = float(reset_noise)
+        self.reward_scales = dict(REWARD_SCALES if reward_scales is None else reward_scales)
+        self.reward_terms = {}  # scaled per-term rewards of the last step, for logging
+
+        self._site = self.model.site('ee_site').id
+        self._mocap = self.model.body('target').mocapid[0]
+        self._fk_data = mujoco.MjData(self.model)
+        self._rng = np.random.default_rng(seed)
+        n = self.num_envs
+        self._target = np.zeros((n, 3))
+        self._prev_cmd = np.zeros((n, self.action_dim))
+        self._ep_steps = np.zeros(n, dtype=np.int32)
+        self._ep_return = np.zeros(n, dtype=np.float64)
+        self._batch_steps = 0
+        self._was_reset = False
+
+    def reset(self, seed=None):
+        """Reset every env to home plus small joint noise, with a new target each."""
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        for i in range(self.num_envs):
+            self._reset_env(i)
+        self._batch_steps = 0
+        self._was_reset = True
+        zeros = np.zeros(self.num_envs)
+        return self._state(zeros, zeros.astype(bool), zeros.astype(bool),
+                           np.full(self.num_envs, np.nan), zeros)
+
+    def step(self, command):
+        """Apply joint position targets [N, 6] for one control step, then auto-reset."""
+        if not self._was_reset:
+            raise RuntimeError(f'{self.name}: call reset() before step()')
+        cmd = self.check_command(command)
+        self._batch.step(cmd)
+        self._batch_steps += 1
+        batch = self._batch
+        ee = batch.site_pos[:, 0]
+        terms = reach_terms(ee, self._target, cmd, self._prev_cmd, batch.qvel)
+        self.reward_terms = {k: self.reward_scales[k] * terms[k] for k in self.reward_scales}
+        reward = combine(terms, self.reward_scales)
+        self._prev_cmd[:] = cmd
+        # The arm cannot fall or fail; only a diverged simulation ends an episode early.
+        terminated = batch.unstable.copy()
+        reward[terminated] = 0.0
+        self._ep_steps += 1
+        self._ep_return += reward
+        truncated = (self._ep_steps >= self.max_episode_steps) & ~terminated
+        done = terminated | truncated
+        ep_return = np.where(done, self._ep_return, np.nan)
+        ep_length = np.where(done, self._ep_steps, 0)
+        for i in np.flatnonzero(done):
+            self._reset_env(i)
+        return self._state(reward, terminated, truncated, ep_return, ep_length)
+
+    def close(self):
+        """Stop the stepping threads."""
+        self._batch.close()
+
+    def sample_targets(self, count):
+        """Return [count, 3] reachable target positions (FK of random configurations)."""
+        out = np.empty((count, 3))
+        data = self._fk_data
+        for k in range(count):
+            while True:
+                data.qpos[:] = self._rng.uniform(TARGET_Q_LOW, TARGET_Q_HIGH)
+                mujoco.mj_kinematics(self.model, data)
+                pos = data.site_xpos[self._site]
+                if pos[2] >= TARGET_MIN_HEIGHT and np.hypot(pos[0], pos[1]) >= TARGET_MIN_RADIUS:
+                    out[k] = pos
+                    break
+        return out
+
+    def _reset_env(self, i):
+        data = self._batch.data[i]
+        mujoco.mj_resetData(self.model, data)
+        q0 = self._rng.uniform(-self.reset_noise, self.reset_noise, self.action_dim)
+        q0 = np.clip(q0, self.action_low, self.action_high)
+        data.qpos[self._qpos_adr] = q0
+        # Command the start pose so the arm holds still until the policy acts.
+        data.ctrl[:] = q0
+        self._prev_cmd[i] = q0
+        self._target[i] = self.sample_targets(1)[0]
+        data.mocap_pos[self._mocap] = self._target[i]
+        mujoco.mj_forward(self.model, data)
+        self._ep_steps[i] = 0
+        self._ep_return[i] = 0.0
+        self._batch.read_env(i)
+
+    def _state(self, reward, terminated, truncated, ep_return, ep_length):
+        batch = self._batch
+        ee = batch.site_pos[:, 0]
+        extras = np.concatenate([ee, self._target, self._target - ee], axis=1)
+        return StepState(
+            joint_position=batch.qpos.copy(),
+            joint_velocity=batch.qvel.copy(),
+            joint_effort=batch.actuator_force.copy(),
+            extras=extras.astype(np.float32),
+            reward=np.asarray(reward, dtype=np.float32),
+            terminated=np.asarray(terminated, dtype=bool),
+            truncated=np.asarray(truncated, dtype=bool),
+            episode_return=np.asarray(ep_return, dtype=np.float32),
+            episode_length=np.asarray(ep_length, dtype=np.int32),
+            sim_time=self._batch_steps * self.control_dt,
+        )

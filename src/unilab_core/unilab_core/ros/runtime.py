@@ -1,0 +1,87 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Start nodes: one per process (console scripts) or several composed in one executor."""
+
+from __future__ import annotations
+
+import importlib
+import signal
+import sys
+import time
+from typing import Callable, Iterable
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+
+from unilab_core.config import ConfigError
+
+
+def make_executor(kind: str = 'events'):
+    """Return an executor: ``events`` (rclpy.experimental.EventsExecutor) or single-threaded."""
+    if kind == 'events':
+        from rclpy.experimental import EventsExecutor
+        return EventsExecutor()
+    return SingleThreadedExecutor()
+
+
+def _install_sigterm():
+    # launch and our CLI stop children with SIGINT then SIGTERM; turn SIGTERM
+    # into the same clean path as Ctrl-C so nodes flush stats and checkpoints.
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, handler)
+
+
+def spin_nodes(nodes: list, executor_kind: str = 'events',
+               until: Callable[[], bool] | None = None,
+               on_tick: Callable[[], None] | None = None, tick_s: float = 0.5) -> None:
+    """Spin ``nodes`` on one executor until ``until()`` is true or Ctrl-C."""
+    executor = make_executor(executor_kind)
+    for n in nodes:
+        executor.add_node(n)
+    last = time.monotonic()
+    try:
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
+            now = time.monotonic()
+            if now - last >= tick_s:
+                last = now
+                if on_tick is not None:
+                    on_tick()
+                if until is not None and until():
+                    break
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        for n in nodes:
+            closer = getattr(n, 'close', None)
+            if closer is not None:
+                closer()
+        executor.shutdown(timeout_sec=1.0)
+
+
+def spin_node(node_cls, args=None) -> None:
+    """Entry point body for a node's console script (one node per process)."""
+    _install_sigterm()
+    rclpy.init(args=args)
+    try:
+        node = node_cls()
+    except ConfigError as exc:
+        print(f'error: {exc}', file=sys.stderr)
+        rclpy.try_shutdown()
+        sys.exit(2)
+    executor_kind = 'events'
+    try:
+        spin_nodes([node], executor_kind, until=lambda: getattr(node, 'done', False))
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def create_composed(specs: Iterable, context_args: list[str]) -> list:
+    """Create every node of ``specs`` in this process (after ``rclpy.init(args=...)``)."""
+    nodes = []
+    for spec in specs:
+        cls = getattr(importlib.import_module(spec.module), spec.node_class)
+        nodes.append(cls())
+    return nodes

@@ -1,0 +1,22 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Shared fixtures: the ``device`` parametrisation (CUDA cases skip without a GPU)."""
+
+import pytest
+import torch
+
+# The test tensors are tiny; intra-op threads only add contention on shared CI machines
+# (a 32x32 MLP backward went from ~3 ms to ~100 ms with 2 threads under load).
+torch.set_num_threads(1)
+
+DEVICES = [
+    'cpu',
+    pytest.param('cuda', marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                  reason='no CUDA')),
+]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    """Yield each available torch device."""
+    return torch.device(request.param)

@@ -1,0 +1,122 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Export the deployable policy (frozen normaliser + actor mean) to ONNX / TorchScript."""
+
+import copy
+import os
+import tempfile
+from typing import Callable, Optional, Union
+import warnings
+
+import torch
+from torch import nn
+
+from .models import ActorCritic
+from .normalizer import EmpiricalNormalization
+
+ONNX_OPSET = 17
+
+
+class DeployablePolicy(nn.Module):
+    """``action = actor(clip((obs - mean) / std))``: a float32 CPU copy, detached from training."""
+
+    def __init__(self, actor_critic: ActorCritic,
+                 normalizer: Optional[EmpiricalNormalization] = None):
+        """Deep-copy the actor MLP and the normaliser statistics (frozen) to CPU float32."""
+        super().__init__()
+        self.actor = copy.deepcopy(actor_critic.actor).to('cpu', torch.float32)
+        obs_dim = actor_critic.obs_dim
+        mean = torch.zeros(obs_dim)
+        std = torch.ones(obs_dim)
+        clip = float('inf')
+        if normalizer is not None:
+            mean = normalizer.mean.detach().to('cpu', torch.float32)
+            std = normalizer.std.detach().to('cpu', torch.float32)
+            clip = normalizer.clip
+        self.register_buffer('obs_mean', mean.clone())
+        self.register_buffer('obs_std', std.clone())
+        self.clip = clip
+        self.eval()
+        for p in self.parameters():
+            p.requires_grad_(False)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Return the deterministic action for raw observations ``[B, obs_dim]``."""
+        x = ((obs - self.obs_mean) / self.obs_std).clamp(-self.clip, self.clip)
+        return self.actor(x)
+
+
+def _atomic_write(path: Union[str, os.PathLike], writer: Callable[[str], None]) -> None:
+    """Run ``writer(tmp_path)`` then fsync and ``os.replace`` onto ``path``."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp',
+                               dir=directory)
+    os.close(fd)
+    try:
+        writer(tmp)
+        with open(tmp, 'rb') as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def export_onnx(actor_critic: ActorCritic, normalizer: Optional[EmpiricalNormalization],
+                path: Union[str, os.PathLike], obs_dim: int,
+                opset: int = ONNX_OPSET) -> DeployablePolicy:
+    """
+    Write an ONNX model with input ``obs`` [batch, obs_dim] and output ``action``.
+
+    Uses the TorchScript-based exporter (``dynamo=False``): the dynamo exporter needs
+    ``onnxscript``, which is not a dependency. Returns the exported module.
+    """
+    module = DeployablePolicy(actor_critic, normalizer)
+    dummy = torch.zeros(1, obs_dim)
+
+    def write(tmp):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', DeprecationWarning)
+            torch.onnx.export(module, (dummy,), tmp, dynamo=False, opset_version=opset,
+                              input_names=['obs'], output_names=['action'],
+                              dynamic_axes={'obs': {0: 'batch'}, 'action': {0: 'batch'}})
+
+    _atomic_write(path, write)
+    return module
+
+
+def export_torchscript(actor_critic: ActorCritic,
+                       normalizer: Optional[EmpiricalNormalization],
+                       path: Union[str, os.PathLike], obs_dim: int) -> DeployablePolicy:
+    """
+    Write a traced TorchScript file (``torch.jit.load`` + ``module(obs)``).
+
+    Returns the exported (eager) module.
+    """
+    module = DeployablePolicy(actor_critic, normalizer)
+
+    def write(tmp):
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', DeprecationWarning)
+            traced = torch.jit.trace(module, torch.zeros(1, obs_dim))
+            traced.save(tmp)
+
+    _atomic_write(path, write)
+    return module
+
+
+@torch.no_grad()
+def verify_onnx(path: Union[str, os.PathLike], module: nn.Module, obs_dim: int,
+                n: int = 64, seed: int = 0) -> float:
+    """Return max |onnxruntime(obs) - module(obs)| on ``n`` random N(0, 3^2) observations."""
+    import onnxruntime as ort
+
+    gen = torch.Generator().manual_seed(seed)
+    obs = 3.0 * torch.randn(n, obs_dim, generator=gen)
+    session = ort.InferenceSession(os.fspath(path), providers=['CPUExecutionProvider'])
+    (onnx_out,) = session.run(['action'], {'obs': obs.numpy()})
+    expected = module.to('cpu').eval()(obs)
+    return float((torch.from_numpy(onnx_out) - expected).abs().max())

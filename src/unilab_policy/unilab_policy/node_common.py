@@ -1,0 +1,44 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Parameters and model construction shared by the policy and trainer nodes."""
+
+from __future__ import annotations
+
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+import torch
+from unilab_core.config import GpuSection, ModelSection, NormalizationSection
+from unilab_core.ros.params import declare_section
+
+from unilab_policy.device import resolve_device
+from unilab_policy.models import ActorCritic, PolicyBundle
+from unilab_policy.normalizer import EmpiricalNormalization
+
+#: Weights are latched: a policy that starts (or restarts) late still gets
+#: the current version without waiting for the next update.
+WEIGHTS_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                         reliability=ReliabilityPolicy.RELIABLE)
+
+
+class PolicySetup:
+    """Declared parameters and the model they describe."""
+
+    def __init__(self, node: Node):
+        p = node.declare_parameter
+        self.obs_dim = p('obs_dim', 0).value
+        self.act_dim = p('act_dim', 0).value
+        self.seed = p('seed', 0).value
+        self.device_name = p('device', 'auto').value
+        self.model = declare_section(node, 'model', ModelSection)
+        self.norm = declare_section(node, 'normalization', NormalizationSection)
+        self.gpu = declare_section(node, 'gpu', GpuSection)
+        self.device = resolve_device(self.device_name)
+
+    def build(self) -> PolicyBundle:
+        """Create the actor-critic + normaliser bundle on the device (seeded)."""
+        torch.manual_seed(self.seed)
+        ac = ActorCritic(self.obs_dim, self.act_dim, hidden_sizes=tuple(self.model.hidden_sizes),
+                         activation=self.model.activation,
+                         init_noise_std=self.model.init_noise_std)
+        norm = EmpiricalNormalization(self.obs_dim, clip=self.norm.clip)
+        return PolicyBundle(ac, norm).to(self.device)

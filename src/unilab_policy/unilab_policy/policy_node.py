@@ -1,0 +1,156 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Policy node: batched inference on the observation topic, rollout chunks to the trainer.
+
+On-policy rule: the node acts with weight version ``v`` for exactly
+``rollout_length`` steps, sends them as chunks tagged ``v``, then holds the
+next observation until version ``v + 1`` arrives, so no rollout ever mixes
+two versions (collection pauses during the PPO update, as in rsl_rl).
+Weights are swapped in place between two steps, never during one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from unilab_core import topics
+from unilab_core.config import ConfigError
+from unilab_core.ros.tensor_msg import Batch, make_batch, read_batch, TensorMessageError
+from unilab_interfaces.msg import TensorBatch
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+
+from unilab_policy.chunk import ChunkBuilder
+from unilab_policy.node_common import PolicySetup, WEIGHTS_QOS
+from unilab_policy.weights import flatten_state, unflatten_into
+
+
+class PolicyNode(Node):
+    """Act on observation batches with the trainer's latest weights."""
+
+    def __init__(self, **kwargs):
+        super().__init__('policy', **kwargs)
+        try:
+            self.setup = PolicySetup(self)
+        except ValueError as exc:
+            raise ConfigError(f'policy: {exc}') from None
+        p = self.declare_parameter
+        self.num_envs = p('num_envs', 64).value
+        self.chunk_length = p('chunk_length', 8).value
+        self.rollout_length = p('rollout_length', 32).value
+        if self.rollout_length % self.chunk_length:
+            raise ConfigError('policy: `rollout_length` must be a multiple of `chunk_length`')
+        self.device = self.setup.device
+        self.bundle = self.setup.build().eval()
+        _, self.spec = flatten_state(self.bundle)
+        self.version = -1  # no weights yet: wait for the trainer's version 0
+        self.steps_in_version = 0
+        self.pending: Batch | None = None
+        self.last_seq = -1
+        self.last_action_msg: TensorBatch | None = None
+        self.counters = {'steps': 0, 'chunks': 0, 'duplicates': 0, 'bad_obs': 0,
+                         'weight_swaps': 0}
+        self._obs = torch.zeros(self.num_envs, self.setup.obs_dim, device=self.device)
+        self.chunk = ChunkBuilder(self.chunk_length, self.num_envs, self.setup.obs_dim,
+                                  self.setup.act_dim)
+        qos = QoSProfile(depth=4)
+        self.action_pub = self.create_publisher(TensorBatch, topics.ACTION, qos)
+        self.rollout_pub = self.create_publisher(TensorBatch, topics.ROLLOUT, QoSProfile(depth=64))
+        self.create_subscription(TensorBatch, topics.OBSERVATION, self._on_obs, qos)
+        self.create_subscription(TensorBatch, topics.WEIGHTS, self._on_weights, WEIGHTS_QOS)
+        if self.device.type != 'cuda':
+            self.get_logger().info('CPU device: CUDA graph capture and memory pool skipped')
+
+    # ------------------------------------------------------------------ weights
+    def _on_weights(self, msg: TensorBatch) -> None:
+        try:
+            flat = read_batch(msg).tensors['flat']
+            if msg.version <= self.version:
+                return
+            unflatten_into(self.bundle, torch.from_numpy(flat.copy()), self.spec)
+        except (TensorMessageError, KeyError, ValueError) as exc:
+            self.get_logger().error(f'ignored weights version {msg.version}: {exc}')
+            return
+        self.version = int(msg.version)
+        self.steps_in_version = 0
+        self.counters['weight_swaps'] += 1
+        if self.pending is not None:
+            batch, self.pending = self.pending, None
+            self._act(batch, continue_chunk=False)
+
+    # ------------------------------------------------------------- observation
+    def _on_obs(self, msg: TensorBatch) -> None:
+        try:
+            batch = read_batch(msg)
+            obs = batch.tensors['obs']
+            if obs.shape != (self.num_envs, self.setup.obs_dim):
+                raise TensorMessageError(
+                    f'obs shape {obs.shape}, expected {(self.num_envs, self.setup.obs_dim)}')
+        except (TensorMessageError, KeyError) as exc:
+            self.counters['bad_obs'] += 1
+            self.get_logger().error(f'ignored observation: {exc}', once=True)
+            return
+        if batch.seq <= self.last_seq:
+            # A re-sent state (bridge timeout): answer with the same action.
+            self.counters['duplicates'] += 1
+            if batch.seq == self.last_seq and self.last_action_msg is not None:
+                self.action_pub.publish(self.last_action_msg)
+            return
+        if self.pending is not None and batch.seq == self.pending.seq:
+            return
+        if self.version < 0:
+            self.pending = batch
+            return
+        self._act(batch, continue_chunk=True)
+
+    def _act(self, batch: Batch, continue_chunk: bool) -> None:
+        obs_np = batch.tensors['obs']
+        reward = batch.tensors.get('reward')
+        if continue_chunk and self.chunk.has_open_step() and batch.seq == self.last_seq + 1 \
+                and reward is not None:
+            full = self.chunk.close_step(
+                reward, batch.tensors['terminated'], batch.tensors['truncated'],
+                batch.tensors.get('episode_return'), batch.tensors.get('episode_length'))
+            if full:
+                self._send_chunk(obs_np)
+                self.steps_in_version += self.chunk_length
+                if self.steps_in_version >= self.rollout_length:
+                    # Rollout for this version complete: hold this observation until
+                    # the trainer publishes version + 1.
+                    self.pending = batch
+                    return
+        else:
+            self.chunk.drop_open_step()
+        self._obs.copy_(torch.from_numpy(np.array(obs_np, dtype=np.float32)))
+        with torch.inference_mode():
+            out = self.bundle.actor_critic.act(self.bundle.normalize(self._obs))
+        action = out.action.cpu().numpy()
+        self.chunk.open_step(obs_np, action, out.log_prob.cpu().numpy(), out.value.cpu().numpy(),
+                             out.mean.cpu().numpy(), out.std.cpu().numpy(), batch.seq)
+        tensors = {'action': action}
+        if 'terminated' in batch.tensors:
+            tensors['reset'] = np.logical_or(batch.tensors['terminated'] > 0.5,
+                                             batch.tensors['truncated'] > 0.5)
+        msg = make_batch('action', batch.seq, tensors, version=self.version,
+                         stamp_ns=batch.stamp_ns)
+        self.action_pub.publish(msg)
+        self.last_action_msg = msg
+        self.last_seq = batch.seq
+        self.counters['steps'] += 1
+
+    def _send_chunk(self, next_obs: np.ndarray) -> None:
+        tensors = self.chunk.tensors(next_obs)
+        self.rollout_pub.publish(make_batch('rollout', self.chunk.first_seq, tensors,
+                                            version=self.version))
+        self.counters['chunks'] += 1
+        self.chunk.clear()
+
+
+def main(args=None):
+    """Run the policy node."""
+    from unilab_core.ros.runtime import spin_node
+    spin_node(PolicyNode, args)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,197 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The trainer's loop body, free of ROS: chunks in, PPO updates, weights and checkpoints out.
+
+Normalisation contract: the policy acted with normaliser statistics of
+version ``v``; the trainer normalises the stored observations with the same
+statistics, so the first PPO epoch sees ratio 1 exactly. Only after the
+update are this rollout's raw observations merged into the statistics, and
+version ``v + 1`` (network + statistics) is published.
+"""
+
+from __future__ import annotations
+
+import math
+import pathlib
+import time
+
+import numpy as np
+import torch
+
+from unilab_policy.checkpoint import (capture_rng_state, load_checkpoint, restore_rng_state,
+                                      save_checkpoint)
+from unilab_policy.models import PolicyBundle
+from unilab_policy.ppo import PPO, PPOParams
+from unilab_policy.run_log import RunLog
+from unilab_policy.storage import RolloutStorage
+from unilab_policy.weights import flatten_state
+
+
+class StaleChunkError(ValueError):
+    """A rollout chunk was produced by another weight version than the one being trained."""
+
+
+class Trainer:
+    """PPO over rollout chunks with versioned weights."""
+
+    def __init__(self, bundle: PolicyBundle, params: PPOParams, num_steps: int, num_envs: int, device: torch.device,
+                 run_dir: str | pathlib.Path, total_steps: int, checkpoint_every: int = 20,
+                 tensorboard: bool = True, normalize_obs: bool = True):
+        self.bundle = bundle
+        self.device = device
+        self.params = params
+        self.ppo = PPO(bundle.actor_critic, params, device)
+        obs_dim, act_dim = bundle.actor_critic.obs_dim, bundle.actor_critic.act_dim
+        self.storage = RolloutStorage(num_steps, num_envs, obs_dim, act_dim, device)
+        # Raw observations of the current rollout, for the post-update statistics merge.
+        self.raw_obs = torch.zeros(num_steps, num_envs, obs_dim, device=device)
+        self.num_steps, self.num_envs = num_steps, num_envs
+        self.normalize_obs = normalize_obs
+        self.run_dir = pathlib.Path(run_dir)
+        self.total_steps = total_steps
+        self.checkpoint_every = checkpoint_every
+        self.version = 0
+        self.updates = 0
+        self.env_steps = 0
+        self.episode_returns: list[float] = []
+        self.stale_chunks = 0
+        self.last_checkpoint = ''
+        self.wall_start = time.monotonic()
+        self.wall_offset = 0.0
+        self.log = RunLog(self.run_dir, tensorboard=tensorboard)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def done(self) -> bool:
+        """Return True once the step budget is used."""
+        return self.env_steps >= self.total_steps
+
+    def weights(self) -> np.ndarray:
+        """Return the flat float32 weights of the current version."""
+        flat, _ = flatten_state(self.bundle)
+        return flat.numpy()
+
+    def wall_s(self) -> float:
+        """Return training wall time, including time before a resume."""
+        return self.wall_offset + time.monotonic() - self.wall_start
+
+    # ------------------------------------------------------------------ data
+    def add_chunk(self, t: dict[str, np.ndarray], version: int) -> bool:
+        """Store one chunk; run the update when the rollout is complete (returns True)."""
+        if version != self.version:
+            self.stale_chunks += 1
+            raise StaleChunkError(f'chunk of version {version}, training version {self.version}')
+        k = t['rewards'].shape[0]
+        start = self.storage.step
+        raw = torch.as_tensor(t['obs'], device=self.device)
+        self.raw_obs[start:start + k].copy_(raw)
+        with torch.no_grad():
+            obs = self.bundle.normalize(raw) if self.normalize_obs else raw
+        dev = self.device
+        self.storage.add_chunk({
+            'obs': obs,
+            'actions': torch.as_tensor(t['actions'], device=dev),
+            'rewards': torch.as_tensor(t['rewards'], device=dev),
+            'terminated': torch.as_tensor(t['terminated'] > 0.5, device=dev),
+            'truncated': torch.as_tensor(t['truncated'] > 0.5, device=dev),
+            'values': torch.as_tensor(t['values'], device=dev),
+            'log_prob': torch.as_tensor(t['log_prob'], device=dev),
+            'mu': torch.as_tensor(t['mu'], device=dev),
+            'sigma': torch.as_tensor(t['sigma'], device=dev),
+        }, start)
+        finished = t['episode_return'][~np.isnan(t['episode_return'])]
+        self.episode_returns.extend(float(x) for x in finished)
+        if not self.storage.is_full:
+            return False
+        self._update(torch.as_tensor(t['next_obs'], device=self.device))
+        return True
+
+    def _update(self, next_obs_raw: torch.Tensor) -> None:
+        with torch.no_grad():
+            nxt = self.bundle.normalize(next_obs_raw) if self.normalize_obs else next_obs_raw
+            last_values = self.bundle.actor_critic.value(nxt)
+        self.storage.compute_returns(last_values, self.params.gamma, self.params.lam)
+        t0 = time.monotonic()
+        metrics = dict(self.ppo.update(self.storage))
+        if self.normalize_obs:
+            self.bundle.obs_normalizer.update(self.raw_obs.flatten(0, 1))
+        self.storage.clear()
+        self.version += 1
+        self.updates += 1
+        self.env_steps += self.num_steps * self.num_envs
+        wall = self.wall_s()
+        recent = self.episode_returns[-self.num_envs:]
+        metrics.update({
+            'charts/env_steps': float(self.env_steps),
+            'charts/fps': self.env_steps / max(wall, 1e-9),
+            'charts/update_s': time.monotonic() - t0,
+            'charts/mean_return': float(np.mean(recent)) if recent else math.nan,
+            'charts/episodes': float(len(self.episode_returns)),
+            'charts/wall_s': wall,
+        })
+        self.log.write(self.updates, self.env_steps, metrics)
+        if self.updates % self.checkpoint_every == 0 or self.done:
+            self.save_checkpoint()
+
+    # ------------------------------------------------------------- checkpoints
+    def state_dict(self) -> dict:
+        """Everything needed to resume."""
+        return {
+            'bundle': self.bundle.state_dict(),
+            'ppo': self.ppo.state_dict(),
+            'weights_version': self.version,
+            'updates': self.updates,
+            'env_steps': self.env_steps,
+            'wall_s': self.wall_s(),
+            'episode_returns': torch.tensor(self.episode_returns, dtype=torch.float64),
+            'rng': capture_rng_state(),
+        }
+
+    def save_checkpoint(self) -> str:
+        """Write ``checkpoints/model_<updates>.pt`` and ``latest.pt`` atomically."""
+        ckpt_dir = self.run_dir / 'checkpoints'
+        path = ckpt_dir / f'model_{self.updates:06d}.pt'
+        state = self.state_dict()
+        save_checkpoint(path, state)
+        save_checkpoint(ckpt_dir / 'latest.pt', state)
+        self.last_checkpoint = str(path)
+        return self.last_checkpoint
+
+    def load(self, path: str | pathlib.Path) -> None:
+        """Resume from a checkpoint file or a run directory (its ``latest.pt``)."""
+        path = pathlib.Path(path)
+        if path.is_dir():
+            path = path / 'checkpoints' / 'latest.pt'
+        state = load_checkpoint(path, map_location=self.device)
+        self.bundle.load_state_dict(state['bundle'])
+        self.ppo.load_state_dict(state['ppo'])
+        self.version = int(state['weights_version'])
+        self.updates = int(state['updates'])
+        self.env_steps = int(state['env_steps'])
+        self.wall_offset = float(state['wall_s'])
+        self.wall_start = time.monotonic()
+        self.episode_returns = [float(x) for x in state['episode_returns']]
+        restore_rng_state(state['rng'])
+        self.last_checkpoint = str(path)
+
+    def summary(self) -> dict:
+        """Return the figures for ``summary.json``."""
+        r = self.episode_returns
+        w = max(1, min(self.num_envs, len(r) // 2))
+        wall = self.wall_s()
+        return {
+            'steps': self.env_steps,
+            'updates': self.updates,
+            'weights_version': self.version,
+            'wall_s': round(wall, 3),
+            'fps': round(self.env_steps / max(wall, 1e-9), 1),
+            'episodes': len(r),
+            'return_first': float(np.mean(r[:w])) if r else None,
+            'return_last': float(np.mean(r[-w:])) if r else None,
+            'checkpoint': self.last_checkpoint,
+            'stale_chunks': self.stale_chunks,
+        }
+
+    def close(self) -> None:
+        """Flush logs."""
+        self.log.close()

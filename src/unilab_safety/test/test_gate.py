@@ -1,0 +1,204 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""SafetyGate on hand-computed batches."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from unilab_safety.gate import ActionShapeError, SafetyGate
+from unilab_safety.limits import load_joint_limits
+
+NAN = np.nan
+LIMITS = load_joint_limits({'joint_limits': {
+    'j0': {'min_position': -1.0, 'max_position': 1.0, 'max_velocity': 1.0,
+           'max_acceleration': 2.0, 'max_effort': 5.0},
+    'j1': {'min_position': 0.5, 'max_position': 2.0, 'max_effort': 2.0},
+}}, ['j0', 'j1'])
+
+
+def _gate(interface='position', dt=None, **kw):
+    return SafetyGate(LIMITS, interface, dt, **kw)
+
+
+def _rows_seen(gate):
+    c = gate.counters
+    return c['passed'] + c['clamped'] + c['rejected']
+
+
+def test_position_clamp_row_by_row():
+    g = _gate()
+    r = g.filter(np.array([[0.5, 1.0], [2.0, -1.0], [-3.0, 1.5]]))
+    np.testing.assert_array_equal(r.command, [[0.5, 1.0], [1.0, 0.5], [-1.0, 1.5]])
+    assert r.command.dtype == np.float64
+    assert r.clamped_mask.tolist() == [False, True, True]
+    assert r.rejected_mask.tolist() == [False, False, False]
+    assert g.counters == {'passed': 1, 'clamped': 2, 'rejected': 0, 'joint_clamps': [2, 1]}
+
+
+def test_nan_row_held_at_previous_safe_command():
+    g = _gate()
+    g.filter(np.array([[0.5, 1.0], [0.2, 0.6]]))
+    r = g.filter(np.array([[NAN, 1.0], [0.4, 0.7]]))
+    np.testing.assert_array_equal(r.command, [[0.5, 1.0], [0.4, 0.7]])
+    assert r.rejected_mask.tolist() == [True, False]
+    assert r.clamped_mask.tolist() == [False, False]
+    r = g.filter(np.array([[0.0, np.inf], [-np.inf, 0.7]]))
+    np.testing.assert_array_equal(r.command, [[0.5, 1.0], [0.4, 0.7]])
+    assert g.counters['rejected'] == 3 and _rows_seen(g) == 6
+
+
+def test_hold_before_any_safe_command():
+    # Position: the clamped state if given, else zeros clamped into range.
+    r = _gate().filter(np.array([[NAN, 0.0]]), state_position=np.array([0.3, 5.0]))
+    np.testing.assert_array_equal(r.command, [[0.3, 2.0]])
+    np.testing.assert_array_equal(_gate().filter(np.array([[NAN, 0.0]])).command, [[0.0, 0.5]])
+    for interface in ('velocity', 'effort'):
+        r = _gate(interface).filter(np.array([[NAN, 1.0]]))
+        np.testing.assert_array_equal(r.command, [[0.0, 0.0]])
+
+
+def test_rate_limit_vel_max_times_dt():
+    g = _gate(dt=0.1)
+    g.filter(np.array([0.0, 1.0]))
+    r = g.filter(np.array([0.5, 1.9]))  # j1 has no velocity limit
+    np.testing.assert_allclose(r.command, [[0.1, 1.9]])
+    assert r.clamped_mask.tolist() == [True]
+    np.testing.assert_allclose(g.filter(np.array([-0.5, 1.9])).command, [[0.0, 1.9]])
+    assert g.joint_clamps.tolist() == [2, 0]
+
+
+def test_rate_limit_from_state_and_reset():
+    g = _gate(dt=0.1)
+    r = g.filter(np.array([[0.5, 1.0], [0.5, 1.0]]), state_position=np.array([[0.0, 1.0],
+                                                                             [NAN, 1.0]]))
+    # Row 1 has a NaN state and no last command: nothing to rate-limit from.
+    np.testing.assert_allclose(r.command, [[0.1, 1.0], [0.5, 1.0]])
+    g.reset(rows=[0])
+    np.testing.assert_allclose(g.filter(np.array([[-0.8, 1.0], [-0.8, 1.0]])).command,
+                               [[-0.8, 1.0], [0.4, 1.0]])
+    g.reset()
+    np.testing.assert_allclose(g.filter(np.array([[0.9, 1.0], [0.9, 1.0]])).command,
+                               [[0.9, 1.0], [0.9, 1.0]])
+
+
+def test_max_delta_and_effort_interface():
+    g = _gate('effort')
+    r = g.filter(np.array([[6.0, -3.0], [1.0, 1.0]]))
+    np.testing.assert_array_equal(r.command, [[5.0, -2.0], [1.0, 1.0]])
+    assert g.counters['joint_clamps'] == [1, 1]
+    g = _gate('effort', max_delta=1.0)
+    np.testing.assert_array_equal(g.filter(np.array([3.0, -3.0])).command, [[1.0, -1.0]])
+    np.testing.assert_array_equal(g.filter(np.array([3.0, -3.0])).command, [[2.0, -2.0]])
+    np.testing.assert_array_equal(g.filter(np.array([3.0, -3.0])).command, [[3.0, -2.0]])
+
+
+def test_velocity_interface_accel_limit():
+    g = _gate('velocity', dt=0.1)
+    assert g.unbounded_joints == ['j1']
+    r = g.filter(np.array([5.0, 5.0]))  # ramps from rest: acc_max * dt = 0.2
+    np.testing.assert_allclose(r.command, [[0.2, 5.0]])
+    np.testing.assert_allclose(g.filter(np.array([5.0, 5.0])).command, [[0.4, 5.0]])
+    g = _gate('velocity')
+    np.testing.assert_array_equal(g.filter(np.array([-5.0, 5.0])).command, [[-1.0, 5.0]])
+
+
+def test_zero_fallback():
+    g = _gate('velocity', fallback='zero')
+    g.filter(np.array([0.5, 0.5]))
+    np.testing.assert_array_equal(g.filter(np.array([NAN, 0.5])).command, [[0.0, 0.0]])
+    np.testing.assert_array_equal(g.hold_command(), [[0.0, 0.0]])
+    with pytest.raises(ValueError, match='zero'):
+        _gate('position', fallback='zero')
+
+
+def test_hold_command_is_last_safe_copy():
+    g = _gate()
+    np.testing.assert_array_equal(g.hold_command(), [[0.0, 0.5]])
+    np.testing.assert_array_equal(g.hold_command(n_rows=2), [[0.0, 0.5]] * 2)
+    r = g.filter(np.array([[0.5, 1.0], [3.0, 1.0]]))
+    hold = g.hold_command()
+    np.testing.assert_array_equal(hold, [[0.5, 1.0], [1.0, 1.0]])
+    assert not np.shares_memory(hold, r.command)
+
+
+def test_single_row_input():
+    g = _gate()
+    r = g.filter([2.0, 1.0])
+    assert r.command.shape == (1, 2) and r.clamped_mask.shape == (1,)
+    np.testing.assert_array_equal(r.command, [[1.0, 1.0]])
+
+
+def test_no_allocation_on_same_batch_size():
+    g = _gate(dt=0.1, max_delta=0.5)
+    a = np.random.default_rng(0).normal(size=(4096, 2))
+    a[::7, 1] = NAN  # exercise the reject path too
+    state = np.zeros_like(a)
+    first = g.filter(a, state_position=state)
+    buf = first.command
+    tracemalloc.start()
+    second = g.filter(a, state_position=state)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # The caller must copy a result it keeps: the next call overwrites it.
+    assert second.command is buf and second.clamped_mask is first.clamped_mask
+    # One [N, J] array would be a.nbytes (64 KiB); allow only numpy's small change.
+    assert peak < 4096
+
+
+def test_input_not_modified():
+    g = _gate(dt=0.1)
+    a = np.array([[5.0, NAN], [-5.0, 9.0]], dtype=np.float32)
+    before = a.copy()
+    r = g.filter(a)
+    np.testing.assert_array_equal(a, before)
+    assert not np.shares_memory(a, r.command)
+    np.testing.assert_array_equal(r.command, [[0.0, 0.5], [-1.0, 2.0]])
+
+
+def test_counters_add_up_with_rejected_batches():
+    g = _gate(dt=0.1)
+    rng = np.random.default_rng(1)
+    nan_rows = clamped_rows = 0
+    for _ in range(20):
+        a = rng.normal(scale=2.0, size=(8, 2))
+        bad = rng.random(8) < 0.2
+        a[bad, 0] = NAN
+        r = g.filter(a)
+        nan_rows += int(bad.sum())
+        clamped_rows += int(r.clamped_mask.sum())
+        assert not np.any(r.clamped_mask & r.rejected_mask)
+    with pytest.raises(ActionShapeError):
+        g.filter(np.zeros((8, 3)))
+    g.reject_batch(8)
+    assert _rows_seen(g) == 168
+    assert g.rejected == nan_rows + 8 and g.clamped == clamped_rows > 0
+    # A clamped row has at least one and at most J clamped joints.
+    assert g.joint_clamps.max() <= g.clamped <= g.joint_clamps.sum()
+
+
+def test_new_batch_size_starts_over():
+    g = _gate(dt=0.1)
+    g.filter(np.zeros((2, 2)) + 0.5)
+    # Rows of a different batch size are different envs: no rate limit from the old ones.
+    np.testing.assert_allclose(g.filter(np.full((3, 2), -0.5)).command, [[-0.5, 0.5]] * 3)
+    assert g.filter(np.zeros((0, 2))).command.shape == (0, 2)
+
+
+@pytest.mark.parametrize('action, words', [
+    (np.zeros((3, 3)), ['[N, 2]', '(3, 3)']),
+    (np.zeros(5), ['[2]', '(5,)']),
+    (np.zeros((1, 2, 2)), ['(1, 2, 2)']),
+    (np.array([['a', 'b']]), ['dtype']),
+])
+def test_shape_errors(action, words):
+    with pytest.raises(ActionShapeError) as err:
+        _gate().filter(action)
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_bad_state_shape():
+    with pytest.raises(ActionShapeError, match='state_position'):
+        _gate().filter(np.zeros((2, 2)), state_position=np.zeros((3, 2)))

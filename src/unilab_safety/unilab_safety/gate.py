@@ -1,0 +1,221 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+The safety gate every batch of actions passes before it reaches an actuator.
+
+Per row (one env / robot) of an [N, J] batch the gate rejects rows holding NaN or
+Inf (they get the hold command), limits the change from the row's reference
+(position: vel_max * dt, velocity: acc_max * dt, any interface: max_delta) and
+then clamps to the hard range of the interface, which always wins. The reference
+is the row's last output; before one exists it is the clamped state position
+(position interface, when given) or zero (velocity and effort interfaces).
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from unilab_safety.gate_buffers import Buffers
+
+INTERFACES = ('position', 'velocity', 'effort')
+FALLBACKS = ('hold', 'zero')
+
+
+class ActionShapeError(ValueError):
+    """An action batch (or state) has the wrong shape or dtype; the whole batch is refused."""
+
+
+class GateResult(NamedTuple):
+    """
+    Output of SafetyGate.filter.
+
+    The arrays are the gate's own buffers, overwritten by the next call with the
+    same batch size: copy them if you keep them.
+    """
+
+    command: np.ndarray
+    clamped_mask: np.ndarray
+    rejected_mask: np.ndarray
+
+
+class SafetyGate:
+    """
+    Clamp, rate-limit and sanitise [N, J] command batches against a LimitSet.
+
+    ``fallback`` picks the output of rejected rows: 'hold' (the row's last safe
+    command, see hold_command) or 'zero' (velocity and effort interfaces only,
+    a stop that deliberately ignores the acceleration limit).
+    """
+
+    def __init__(self, limits, interface, dt, max_delta=None, fallback='hold'):
+        if interface not in INTERFACES:
+            raise ValueError(f'interface must be one of {INTERFACES}, got {interface!r}')
+        if fallback not in FALLBACKS:
+            raise ValueError(f'fallback must be one of {FALLBACKS}, got {fallback!r}')
+        if fallback == 'zero' and interface == 'position':
+            raise ValueError("fallback 'zero' would command position 0; use 'hold'")
+        if dt is not None and not dt > 0:
+            raise ValueError(f'dt must be > 0 or None, got {dt}')
+        self.limits = limits
+        self.interface = interface
+        self.dt = dt
+        self.fallback = fallback
+        self.n_joints = j = len(limits)
+        if interface == 'position':
+            self._lo, self._hi, rate = limits.pos_lo, limits.pos_hi, limits.vel_max
+        elif interface == 'velocity':
+            self._lo, self._hi, rate = -limits.vel_max, limits.vel_max, limits.acc_max
+        else:
+            self._lo, self._hi, rate = -limits.eff_max, limits.eff_max, None
+        step = np.full(j, np.inf)
+        if rate is not None and dt is not None:
+            step = rate * dt
+        if max_delta is not None:
+            md = np.broadcast_to(np.asarray(max_delta, dtype=np.float64), (j,))
+            if not np.all(md > 0):
+                raise ValueError(f'max_delta must be > 0, got {max_delta}')
+            step = np.minimum(step, md)
+        # None skips the change limit entirely when no joint has one.
+        self._step = step if np.any(np.isfinite(step)) else None
+        self._buf = None
+        self.passed = self.clamped = self.rejected = 0
+        self.joint_clamps = np.zeros(j, dtype=np.int64)
+
+    @property
+    def unbounded_joints(self):
+        """Names of joints whose command this interface leaves unbounded (worth a warning)."""
+        free = np.isinf(self._lo) | np.isinf(self._hi)
+        return [n for n, f in zip(self.limits.joint_names, free) if f]
+
+    @property
+    def counters(self):
+        """Return a snapshot of the counters; passed + clamped + rejected == rows seen."""
+        return {'passed': self.passed, 'clamped': self.clamped, 'rejected': self.rejected,
+                'joint_clamps': self.joint_clamps.tolist()}
+
+    def reject_batch(self, n_rows):
+        """Count a batch of ``n_rows`` refused before filtering (e.g. ActionShapeError)."""
+        self.rejected += int(n_rows)
+
+    def reset(self, rows=None):
+        """Forget the last safe command of all rows or of ``rows`` (indices or bool mask)."""
+        if self._buf is not None:
+            if rows is None:
+                self._buf.has_last[:] = False
+            else:
+                self._buf.has_last[rows] = False
+
+    def hold_command(self, state_position=None, n_rows=None):
+        """
+        Return (a copy of) what rejected rows would get now, shape [N, J].
+
+        N is ``n_rows`` if given, else the last batch size, else taken from
+        ``state_position``, else 1. A new N starts the per-row state over.
+        """
+        if n_rows is not None:
+            n = int(n_rows)
+        elif self._buf is not None:
+            n = self._buf.n
+        else:
+            n = 1 if state_position is None or np.ndim(state_position) < 2 else len(state_position)
+        b = self._buffers(n)
+        self._fill_ref(b, self._load_state(b, state_position))
+        if self.fallback == 'zero':
+            return np.zeros_like(b.ref)
+        return b.ref.copy()
+
+    def filter(self, action, state_position=None):
+        """
+        Return the safe GateResult for ``action`` ([N, J] or [J]); never modify the input.
+
+        ``state_position`` ([N, J] or [J]) seeds the reference and the hold of
+        position rows without a last command (rows holding NaN/Inf are ignored).
+        """
+        a = self._check(action)
+        b = self._buffers(a.shape[0])
+        np.copyto(b.inp, a, casting='unsafe')
+        self._fill_ref(b, self._load_state(b, state_position))
+        np.isfinite(b.inp, out=b.fin)
+        np.all(b.fin, axis=1, out=b.row_ok)
+        np.logical_not(b.row_ok, out=b.rejected)
+        np.copyto(b.cmd, b.inp)
+        if self._step is not None:
+            np.subtract(b.ref, b.step, out=b.lo)
+            np.add(b.ref, b.step, out=b.hi)
+            np.logical_not(b.has_ref, out=b.no_ref)
+            np.copyto(b.lo, -np.inf, where=b.no_ref[:, None])
+            np.copyto(b.hi, np.inf, where=b.no_ref[:, None])
+            np.maximum(b.cmd, b.lo, out=b.cmd)
+            np.minimum(b.cmd, b.hi, out=b.cmd)
+        # The hard range goes last so that it wins over the change limit. (np.clip
+        # would allocate a temporary per call; maximum/minimum with out= do not.)
+        np.maximum(b.cmd, b.lo_hard, out=b.cmd)
+        np.minimum(b.cmd, b.hi_hard, out=b.cmd)
+        np.not_equal(b.cmd, b.inp, out=b.jclamp)
+        np.copyto(b.jclamp, False, where=b.rejected[:, None])  # NaN != NaN is no clamp
+        np.any(b.jclamp, axis=1, out=b.clamped)
+        if self.fallback == 'zero':
+            b.ref.fill(0.0)
+        np.copyto(b.cmd, b.ref, where=b.rejected[:, None])
+        np.copyto(b.last, b.cmd)
+        b.has_last[:] = True
+        self._count(b)
+        return GateResult(b.cmd, b.clamped, b.rejected)
+
+    def _check(self, action):
+        try:
+            a = np.asarray(action)
+        except ValueError as e:  # ragged nested lists
+            raise ActionShapeError(f'action is not an array: {e}') from e
+        if a.dtype.kind not in 'fiu':
+            raise ActionShapeError(f'expected a real numeric action, got dtype {a.dtype}')
+        if a.ndim == 1:
+            a = a.reshape(1, -1)  # a view, not a copy
+        if a.ndim != 2 or a.shape[1] != self.n_joints:
+            raise ActionShapeError(f'expected action of shape [N, {self.n_joints}] or '
+                                   f'[{self.n_joints}], got {np.shape(action)}')
+        return a
+
+    def _buffers(self, n):
+        # A new batch size means rows no longer match envs, so the state starts over.
+        if self._buf is None or self._buf.n != n:
+            self._buf = Buffers(n, self.n_joints, self._lo, self._hi, self._step)
+        return self._buf
+
+    def _load_state(self, b, state_position):
+        if state_position is None or self.interface != 'position':
+            return False
+        s = np.asarray(state_position)
+        if s.shape not in ((self.n_joints,), (b.n, self.n_joints)) or s.dtype.kind not in 'fiu':
+            raise ActionShapeError(f'expected state_position of shape [{b.n}, {self.n_joints}] '
+                                   f'or [{self.n_joints}], got {s.shape} {s.dtype}')
+        np.copyto(b.state, s, casting='unsafe')
+        np.isfinite(b.state, out=b.fin)
+        np.all(b.fin, axis=1, out=b.state_ok)
+        return True
+
+    def _fill_ref(self, b, has_state):
+        """Fill the per-row reference (and hold): last output, else clamped state or zero."""
+        b.ref.fill(0.0)
+        if self.interface == 'position':
+            if has_state:
+                np.copyto(b.ref, b.state, where=b.state_ok[:, None])
+                np.logical_or(b.has_last, b.state_ok, out=b.has_ref)
+            else:
+                np.copyto(b.has_ref, b.has_last)
+            np.maximum(b.ref, b.lo_hard, out=b.ref)
+            np.minimum(b.ref, b.hi_hard, out=b.ref)
+        else:
+            b.has_ref.fill(True)
+        np.copyto(b.ref, b.last, where=b.has_last[:, None])
+
+    def _count(self, b):
+        n_rej = int(np.count_nonzero(b.rejected))
+        n_clamp = int(np.count_nonzero(b.clamped))
+        self.rejected += n_rej
+        self.clamped += n_clamp
+        self.passed += b.n - n_rej - n_clamp
+        # Summing bools into int64 would allocate a cast buffer; copy into ints first.
+        np.copyto(b.jclamp_int, b.jclamp)
+        np.sum(b.jclamp_int, axis=0, out=b.jcount)
+        np.add(self.joint_clamps, b.jcount, out=self.joint_clamps)

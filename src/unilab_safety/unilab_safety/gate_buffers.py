@@ -1,0 +1,37 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Preallocated work arrays of a SafetyGate for one batch size."""
+
+import numpy as np
+
+
+class Buffers:
+    """
+    Every array SafetyGate.filter writes, sized [N, J] or [N] once per batch size.
+
+    Allocating up front keeps the control loop free of per-call allocation; the
+    per-row memory (``last``, ``has_last``) lives here too because it is only
+    meaningful for the batch size it was recorded with. The bounds ``lo_hard``,
+    ``hi_hard`` and ``step`` ([J] each) are stored broadcast to [N, J] because a
+    ufunc that broadcasts a [J] operand allocates a scratch buffer on every call.
+    """
+
+    def __init__(self, n, j, lo_hard, hi_hard, step):
+        self.n = n
+
+        def f():
+            return np.zeros((n, j), dtype=np.float64)
+
+        def m(*shape):
+            return np.zeros(shape, dtype=bool)
+
+        self.inp, self.cmd, self.ref, self.lo, self.hi, self.state, self.last = (
+            f(), f(), f(), f(), f(), f(), f())
+        self.fin, self.jclamp = m(n, j), m(n, j)
+        self.row_ok, self.rejected, self.clamped = m(n), m(n), m(n)
+        self.has_last, self.has_ref, self.no_ref, self.state_ok = m(n), m(n), m(n), m(n)
+        self.jcount = np.zeros(j, dtype=np.int64)
+        self.jclamp_int = np.zeros((n, j), dtype=np.int64)
+        self.lo_hard, self.hi_hard, self.step = (
+            None if v is None else np.ascontiguousarray(np.broadcast_to(v, (n, j)))
+            for v in (lo_hard, hi_hard, step))
