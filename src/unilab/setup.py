@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Setuptools entry for the unilab ROS 2 package."""
 
-import os
 from glob import glob
+import os
 
 from setuptools import find_packages, setup
 

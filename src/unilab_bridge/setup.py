@@ -3,7 +3,6 @@
 """Setuptools entry for the unilab_bridge ROS 2 package."""
 
 import os
-from glob import glob
 
 from setuptools import find_packages, setup
 

@@ -1,6 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Launch the UniLab training graph, one process per node.
+"""
+Launch the UniLab training graph, one process per node.
 
     ros2 launch unilab train.launch.py [task:=arm6_reach] [steps:=N] [num_envs:=N]
         [seed:=N] [run_dir:=DIR] [config:=EXTRA.yaml]

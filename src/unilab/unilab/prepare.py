@@ -9,13 +9,12 @@ import datetime
 import math
 import pathlib
 
-import yaml
+from unilab.paths import config_dir, default_config_files
 from unilab_bridge.tasks import make_task, UnknownTaskError
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError, dump_config, load_run_config, RunConfig
 from unilab_core.graph import describe_graph, Graph, TaskInfo
-
-from unilab.paths import config_dir, default_config_files
+import yaml
 
 
 @dataclasses.dataclass

@@ -13,10 +13,9 @@ import subprocess
 import sys
 import time
 
-from unilab_core.atomic import atomic_write_text
-
 from unilab.prepare import PreparedRun
 from unilab.progress import ProgressDisplay
+from unilab_core.atomic import atomic_write_text
 
 
 def executable_path(package: str, executable: str) -> pathlib.Path:

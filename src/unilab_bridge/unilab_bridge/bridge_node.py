@@ -1,6 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Bridge node: batched MuJoCo simulation that publishes what robot drivers would.
+"""
+Bridge node: batched MuJoCo simulation that publishes what robot drivers would.
 
 Lock-step protocol: the node publishes the state of step ``seq`` (one batched
 sensor_msgs/JointState, a ``task_state`` TensorBatch and /clock, all with the
@@ -21,12 +22,11 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
+from unilab_bridge.tasks import make_task, UnknownTaskError
 from unilab_core import topics
 from unilab_core.config import ConfigError
 from unilab_core.ros.tensor_msg import make_batch, read_batch, TensorMessageError
 from unilab_interfaces.msg import TensorBatch
-
-from unilab_bridge.tasks import make_task, UnknownTaskError
 
 
 def _f64(a: np.ndarray) -> array.array:

@@ -13,7 +13,8 @@ from typing import Iterator
 
 @contextlib.contextmanager
 def atomic_path(path: str | pathlib.Path) -> Iterator[pathlib.Path]:
-    """Yield a temporary path beside ``path``; rename it over ``path`` on success.
+    """
+    Yield a temporary path beside ``path``; rename it over ``path`` on success.
 
     The temporary file lives in the same directory so ``os.replace`` is a
     rename within one file system (atomic on POSIX); it is fsynced first so a

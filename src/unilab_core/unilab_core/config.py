@@ -1,6 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Typed, validated run configuration (``unilab_config.yaml`` + ``ppo_unilab.yaml``).
+"""
+Typed, validated run configuration (``unilab_config.yaml`` + ``ppo_unilab.yaml``).
 
 Every section is a pydantic model with a description and a default per field.
 Files are merged in order (later files override earlier ones) and validated
@@ -201,7 +202,8 @@ def read_yaml(path: str | pathlib.Path) -> dict:
 
 def load_run_config(files: list[str | pathlib.Path] = (),
                     overrides: dict[str, Any] | None = None) -> RunConfig:
-    """Merge YAML files (in order) and dotted overrides into a validated RunConfig.
+    """
+    Merge YAML files (in order) and dotted overrides into a validated RunConfig.
 
     ``overrides`` maps dotted keys (``'rollout.num_envs'``) to values; they
     come from command-line flags and are validated like file keys.

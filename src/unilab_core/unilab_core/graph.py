@@ -1,6 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""The training graph as data: which nodes, from which packages, with which parameters.
+"""
+The training graph as data: which nodes, from which packages, with which parameters.
 
 The CLI (composed or one process per node) and ``train.launch.py`` all start
 the graph from ``describe_graph``; none of them lists nodes of its own, so
@@ -14,10 +15,9 @@ import dataclasses
 import pathlib
 from typing import Any
 
-import yaml
-
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import RunConfig
+import yaml
 
 
 class _NoAliasDumper(yaml.SafeDumper):

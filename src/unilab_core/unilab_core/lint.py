@@ -1,6 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Copyright-header and package.xml checks used by every package's lint test.
+"""
+Copyright-header and package.xml checks used by every package's lint test.
 
 ament_copyright and ament_xmllint are not published for pip-only installs,
 so the project carries these two small checks itself (no ROS dependency).

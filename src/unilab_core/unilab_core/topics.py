@@ -1,6 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Topic names of the training graph (one place, so nodes and tests agree).
+"""
+Topic names of the training graph (one place, so nodes and tests agree).
 
 Every name is a default; ROS remapping (``-r from:=to``) changes it per node.
 """

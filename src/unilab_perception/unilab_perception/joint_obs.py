@@ -1,6 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Build the policy observation from batched joint states and task extras (no ROS).
+"""
+Build the policy observation from batched joint states and task extras (no ROS).
 
 The bridge (or a robot driver) publishes one sensor_msgs/JointState for all
 environments with names ``env<i>/<joint>``; drivers do not promise an order,
@@ -61,7 +62,8 @@ class JointStateIndex:
 
 def build_observation(q: np.ndarray | None, qd: np.ndarray | None, extras: np.ndarray,
                       uses_joint_state: bool, out: np.ndarray | None = None) -> np.ndarray:
-    """Concatenate [q, qd, extras] (or extras alone) into ``out`` [N, obs] float32.
+    """
+    Concatenate [q, qd, extras] (or extras alone) into ``out`` [N, obs] float32.
 
     The rule matches ``unilab_bridge.tasks.observation`` so the simulated and
     the ROS path give the policy the same vector.

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import numpy as np
-import rclpy
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState

@@ -1,6 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Assemble K control steps of transitions into one rollout chunk (no ROS).
+"""
+Assemble K control steps of transitions into one rollout chunk (no ROS).
 
 A transition is opened when the policy acts on ``obs_t`` (action, log-prob,
 value, mean, std) and closed by the next observation's step outcome

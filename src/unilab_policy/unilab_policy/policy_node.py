@@ -1,6 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Policy node: batched inference on the observation topic, rollout chunks to the trainer.
+"""
+Policy node: batched inference on the observation topic, rollout chunks to the trainer.
 
 On-policy rule: the node acts with weight version ``v`` for exactly
 ``rollout_length`` steps, sends them as chunks tagged ``v``, then holds the
@@ -12,14 +13,13 @@ Weights are swapped in place between two steps, never during one.
 from __future__ import annotations
 
 import numpy as np
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
 import torch
 from unilab_core import topics
 from unilab_core.config import ConfigError
 from unilab_core.ros.tensor_msg import Batch, make_batch, read_batch, TensorMessageError
 from unilab_interfaces.msg import TensorBatch
-from rclpy.node import Node
-from rclpy.qos import QoSProfile
-
 from unilab_policy.chunk import ChunkBuilder
 from unilab_policy.node_common import PolicySetup, WEIGHTS_QOS
 from unilab_policy.weights import flatten_state, unflatten_into

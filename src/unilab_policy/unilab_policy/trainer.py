@@ -1,6 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""The trainer's loop body, free of ROS: chunks in, PPO updates, weights and checkpoints out.
+"""
+The trainer's loop body, free of ROS: chunks in, PPO updates, weights and checkpoints out.
 
 Normalisation contract: the policy acted with normaliser statistics of
 version ``v``; the trainer normalises the stored observations with the same
@@ -34,7 +35,8 @@ class StaleChunkError(ValueError):
 class Trainer:
     """PPO over rollout chunks with versioned weights."""
 
-    def __init__(self, bundle: PolicyBundle, params: PPOParams, num_steps: int, num_envs: int, device: torch.device,
+    def __init__(self, bundle: PolicyBundle, params: PPOParams, num_steps: int, num_envs: int,
+                 device: torch.device,
                  run_dir: str | pathlib.Path, total_steps: int, checkpoint_every: int = 20,
                  tensorboard: bool = True, normalize_obs: bool = True):
         self.bundle = bundle

@@ -1,6 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Trainer node: rollout chunks in, PPO updates, versioned weights out.
+"""
+Trainer node: rollout chunks in, PPO updates, versioned weights out.
 
 The PPO update runs inside the chunk callback. That blocks this node's
 executor for the update's duration, which is what on-policy training wants:

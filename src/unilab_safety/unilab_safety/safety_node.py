@@ -1,6 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Safety node: the only path from a policy's action to the actuators.
+"""
+Safety node: the only path from a policy's action to the actuators.
 
 It listens to its configured action topic only, passes every batch through
 the :class:`~unilab_safety.gate.SafetyGate` (joint limits in ros2_control's

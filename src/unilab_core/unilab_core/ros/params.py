@@ -1,6 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Declare ROS parameters from the typed config sections and read them back.
+"""
+Declare ROS parameters from the typed config sections and read them back.
 
 A node declares ``<section>.<field>`` for each field of a section model with
 the model's default, so ``node: ros__parameters: {rollout: {num_envs: 8}}``

@@ -1,6 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Convert between numpy arrays and ``unilab_interfaces/TensorBatch``.
+"""
+Convert between numpy arrays and ``unilab_interfaces/TensorBatch``.
 
 Reading is zero-copy: ``np.frombuffer`` views the message's ``array('f')``.
 Writing copies once into an ``array('f')`` (rclpy's setter accepts it without
