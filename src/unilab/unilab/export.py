@@ -37,7 +37,8 @@ def load_bundle(run_dir: str | pathlib.Path):
     return bundle.to(torch.device('cpu')).eval(), int(p['obs_dim']), use_norm
 
 
-def export_run(run_dir: str, fmt: str, out: str | None = None) -> tuple[pathlib.Path, float | None]:
+def export_run(run_dir: str, fmt: str,
+               out: str | None = None) -> tuple[pathlib.Path, float | None]:
     """Export and (for ONNX) verify against onnxruntime; return (path, max abs diff)."""
     from unilab_policy.export import export_onnx, export_torchscript, verify_onnx
     bundle, obs_dim, use_norm = load_bundle(run_dir)

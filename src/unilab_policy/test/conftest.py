@@ -4,6 +4,11 @@
 
 import pytest
 import torch
+from unilab_core.testing import isolate_ros_domain
+
+# Before any rclpy.init: a private ROS domain, so a training run left going (domain 0)
+# or another package's tests cannot see this process's topics.
+isolate_ros_domain()
 
 # The test tensors are tiny; intra-op threads only add contention on shared CI machines
 # (a 32x32 MLP backward went from ~3 ms to ~100 ms with 2 threads under load).

@@ -108,10 +108,12 @@ class TrainerNode(Node):
 
     def close(self) -> None:
         """Flush logs (and checkpoint if stopped early)."""
-        if not self.done and self.trainer.updates > 0:
-            self.trainer.save_checkpoint()
-            atomic_write_text(self.run_dir / 'summary.json',
-                              json.dumps(self.trainer.summary(), indent=2))
+        if not self.done:
+            # Stopped early (Ctrl-C): keep what was learned and say how far it got.
+            if self.trainer.updates > 0:
+                self.trainer.save_checkpoint()
+            summary = dict(self.trainer.summary(), stopped_early=True)
+            atomic_write_text(self.run_dir / 'summary.json', json.dumps(summary, indent=2))
         self.trainer.close()
 
 

@@ -52,8 +52,11 @@ class SafetyNode(Node):
             limits = load_joint_limits(limits_file, joint_names, allow_unlimited=allow_unlimited)
         except LimitsError as exc:
             raise ConfigError(f'safety: {exc}') from None
-        self.gate = SafetyGate(limits, interface, dt, max_delta=max_delta or None,
-                               fallback=fallback)
+        try:
+            self.gate = SafetyGate(limits, interface, dt, max_delta=max_delta or None,
+                                   fallback=fallback)
+        except ValueError as exc:
+            raise ConfigError(f'safety: {exc}') from None
         self.joint_names = joint_names
         self.batches = 0
         self.bad_messages = 0
@@ -88,6 +91,13 @@ class SafetyNode(Node):
         if reset is not None and reset.shape == (self.num_envs,) and reset.any():
             self.gate.reset(np.flatnonzero(reset))
         try:
+            # The gate accepts any row count (and a flat [J]); here a row is an env, so
+            # anything but [num_envs, J] would publish a command the bridge refuses
+            # and reset every row's rate limit.
+            expected = (self.num_envs, self.gate.n_joints)
+            if action.shape != expected:
+                raise ActionShapeError(f'expected action of shape {list(expected)}, '
+                                       f'got {list(action.shape)}')
             command = self.gate.filter(action).command
         except ActionShapeError as exc:
             self.gate.reject_batch(self.num_envs)

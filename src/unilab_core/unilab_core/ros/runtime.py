@@ -42,7 +42,14 @@ def spin_nodes(nodes: list, executor_kind: str = 'events',
     last = time.monotonic()
     try:
         while rclpy.ok():
-            executor.spin_once(timeout_sec=0.1)
+            try:
+                executor.spin_once(timeout_sec=0.1)
+            except RuntimeError:
+                # EventsExecutor raises a pybind11 conversion error when Ctrl-C
+                # shuts the context down inside spin_once; that is a stop.
+                if rclpy.ok():
+                    raise
+                break
             now = time.monotonic()
             if now - last >= tick_s:
                 last = now

@@ -1,0 +1,38 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Fixtures for the system tests: an isolated ROS domain and a CLI runner."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from unilab_core.testing import isolate_ros_domain
+
+isolate_ros_domain()
+
+#: Small, fast training settings shared by the system tests.
+TINY = ['--num-envs', '8', '--no-progress']
+
+
+def cli(*args, timeout=300, check=False):
+    """Run ``python -m unilab.cli ARGS`` and return the CompletedProcess."""
+    env = dict(os.environ)
+    env.setdefault('PYTHONUNBUFFERED', '1')
+    proc = subprocess.run([sys.executable, '-m', 'unilab.cli', *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f'unilab {args} exited {proc.returncode}:\n{proc.stdout}\n'
+                             f'{proc.stderr}')
+    return proc
+
+
+@pytest.fixture
+def tiny_config(tmp_path):
+    """Return a YAML that makes a run short: small rollouts, no TensorBoard."""
+    path = tmp_path / 'tiny.yaml'
+    path.write_text('rollout: {rollout_length: 16, chunk_length: 8}\n'
+                    'policy_update: {batch_size: 64, epochs: 2}\n'
+                    'logging: {tensorboard: false, checkpoint_every: 2}\n'
+                    'model: {hidden_sizes: [32, 32]}\n')
+    return path

@@ -1,0 +1,49 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+A plain rclpy process, as a user's own tool would be, watching a training run.
+
+Prints one JSON line: the node names it saw and how many sensor and action
+messages it received. Exits when it has seen everything or after a timeout.
+"""
+
+import json
+import sys
+import time
+
+import rclpy
+from sensor_msgs.msg import JointState
+from unilab_interfaces.msg import TensorBatch
+
+EXPECTED = {'bridge', 'perception', 'policy', 'trainer', 'safety'}
+
+
+def main():
+    timeout = float(sys.argv[1]) if len(sys.argv) > 1 else 60.0
+    rclpy.init()
+    node = rclpy.create_node('observer')
+    got = {'joint_states': 0, 'action': 0, 'joint_names': 0}
+
+    def on_js(msg):
+        got['joint_states'] += 1
+        got['joint_names'] = len(msg.name)
+
+    def on_action(msg):
+        got['action'] += 1
+
+    node.create_subscription(JointState, '/joint_states', on_js, 10)
+    node.create_subscription(TensorBatch, '/unilab/action', on_action, 10)
+    deadline = time.monotonic() + timeout
+    seen = set()
+    while time.monotonic() < deadline:
+        rclpy.spin_once(node, timeout_sec=0.1)
+        seen = set(node.get_node_names()) & EXPECTED
+        if seen == EXPECTED and got['joint_states'] >= 3 and got['action'] >= 3:
+            break
+    print(json.dumps({'nodes': sorted(seen), **got}), flush=True)
+    node.destroy_node()
+    rclpy.shutdown()
+
+
+if __name__ == '__main__':
+    main()

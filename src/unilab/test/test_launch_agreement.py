@@ -1,0 +1,97 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+The launch file, the composed starter and the per-process starter start the same graph.
+
+launch_ros cannot be installed on pip-only machines, so the launch file is
+also executed against small recording stand-ins for the launch API; where
+the real launch_ros is importable, it is loaded for real as well.
+"""
+
+import importlib.util
+import pathlib
+import sys
+import types
+
+import pytest
+from unilab.launch_support import launch_node_kwargs
+from unilab.prepare import prepare_run
+from unilab.runner import node_command
+from unilab_core.graph import NODES
+
+LAUNCH_FILE = pathlib.Path(__file__).resolve().parents[1] / 'launch' / 'train.launch.py'
+
+
+class _Recorder:
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = args, kwargs
+
+
+def _fake_launch_modules(values):
+    class LaunchConfiguration:
+        def __init__(self, name):
+            self.name = name
+
+        def perform(self, context):
+            return values.get(self.name, '')
+
+    mods = {name: types.ModuleType(name) for name in (
+        'launch', 'launch.actions', 'launch.event_handlers', 'launch.events',
+        'launch.substitutions', 'launch_ros', 'launch_ros.actions')}
+    mods['launch'].LaunchDescription = _Recorder
+    for cls in ('DeclareLaunchArgument', 'EmitEvent', 'OpaqueFunction', 'RegisterEventHandler'):
+        setattr(mods['launch.actions'], cls, type(cls, (_Recorder,), {}))
+    mods['launch.event_handlers'].OnProcessExit = type('OnProcessExit', (_Recorder,), {})
+    mods['launch.events'].Shutdown = type('Shutdown', (_Recorder,), {})
+    mods['launch.substitutions'].LaunchConfiguration = LaunchConfiguration
+    mods['launch_ros.actions'].Node = type('Node', (_Recorder,), {})
+    return mods
+
+
+def _load_launch_file():
+    spec = importlib.util.spec_from_file_location('train_launch', LAUNCH_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_launch_file_starts_the_described_graph(tmp_path, monkeypatch):
+    values = {'task': 'arm6_reach', 'steps': '4096', 'num_envs': '4',
+              'run_dir': str(tmp_path / 'launch_run')}
+    for name, mod in _fake_launch_modules(values).items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    ld = _load_launch_file().generate_launch_description()
+    actions = ld.args[0]
+    declared = [a.args[0] for a in actions if type(a).__name__ == 'DeclareLaunchArgument']
+    assert {'task', 'steps', 'num_envs', 'seed', 'run_dir', 'config'} <= set(declared)
+    opaque = next(a for a in actions if type(a).__name__ == 'OpaqueFunction')
+    started = opaque.kwargs['function'](context=None)
+    nodes = [a.kwargs for a in started if type(a).__name__ == 'Node']
+    handlers = [a for a in started if type(a).__name__ == 'RegisterEventHandler']
+    assert len(handlers) == 1  # the launch ends when the trainer exits
+
+    # The CLI, given the same settings, resolves the same graph and parameters.
+    cli_run = prepare_run([], {'run.task': 'arm6_reach', 'run.total_steps': 4096,
+                               'rollout.num_envs': 4}, run_dir=str(tmp_path / 'cli_run'))
+    assert [(n['package'], n['executable'], n['name']) for n in nodes] == [
+        (s.package, s.executable, s.name) for s in NODES]
+    assert [(n['package'], n['executable'], n['name'])
+            for n in launch_node_kwargs(cli_run)] == [
+        (n['package'], n['executable'], n['name']) for n in nodes]
+    launch_params = pathlib.Path(nodes[0]['parameters'][0]).read_text()
+    cli_params = cli_run.params_file.read_text()
+    assert launch_params.replace('launch_run', 'X') == cli_params.replace('cli_run', 'X')
+
+    # The per-process starter runs the same executables with the same parameter file.
+    for spec, kw in zip(cli_run.graph.nodes, launch_node_kwargs(cli_run)):
+        cmd = node_command(spec, cli_run.params_file)
+        assert cmd[0].endswith(f"/lib/{kw['package']}/{kw['executable']}")
+        assert cmd[-2:] == ['--params-file', str(cli_run.params_file)]
+        assert f"__node:={kw['name']}" in cmd
+
+
+def test_real_launch_ros_loads_the_file():
+    pytest.importorskip('launch_ros', reason='launch_ros is not installed (pip-only ROS 2)')
+    from launch import LaunchDescription
+    ld = _load_launch_file().generate_launch_description()
+    assert isinstance(ld, LaunchDescription)

@@ -1,0 +1,256 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""SafetyNode over real topics: action in, safe command and diagnostics out."""
+
+import json
+
+from diagnostic_msgs.msg import DiagnosticArray
+import numpy as np
+import pytest
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
+from unilab_core import topics
+from unilab_core.config import ConfigError
+from unilab_core.ros.tensor_msg import make_batch, read_batch
+from unilab_core.testing import spin_until
+from unilab_interfaces.msg import TensorBatch
+from unilab_safety.safety_node import SafetyNode
+
+JOINTS = ['j0', 'j1', 'j2']
+N = 2
+DT = 0.1
+LIMITS_YAML = """\
+safety:
+  ros__parameters:
+    joint_limits:
+      j0:
+        has_position_limits: true
+        min_position: -1.0
+        max_position: 1.0
+        has_velocity_limits: true
+        max_velocity: 2.0
+      j1:
+        has_position_limits: true
+        min_position: 0.5
+        max_position: 2.0
+        has_velocity_limits: true
+        max_velocity: 1.0
+      j2:
+        has_position_limits: true
+        min_position: -0.25
+        max_position: 0.25
+"""
+LO = np.array([-1.0, 0.5, -0.25])
+HI = np.array([1.0, 2.0, 0.25])
+STEP = np.array([2.0 * DT, 1.0 * DT, np.inf])  # max_velocity * dt
+
+
+class Probe(Node):
+    """Test side: publishes actions, records safe commands and diagnostics."""
+
+    def __init__(self, context):
+        super().__init__('safety_probe', context=context)
+        qos = QoSProfile(depth=10)
+        self.action_pub = self.create_publisher(TensorBatch, topics.ACTION, qos)
+        self.commands = []
+        self.diagnostics = []
+        self.create_subscription(TensorBatch, topics.SAFE_COMMAND, self.commands.append, qos)
+        self.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, self.diagnostics.append,
+                                 10)
+
+    def send(self, executor, seq, action, **extra):
+        """Publish an action batch and return the decoded command that answers it."""
+        before = len(self.commands)
+        tensors = {'action': action, **extra}
+        self.action_pub.publish(make_batch('action', seq, tensors, version=3,
+                                           stamp_ns=seq * 20_000_000))
+        assert spin_until(executor, lambda: len(self.commands) > before, 5.0), 'no command'
+        return read_batch(self.commands[-1])
+
+
+def _params(limits_file, run_dir, **extra):
+    values = {'joint_limits_file': str(limits_file), 'joint_names': JOINTS,
+              'interface': 'position', 'dt': DT, 'num_envs': N, 'run_dir': str(run_dir),
+              'diagnostics_period_s': 0.1, **extra}
+    return [Parameter(k, value=v) for k, v in values.items()]
+
+
+@pytest.fixture
+def limits_file(tmp_path):
+    """Write the ros2_control joint_limits YAML and return its path."""
+    path = tmp_path / 'joint_limits.yaml'
+    path.write_text(LIMITS_YAML)
+    return path
+
+
+@pytest.fixture
+def graph(context, limits_file, tmp_path):
+    """Yield (safety node, probe, executor), connected."""
+    node = SafetyNode(context=context, parameter_overrides=_params(limits_file, tmp_path))
+    probe = Probe(context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    executor.add_node(probe)
+    assert spin_until(executor, lambda: (
+        probe.action_pub.get_subscription_count() > 0
+        and node.pub.get_subscription_count() > 0), 5.0), 'discovery timed out'
+    try:
+        yield node, probe, executor
+    finally:
+        executor.shutdown()
+        probe.destroy_node()
+        node.destroy_node()
+
+
+def test_out_of_limits_row_is_clamped_and_nan_row_held(graph):
+    node, probe, executor = graph
+    action = np.array([[5.0, -3.0, 0.1],
+                       [0.0, np.nan, 0.0]], dtype=np.float32)
+    batch = probe.send(executor, 11, action)
+    assert batch.kind == 'command' and batch.seq == 11
+    assert batch.version == 3 and batch.stamp_ns == 11 * 20_000_000
+    command = batch.tensors['command']
+    assert command.shape == (N, len(JOINTS))
+    assert np.all(np.isfinite(command))
+    # First batch: no reference yet, so only the hard range applies.
+    np.testing.assert_array_equal(command[0], np.float32([1.0, 0.5, 0.1]))
+    # A rejected row without a last command holds at zero clamped into the range.
+    np.testing.assert_array_equal(command[1], np.clip(np.zeros(3), LO, HI).astype(np.float32))
+    stats = node.stats()
+    assert stats['clamped'] == 1 and stats['rejected'] == 1 and stats['passed'] == 0
+    assert stats['batches'] == 1 and stats['bad_messages'] == 0
+
+
+def test_second_batch_is_rate_limited_from_last_command(graph):
+    node, probe, executor = graph
+    first = probe.send(executor, 0, np.float32([[0.0, 1.0, 0.0], [0.5, 1.5, -0.1]]))
+    np.testing.assert_array_equal(first.tensors['command'],
+                                  np.float32([[0.0, 1.0, 0.0], [0.5, 1.5, -0.1]]))
+    target = np.float32([[1.0, 2.0, 0.2], [0.55, np.nan, 0.0]])
+    second = probe.send(executor, 1, target)
+    command = second.tensors['command']
+    # Row 0: each joint moves at most max_velocity * dt toward the target (j2 has no rate
+    # limit); row 1 holds its last safe command.
+    np.testing.assert_allclose(command[0], [0.0 + STEP[0], 1.0 + STEP[1], 0.2], rtol=1e-6)
+    np.testing.assert_array_equal(command[1], np.float32([0.5, 1.5, -0.1]))
+    stats = node.stats()
+    assert stats == {'passed': 2, 'clamped': 1, 'rejected': 1, 'batches': 2,
+                     'bad_messages': 0}
+
+
+def test_reset_row_drops_its_rate_limit(graph):
+    node, probe, executor = graph
+    probe.send(executor, 0, np.zeros((N, 3), np.float32) + np.float32([0.0, 1.0, 0.0]))
+    target = np.float32([[0.9, 1.9, 0.0], [0.9, 1.9, 0.0]])
+    command = probe.send(executor, 1, target, reset=np.float32([0.0, 1.0])).tensors['command']
+    np.testing.assert_allclose(command[0], [STEP[0], 1.0 + STEP[1], 0.0], rtol=1e-6)
+    np.testing.assert_array_equal(command[1], target[1])
+
+
+@pytest.mark.parametrize('shape', [(N, 4), (N + 1, 3), (3,), (N, 3, 1)])
+def test_wrong_shape_gets_a_hold_command_of_the_right_shape(graph, shape):
+    node, probe, executor = graph
+    good = np.float32([[0.25, 0.75, 0.0], [-0.5, 1.25, 0.125]])
+    probe.send(executor, 0, good)
+    batch = probe.send(executor, 1, np.full(shape, 0.1, np.float32))
+    assert batch.seq == 1
+    np.testing.assert_array_equal(batch.tensors['command'], good)
+    stats = node.stats()
+    assert stats['rejected'] == N and stats['passed'] == N and stats['batches'] == 2
+    # The rows' state survives the refused batch: the next one is still rate-limited.
+    nxt = probe.send(executor, 2, np.float32([[1.0, 0.75, 0.0], [-0.5, 1.25, 0.125]]))
+    np.testing.assert_allclose(nxt.tensors['command'][0], [0.25 + STEP[0], 0.75, 0.0],
+                               rtol=1e-6)
+
+
+def test_wrong_shape_first_batch_holds_inside_the_limits(graph):
+    node, probe, executor = graph
+    batch = probe.send(executor, 0, np.zeros((N, 5), np.float32))
+    command = batch.tensors['command']
+    assert command.shape == (N, 3)
+    np.testing.assert_array_equal(command, np.tile(np.float32([0.0, 0.5, 0.0]), (N, 1)))
+    assert node.stats()['rejected'] == N
+
+
+def test_malformed_message_is_counted_without_answer(graph):
+    node, probe, executor = graph
+    probe.action_pub.publish(make_batch('action', 0, {'not_action': np.zeros((N, 3))}))
+    assert spin_until(executor, lambda: node.bad_messages == 1, 5.0)
+    spin_until(executor, lambda: probe.commands, 0.3)
+    assert probe.commands == []
+    assert node.stats()['rejected'] == N
+
+
+def test_diagnostics_carry_the_counters(graph, tmp_path):
+    node, probe, executor = graph
+    probe.send(executor, 0, np.float32([[5.0, 1.0, 0.0], [np.nan, 1.0, 0.0]]))
+    probe.diagnostics.clear()
+    assert spin_until(executor, lambda: probe.diagnostics, 5.0), 'no diagnostics'
+    (status,) = probe.diagnostics[-1].status
+    values = {kv.key: kv.value for kv in status.values}
+    assert set(values) >= {'passed', 'clamped', 'rejected', 'batches', 'bad_messages'}
+    assert values['clamped'] == '1' and values['rejected'] == '1'
+    assert values['batches'] == '1'
+    assert status.level == status.WARN and '1 rejected' in status.message
+    # The timer also refreshes the stats file in the run directory.
+    assert json.loads((tmp_path / 'safety_stats.json').read_text())['rejected'] == 1
+
+
+def test_close_writes_stats(context, limits_file, tmp_path):
+    run_dir = tmp_path / 'run'
+    run_dir.mkdir()
+    node = SafetyNode(context=context, parameter_overrides=_params(
+        limits_file, run_dir, diagnostics_period_s=60.0))
+    try:
+        node.gate.filter(np.float32([[5.0, 1.0, 0.0], [0.0, 1.0, 0.0]]))
+        node.close()
+    finally:
+        node.destroy_node()
+    stats = json.loads((run_dir / 'safety_stats.json').read_text())
+    assert stats == {'passed': 1, 'clamped': 1, 'rejected': 0, 'batches': 0,
+                     'bad_messages': 0}
+
+
+def _expect_config_error(context, params, *fragments):
+    with pytest.raises(ConfigError) as info:
+        SafetyNode(context=context, parameter_overrides=params)
+    for fragment in fragments:
+        assert fragment in str(info.value)
+
+
+def test_missing_limits_file_raises(context, tmp_path):
+    missing = tmp_path / 'nope.yaml'
+    _expect_config_error(context, _params(missing, tmp_path), str(missing), 'cannot read')
+
+
+def test_empty_limits_file_parameter_raises(context, tmp_path):
+    _expect_config_error(context, _params('', tmp_path), 'joint_limits_file')
+
+
+def test_invalid_yaml_raises(context, tmp_path):
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text('joint_limits: [unclosed\n')
+    _expect_config_error(context, _params(bad, tmp_path), str(bad), 'invalid YAML')
+
+
+def test_joint_without_entry_raises(context, limits_file, tmp_path):
+    params = _params(limits_file, tmp_path, joint_names=['j0', 'j1', 'gripper'])
+    _expect_config_error(context, params, 'gripper', 'no entry')
+
+
+def test_malformed_limit_value_raises(context, tmp_path):
+    bad = tmp_path / 'bad_value.yaml'
+    bad.write_text(LIMITS_YAML.replace('max_velocity: 1.0', 'max_velocity: fast'))
+    _expect_config_error(context, _params(bad, tmp_path), 'j1', 'max_velocity')
+
+
+@pytest.mark.parametrize('override, fragment', [
+    ({'interface': 'torque'}, 'interface'),
+    ({'dt': 0.0}, 'dt'),
+    ({'fallback': 'zero'}, 'fallback'),
+])
+def test_invalid_gate_parameter_raises_config_error(context, limits_file, tmp_path, override,
+                                                    fragment):
+    _expect_config_error(context, _params(limits_file, tmp_path, **override), fragment)
