@@ -1,12 +1,11 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""``unilab`` command line: train, tasks, config, bench, export."""
+"""``unilab`` command line: train, tasks, config, bench, plot, export."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import pathlib
 import sys
 
 from unilab_core.config import ConfigError
@@ -33,7 +32,7 @@ def _train(args) -> int:
           f'{run.task.command_interface}), {run.cfg.rollout.num_envs} envs, '
           f'{run.cfg.run.total_steps:,} steps, {run.cfg.run.process_mode}; run dir {run.run_dir}',
           flush=True)
-    summary = run_graph(run, progress=not args.no_progress)
+    summary = run_graph(run, progress=run.cfg.logging.progress and not args.no_progress)
     keys = ('steps', 'wall_s', 'fps', 'return_first', 'return_last', 'checkpoint')
     print(json.dumps({k: summary.get(k) for k in keys}, indent=2))
     print(f'unilab: run written to {run.run_dir}')
@@ -79,6 +78,13 @@ def _export(args) -> int:
     return 0
 
 
+def _plot(args) -> int:
+    from unilab.plot import plot_runs
+    out = plot_runs(args.run_dirs, args.out, args.title)
+    print(f'unilab: wrote {out}')
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser (also used by the README's command list)."""
     parser = argparse.ArgumentParser(prog='unilab', description=__doc__)
@@ -112,6 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument('--num-envs', type=int, default=64)
     b.set_defaults(func=_bench)
 
+    p = sub.add_parser('plot', help='plot training curves of runs to a PNG')
+    p.add_argument('run_dirs', nargs='+')
+    p.add_argument('--out', default='training_curve.png')
+    p.add_argument('--title', default='')
+    p.set_defaults(func=_plot)
+
     e = sub.add_parser('export', help='export a trained policy for deployment')
     e.add_argument('run_dir')
     e.add_argument('--format', choices=('onnx', 'torchscript'), default='onnx')
@@ -139,5 +151,3 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == '__main__':
     sys.exit(main())
 
-
-__all__ = ['main', 'build_parser', 'pathlib']

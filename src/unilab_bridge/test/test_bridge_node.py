@@ -11,7 +11,6 @@ from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from unilab_bridge.bridge_node import BridgeNode
-from unilab_core import topics
 from unilab_core.config import ConfigError
 from unilab_core.ros.tensor_msg import make_batch, read_batch
 from unilab_core.testing import spin_until
@@ -31,17 +30,17 @@ def _stamp_ns(t):
 class Probe(Node):
     """Test side: records joint states, task states and clock; publishes safe commands."""
 
-    def __init__(self, context):
+    def __init__(self, context, names):
         super().__init__('bridge_probe', context=context)
         qos = QoSProfile(depth=10)
-        self.cmd_pub = self.create_publisher(TensorBatch, topics.SAFE_COMMAND, qos)
+        self.cmd_pub = self.create_publisher(TensorBatch, names.safe_command, qos)
         self.joint_states = []
         self.task_states = []
         self.clock = []
-        self.create_subscription(JointState, topics.JOINT_STATES, self.joint_states.append, qos)
-        self.create_subscription(TensorBatch, topics.TASK_STATE,
+        self.create_subscription(JointState, names.joint_states, self.joint_states.append, qos)
+        self.create_subscription(TensorBatch, names.task_state,
                                  lambda m: self.task_states.append(read_batch(m)), qos)
-        self.create_subscription(Clock, topics.CLOCK, self.clock.append, 10)
+        self.create_subscription(Clock, names.clock, self.clock.append, 10)
 
     def state(self, seq):
         """Return the last task state received for ``seq`` (or None)."""
@@ -59,16 +58,17 @@ class Probe(Node):
 
 
 @pytest.fixture
-def graph(context):
+def graph(context, private_topics):
     """Yield (bridge node, probe, executor) once the probe has the state of seq 0."""
-    probe = Probe(context)
-    node = BridgeNode(context=context, parameter_overrides=[
+    probe = Probe(context, private_topics)
+    node = BridgeNode(context=context, cli_args=private_topics.args, parameter_overrides=[
         Parameter('task', value='arm6_reach'), Parameter('num_envs', value=N),
         Parameter('seed', value=0), Parameter('state_timeout_s', value=0.2)])
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     executor.add_node(probe)
     try:
+        assert node.js_pub.topic_name == private_topics.joint_states
         # The state published in the constructor predates discovery; the timeout
         # re-sends it, which is the protocol's answer to a lost message.
         assert spin_until(executor, lambda: (

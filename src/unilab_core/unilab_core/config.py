@@ -39,6 +39,9 @@ class RunSection(_Section):
         'auto', description='Torch device: auto = CUDA when present, else CPU.')
     process_mode: Literal['composed', 'multiprocess'] = Field(
         'composed', description='All nodes in one process (one executor) or one per node.')
+    torch_threads: int = Field(
+        1, ge=1, le=256, description='torch intra-op threads on CPU (small MLPs lose time to '
+        'thread hand-off on 2 cores; raise on big machines).')
     executor: Literal['events', 'single_threaded'] = Field(
         'events', description='rclpy executor for composed mode (EventsExecutor is ~8x '
         'faster per round trip on these machines).')

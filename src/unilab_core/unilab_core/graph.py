@@ -90,6 +90,7 @@ def describe_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
     run, ro = c['run'], c['rollout']
     shared_policy = {
         'obs_dim': task.obs_dim, 'act_dim': task.action_dim, 'device': run['device'],
+        'torch_threads': run['torch_threads'],
         'seed': run['seed'], 'model': c['model'], 'normalization': c['normalization'],
         'gpu': c['gpu'],
     }

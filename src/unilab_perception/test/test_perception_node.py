@@ -12,7 +12,6 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
-from unilab_core import topics
 from unilab_core.ros.tensor_msg import make_batch, read_batch
 from unilab_core.testing import spin_until
 from unilab_interfaces.msg import TensorBatch
@@ -27,22 +26,23 @@ E = 2
 class Probe(Node):
     """Test side: publishes joint and task state, records observations."""
 
-    def __init__(self, context):
+    def __init__(self, context, names):
         super().__init__('perception_probe', context=context)
         qos = QoSProfile(depth=10)
-        self.js_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos)
-        self.task_pub = self.create_publisher(TensorBatch, topics.TASK_STATE, qos)
+        self.js_pub = self.create_publisher(JointState, names.joint_states, qos)
+        self.task_pub = self.create_publisher(TensorBatch, names.task_state, qos)
         self.received = []
-        self.create_subscription(TensorBatch, topics.OBSERVATION, self.received.append, qos)
+        self.create_subscription(TensorBatch, names.observation, self.received.append, qos)
 
 
 @pytest.fixture
-def graph(context):
+def graph(context, private_topics):
     """Yield (perception node, probe, executor), connected."""
-    node = PerceptionNode(context=context, parameter_overrides=[
+    node = PerceptionNode(context=context, cli_args=private_topics.args, parameter_overrides=[
         Parameter('num_envs', value=N), Parameter('joint_names', value=JOINTS),
         Parameter('extras_dim', value=E), Parameter('obs_dim', value=2 * len(JOINTS) + E)])
-    probe = Probe(context)
+    assert node.pub.topic_name == private_topics.observation
+    probe = Probe(context, private_topics)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     executor.add_node(probe)

@@ -91,7 +91,7 @@ class FakeEnv(Node):
 
 @pytest.fixture
 def context():
-    """Yield a fresh rclpy context (its own participant); shut it down afterwards."""
+    """Yield a fresh, initialised rclpy Context per test; shut it down afterwards."""
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     try:
@@ -280,6 +280,7 @@ def test_new_version_mid_rollout_starts_a_clean_rollout(graph):
     env.stop_at = None
     env.step(env.actions[-1][2])
     assert spin_until(executor, lambda: policy.pending is not None)
+    assert spin_until(executor, lambda: len(chunks) == 1 + T // K)
 
     acted = {s: (v, a) for s, v, a in env.actions}
     for c in chunks:

@@ -20,19 +20,40 @@ WEIGHTS_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                          reliability=ReliabilityPolicy.RELIABLE)
 
 
+def reserve_device_memory(node: Node, device: torch.device, ratio: float) -> None:
+    """
+    Pre-reserve ``ratio`` of the free device memory in torch's caching allocator.
+
+    One allocation of that size, freed at once, stays cached by the allocator,
+    so later rollout/update tensors do not hit cudaMalloc mid-training.
+    """
+    free, total = torch.cuda.mem_get_info(device)
+    nbytes = int(free * ratio)
+    block = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    del block
+    node.get_logger().info(f'reserved {nbytes / 2**30:.2f} GiB of {total / 2**30:.2f} GiB on '
+                           f'{device} (gpu.memory_pool_ratio={ratio})')
+
+
 class PolicySetup:
     """Declared parameters and the model they describe."""
 
-    def __init__(self, node: Node):
+    def __init__(self, node: Node, reserve_memory: bool = False):
         p = node.declare_parameter
         self.obs_dim = p('obs_dim', 0).value
         self.act_dim = p('act_dim', 0).value
         self.seed = p('seed', 0).value
         self.device_name = p('device', 'auto').value
+        self.torch_threads = p('torch_threads', 1).value
         self.model = declare_section(node, 'model', ModelSection)
         self.norm = declare_section(node, 'normalization', NormalizationSection)
         self.gpu = declare_section(node, 'gpu', GpuSection)
         self.device = resolve_device(self.device_name)
+        if self.device.type == 'cpu':
+            torch.set_num_threads(self.torch_threads)
+        elif reserve_memory:
+            # One node per process reserves (the trainer): it owns the big tensors.
+            reserve_device_memory(node, self.device, self.gpu.memory_pool_ratio)
 
     def build(self) -> PolicyBundle:
         """Create the actor-critic + normaliser bundle on the device (seeded)."""

@@ -73,6 +73,9 @@ class PolicyNode(Node):
             return
         self.version = int(msg.version)
         self.steps_in_version = 0
+        # Steps of the old version not yet sent (a swap mid-rollout, e.g. a resumed
+        # trainer) must not go out tagged with the new one: drop them.
+        self.chunk.clear()
         self.counters['weight_swaps'] += 1
         if self.pending is not None:
             batch, self.pending = self.pending, None

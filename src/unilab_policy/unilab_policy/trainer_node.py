@@ -34,7 +34,7 @@ class TrainerNode(Node):
     def __init__(self, **kwargs):
         super().__init__('trainer', **kwargs)
         try:
-            self.setup = PolicySetup(self)
+            self.setup = PolicySetup(self, reserve_memory=True)
         except ValueError as exc:
             raise ConfigError(f'trainer: {exc}') from None
         p = self.declare_parameter

@@ -11,7 +11,6 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
-from unilab_core import topics
 from unilab_core.config import ConfigError
 from unilab_core.ros.tensor_msg import make_batch, read_batch
 from unilab_core.testing import spin_until
@@ -50,14 +49,14 @@ STEP = np.array([2.0 * DT, 1.0 * DT, np.inf])  # max_velocity * dt
 class Probe(Node):
     """Test side: publishes actions, records safe commands and diagnostics."""
 
-    def __init__(self, context):
+    def __init__(self, context, names):
         super().__init__('safety_probe', context=context)
         qos = QoSProfile(depth=10)
-        self.action_pub = self.create_publisher(TensorBatch, topics.ACTION, qos)
+        self.action_pub = self.create_publisher(TensorBatch, names.action, qos)
         self.commands = []
         self.diagnostics = []
-        self.create_subscription(TensorBatch, topics.SAFE_COMMAND, self.commands.append, qos)
-        self.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, self.diagnostics.append,
+        self.create_subscription(TensorBatch, names.safe_command, self.commands.append, qos)
+        self.create_subscription(DiagnosticArray, names.diagnostics, self.diagnostics.append,
                                  10)
 
     def send(self, executor, seq, action, **extra):
@@ -86,10 +85,12 @@ def limits_file(tmp_path):
 
 
 @pytest.fixture
-def graph(context, limits_file, tmp_path):
+def graph(context, limits_file, tmp_path, private_topics):
     """Yield (safety node, probe, executor), connected."""
-    node = SafetyNode(context=context, parameter_overrides=_params(limits_file, tmp_path))
-    probe = Probe(context)
+    node = SafetyNode(context=context, cli_args=private_topics.args,
+                      parameter_overrides=_params(limits_file, tmp_path))
+    assert node.pub.topic_name == private_topics.safe_command
+    probe = Probe(context, private_topics)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     executor.add_node(probe)
