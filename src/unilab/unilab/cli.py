@@ -112,10 +112,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_config)
 
     b = sub.add_parser('bench', help='run a benchmark, print/write JSON figures')
-    b.add_argument('name', help='benchmark name (graph)')
+    b.add_argument('name', help='benchmark: graph, gae, train')
     b.add_argument('--json', help='write the result to this file')
-    b.add_argument('--steps', type=int, default=300, help='control steps to time')
-    b.add_argument('--num-envs', type=int, default=64)
+    b.add_argument('--steps', type=int, default=None,
+                   help='graph: control steps to time (300); train: env steps (50000)')
+    b.add_argument('--num-envs', type=int, default=None, help='envs (graph: 64)')
+    b.add_argument('--task', help='task (graph: arm6_reach, train: Hopper-v5)')
+    b.add_argument('--seed', type=int, default=0)
+    b.add_argument('--repeats', type=int, default=20, help='gae: timing repeats')
+    b.add_argument('--no-sb3', action='store_true', help='train: skip the SB3 baseline')
     b.set_defaults(func=_bench)
 
     p = sub.add_parser('plot', help='plot training curves of runs to a PNG')
@@ -150,4 +155,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == '__main__':
     sys.exit(main())
-

@@ -14,6 +14,8 @@ from unilab_interfaces.msg import TensorBatch
 
 from unilab_perception.joint_obs import build_observation, JointLayoutError, JointStateIndex
 
+#: Unmatched messages kept per source while waiting for the partner stamp.
+MAX_PENDING = 32
 PASS_THROUGH = ('reward', 'terminated', 'truncated', 'episode_return', 'episode_length')
 
 
@@ -58,6 +60,7 @@ class PerceptionNode(Node):
                 self._invalid('joint_state', str(exc))
                 return
             self._joint[stamp] = (q, qd)
+        self._bound(self._joint)
         self._try_emit(stamp)
 
     def _on_task_state(self, msg: TensorBatch) -> None:
@@ -71,7 +74,15 @@ class PerceptionNode(Node):
             self._invalid('task_state', str(exc))
             return
         self._task[batch.stamp_ns] = batch
+        self._bound(self._task)
         self._try_emit(batch.stamp_ns)
+
+    def _bound(self, store: dict) -> None:
+        # A source that never gets its partner (a driver without task state,
+        # a dead bridge) must not grow memory: keep the newest MAX_PENDING.
+        while len(store) > MAX_PENDING:
+            del store[min(store)]
+            self.counters['unmatched'] += 1
 
     def _try_emit(self, stamp: int) -> None:
         if stamp not in self._joint or stamp not in self._task:

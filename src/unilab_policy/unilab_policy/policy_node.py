@@ -89,6 +89,14 @@ class PolicyNode(Node):
             if obs.shape != (self.num_envs, self.setup.obs_dim):
                 raise TensorMessageError(
                     f'obs shape {obs.shape}, expected {(self.num_envs, self.setup.obs_dim)}')
+            for name in ('reward', 'terminated', 'truncated', 'episode_return',
+                         'episode_length'):
+                extra = batch.tensors.get(name)
+                if extra is not None and extra.shape != (self.num_envs,):
+                    raise TensorMessageError(
+                        f'`{name}` shape {extra.shape}, expected {(self.num_envs,)}')
+            if not np.all(np.isfinite(obs)):
+                raise TensorMessageError('obs contains NaN or Inf')
         except (TensorMessageError, KeyError) as exc:
             self.counters['bad_obs'] += 1
             self.get_logger().error(f'ignored observation: {exc}', once=True)

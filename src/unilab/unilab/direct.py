@@ -1,0 +1,89 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+The training loop without ROS: same task, policy, safety gate, chunking and trainer.
+
+This is the baseline the graph's overhead is measured against (``unilab
+bench train``): everything the nodes do, called in one Python loop, with the
+policy and trainer sharing one bundle (weights swap for free between steps).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import time
+
+import numpy as np
+import torch
+from unilab.prepare import task_info
+from unilab_bridge.tasks import make_task, observation
+from unilab_core.config import RunConfig
+from unilab_policy.chunk import ChunkBuilder
+from unilab_policy.models import ActorCritic, PolicyBundle
+from unilab_policy.normalizer import EmpiricalNormalization
+from unilab_policy.ppo import num_mini_batches_for, PPOParams
+from unilab_policy.trainer import Trainer
+from unilab_safety.gate import SafetyGate
+from unilab_safety.limits import load_joint_limits
+
+
+def make_gate(task_name: str) -> SafetyGate:
+    """Build the safety gate from the task's model-derived limits."""
+    info, limits = task_info(task_name)
+    clean = {j: {k: v for k, v in lim.items() if v == v} for j, lim in limits.items()}
+    return SafetyGate(load_joint_limits({'joint_limits': clean}, list(info.joint_names)),
+                      info.command_interface, info.control_dt)
+
+
+def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path) -> dict:
+    """Train with the graph's components in one loop; return the trainer's summary."""
+    torch.set_num_threads(cfg.run.torch_threads)
+    info, _ = task_info(cfg.run.task)
+    n, t_len, k = cfg.rollout.num_envs, cfg.rollout.rollout_length, cfg.rollout.chunk_length
+    torch.manual_seed(cfg.run.seed)
+    m = cfg.model
+    bundle = PolicyBundle(ActorCritic(info.obs_dim, info.action_dim, tuple(m.hidden_sizes),
+                                      m.activation, m.init_noise_std),
+                          EmpiricalNormalization(info.obs_dim, clip=cfg.normalization.clip))
+    up = cfg.policy_update
+    params = PPOParams(
+        clip_param=up.clip_param, num_learning_epochs=up.epochs,
+        num_mini_batches=num_mini_batches_for(up.batch_size, t_len, n),
+        value_loss_coef=up.value_loss_coef, entropy_coef=up.entropy_coef, learning_rate=up.lr,
+        max_grad_norm=up.max_grad_norm, use_clipped_value_loss=up.clipped_value_loss,
+        schedule=up.schedule, desired_kl=up.desired_kl, gamma=cfg.advantage.gamma,
+        lam=cfg.advantage.gae_lambda)
+    trainer = Trainer(bundle, params, t_len, n, torch.device('cpu'), run_dir,
+                      cfg.run.total_steps, cfg.logging.checkpoint_every,
+                      cfg.logging.tensorboard, normalize_obs=cfg.normalization.observations)
+    gate = make_gate(cfg.run.task)
+    task = make_task(cfg.run.task, n, seed=cfg.run.seed)
+    chunk = ChunkBuilder(k, n, info.obs_dim, info.action_dim)
+    state = task.reset(seed=cfg.run.seed)
+    obs_t = torch.zeros(n, info.obs_dim)
+    seq = 0
+    t0 = time.monotonic()
+    while not trainer.done:
+        obs = observation(state, task)
+        obs_t.copy_(torch.from_numpy(obs))
+        with torch.inference_mode():
+            out = bundle.actor_critic.act(bundle.normalize(obs_t))
+        action = out.action.numpy()
+        chunk.open_step(obs, action, out.log_prob.numpy(), out.value.numpy(),
+                        out.mean.numpy(), out.std.numpy(), seq)
+        reset = np.flatnonzero(state.terminated | state.truncated)
+        if reset.size:
+            gate.reset(reset)
+        state = task.step(gate.filter(action).command)
+        seq += 1
+        if chunk.close_step(state.reward, state.terminated, state.truncated,
+                            state.episode_return, state.episode_length):
+            next_obs = observation(state, task)
+            trainer.add_chunk(chunk.tensors(next_obs), trainer.version)
+            chunk.clear()
+    task.close()
+    trainer.save_checkpoint()
+    summary = trainer.summary()
+    summary['loop_wall_s'] = time.monotonic() - t0
+    trainer.close()
+    return summary
