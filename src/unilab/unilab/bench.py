@@ -203,7 +203,7 @@ def _sb3_hopper(task: str, steps: int, seed: int) -> dict:
 
 
 def bench_train(args) -> dict:
-    """Same task and step budget: ROS graph vs direct loop vs SB3 (zoo hyper-parameters)."""
+    """Compare the ROS graph, the direct loop and SB3 (zoo settings) on one task and budget."""
     from unilab.direct import train_direct
     from unilab.prepare import prepare_run
     from unilab.runner import run_composed
