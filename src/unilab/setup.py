@@ -21,6 +21,7 @@ setup(
         (os.path.join('share', PACKAGE, 'config', 'robots'), glob('config/robots/*.yaml')),
     ],
     install_requires=['setuptools'],
+    extras_require={'test': ['pytest']},
     zip_safe=True,
     maintainer='UniLab maintainers',
     maintainer_email='maintainers@unilab.dev',

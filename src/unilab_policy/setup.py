@@ -17,6 +17,7 @@ setup(
         (os.path.join('share', PACKAGE), ['package.xml']),
     ],
     install_requires=['setuptools'],
+    extras_require={'test': ['pytest']},
     zip_safe=True,
     maintainer='UniLab maintainers',
     maintainer_email='maintainers@unilab.dev',

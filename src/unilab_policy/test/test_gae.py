@@ -5,7 +5,8 @@
 import pytest
 import torch
 
-from unilab_policy.gae import compute_gae, compute_gae_reference
+from unilab_policy.gae import (_deltas_and_discounts, _deltas_and_discounts_inplace,
+                               compute_gae, compute_gae_reference)
 
 BOTH = [compute_gae, compute_gae_reference]
 
@@ -55,8 +56,9 @@ def test_terminated_wins_over_truncated(fn):
     assert res.advantages.item() == pytest.approx(0.5)  # r - V, no bootstrap at all
 
 
-@pytest.mark.parametrize('horizon', [1, 2, 5, 7, 64, 100])
-@pytest.mark.parametrize('dtype,tol', [(torch.float64, 1e-10), (torch.float32, 1e-4)])
+# Odd and non-power-of-two horizons exercise the unpaired-element path at several levels.
+@pytest.mark.parametrize('horizon', [1, 2, 3, 5, 7, 64, 100, 1000, 2048])
+@pytest.mark.parametrize('dtype,tol', [(torch.float64, 1e-10), (torch.float32, 1e-5)])
 @pytest.mark.parametrize('with_tv', [True, False])
 def test_scan_matches_reference(horizon, dtype, tol, with_tv, device):
     gen = torch.Generator().manual_seed(horizon)
@@ -74,6 +76,54 @@ def test_scan_matches_reference(horizon, dtype, tol, with_tv, device):
     assert fast.advantages.dtype == dtype
     torch.testing.assert_close(fast.advantages, ref.advantages, rtol=tol, atol=tol)
     torch.testing.assert_close(fast.returns, ref.returns, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize('horizon', [1, 3, 7, 1000, 2048])
+@pytest.mark.parametrize('done_prob', [0.0, 1.0])
+@pytest.mark.parametrize('dtype,tol', [(torch.float64, 1e-10), (torch.float32, 1e-5)])
+def test_scan_matches_reference_no_done_and_all_done(horizon, done_prob, dtype, tol, device):
+    # done_prob = 1: every step ends an episode (half terminated, half truncated), so
+    # A_t = delta_t; done_prob = 0: one long product of gamma * lam over the whole horizon.
+    gen = torch.Generator().manual_seed(horizon)
+    n = 5
+    r, v, tv = (torch.randn(horizon, n, generator=gen, dtype=dtype).to(device) for _ in range(3))
+    last = torch.randn(n, generator=gen, dtype=dtype).to(device)
+    done = torch.full((horizon, n), done_prob > 0, device=device)
+    term = done & (torch.rand(horizon, n, generator=gen) < 0.5).to(device)
+    trunc = done & ~term
+    fast = compute_gae(r, v, term, trunc, last, 0.99, 0.95, truncation_values=tv)
+    ref = compute_gae_reference(r, v, term, trunc, last, 0.99, 0.95, truncation_values=tv)
+    torch.testing.assert_close(fast.advantages, ref.advantages, rtol=tol, atol=tol)
+    torch.testing.assert_close(fast.returns, ref.returns, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize('with_tv', [True, False])
+@pytest.mark.parametrize('flag_dtype', [torch.bool, torch.float32])
+def test_inplace_deltas_match_plain(with_tv, flag_dtype):
+    gen = torch.Generator().manual_seed(7)
+    horizon, n = 33, 4
+    r, v, tv = (torch.randn(horizon, n, generator=gen, dtype=torch.float64) for _ in range(3))
+    term = (torch.rand(horizon, n, generator=gen) < 0.2).to(flag_dtype)
+    trunc = (torch.rand(horizon, n, generator=gen) < 0.2).to(flag_dtype)  # overlaps term
+    last = torch.randn(n, generator=gen, dtype=torch.float64)
+    args = (r, v, term, trunc, last, 0.99, 0.95, tv if with_tv else None)
+    for got, want in zip(_deltas_and_discounts_inplace(*args), _deltas_and_discounts(*args)):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_scan_leaves_inputs_untouched():
+    # The scan works in place on its own delta / coefficient tensors, never on the inputs.
+    gen = torch.Generator().manual_seed(5)
+    horizon, n = 13, 3
+    r, v, tv = (torch.randn(horizon, n, generator=gen) for _ in range(3))
+    term = torch.rand(horizon, n, generator=gen) < 0.3
+    trunc = torch.rand(horizon, n, generator=gen) < 0.3
+    last = torch.randn(n, generator=gen)
+    inputs = (r, v, term, trunc, last, tv)
+    copies = [x.clone() for x in inputs]
+    compute_gae(r, v, term, trunc, last, 0.99, 0.95, truncation_values=tv)
+    for x, c in zip(inputs, copies):
+        assert torch.equal(x, c)
 
 
 def test_no_dones_equals_discounted_sum():
@@ -98,3 +148,8 @@ def test_shape_errors():
         compute_gae(x, torch.zeros(3, 3), b, b, torch.zeros(2), 0.9, 0.9)
     with pytest.raises(ValueError):
         compute_gae(x, x, b, b, torch.zeros(3), 0.9, 0.9)
+    with pytest.raises(ValueError):
+        compute_gae(x, x, torch.zeros(2, 2, dtype=torch.bool), b, torch.zeros(2), 0.9, 0.9)
+    with pytest.raises(ValueError):
+        compute_gae(torch.zeros(3), torch.zeros(3), b[:, 0], b[:, 0], torch.zeros(()), 0.9,
+                    0.9)

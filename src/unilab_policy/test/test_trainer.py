@@ -10,7 +10,7 @@ import pytest
 import torch
 from unilab_policy.models import ActorCritic, PolicyBundle
 from unilab_policy.ppo import PPOParams
-from unilab_policy.trainer import StaleChunkError, Trainer
+from unilab_policy.trainer import BadChunkError, StaleChunkError, Trainer
 
 OBS, ACT, T, N, K = 3, 2, 4, 2, 2
 CPU = torch.device('cpu')
@@ -95,7 +95,8 @@ def test_metrics_csv_rows(tmp_path, rng):
     with open(tmp_path / 'metrics.csv', newline='') as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 2
-    assert list(rows[0]) == ['update', 'env_steps'] + PPO_COLUMNS + CHART_COLUMNS
+    assert list(rows[0]) == ['update', 'env_steps'] + PPO_COLUMNS + CHART_COLUMNS + [
+        'policy/weights_version', 'policy/action_std', 'policy/rejected_updates']
     assert [int(r['update']) for r in rows] == [1, 2]
     assert [int(r['env_steps']) for r in rows] == [T * N, 2 * T * N]
     assert float(rows[1]['charts/env_steps']) == 2 * T * N
@@ -259,3 +260,54 @@ def test_summary_window_of_one(tmp_path, rng):
     # Two episodes: window max(1, min(2, 1)) = 1.
     assert s['return_first'] == 4.0
     assert s['return_last'] == 6.0
+
+
+@pytest.mark.parametrize('field,bad,why', [
+    ('obs', lambda c: c['obs'][:, :, :2], 'shape'),
+    ('actions', lambda c: c['actions'].astype(np.float64), 'dtype float64'),
+    ('rewards', lambda c: np.where(np.eye(K, N, dtype=bool), np.nan, c['rewards']).astype(
+        np.float32), 'NaN or Inf'),
+    ('next_obs', lambda c: c['next_obs'][:1], 'shape'),
+])
+def test_bad_chunks_are_rejected_before_storage(tmp_path, rng, field, bad, why):
+    tr = _trainer(tmp_path)
+    chunk = _chunk(tr, rng)
+    chunk[field] = bad(chunk)
+    with pytest.raises(BadChunkError, match=f'`{field}`.*{why}'):
+        tr.add_chunk(chunk, tr.version)
+    assert tr.bad_chunks == 1 and tr.storage.step == 0
+    # A good chunk is still accepted afterwards.
+    assert not tr.add_chunk(_chunk(tr, rng), tr.version)
+    assert tr.storage.step == K
+
+
+def test_missing_field_is_rejected(tmp_path, rng):
+    tr = _trainer(tmp_path)
+    chunk = _chunk(tr, rng)
+    del chunk['sigma']
+    with pytest.raises(BadChunkError, match='sigma'):
+        tr.add_chunk(chunk, tr.version)
+
+
+def test_nan_update_is_rejected_and_last_good_weights_kept(tmp_path, rng):
+    tr = _trainer(tmp_path)
+    good = tr.weights().copy()
+    real_update = tr.ppo.update
+
+    def poisoned(storage):
+        metrics = real_update(storage)
+        with torch.no_grad():
+            next(tr.bundle.actor_critic.parameters()).fill_(float('nan'))
+        metrics['losses/value'] = float('nan')
+        return metrics
+
+    tr.ppo.update = poisoned
+    assert _rollout(tr, rng) == [False, True]
+    assert tr.rejected_updates == 1 and tr.last_update_rejected
+    assert np.array_equal(tr.weights(), good)  # nothing non-finite can be published
+    assert tr.version == 1  # collection goes on with the old weights under the next version
+    tr.ppo.update = real_update
+    _rollout(tr, rng)
+    assert tr.rejected_updates == 1 and not tr.last_update_rejected
+    assert np.all(np.isfinite(tr.weights())) and not np.array_equal(tr.weights(), good)
+    assert tr.summary()['rejected_updates'] == 1

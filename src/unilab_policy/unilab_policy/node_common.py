@@ -51,6 +51,8 @@ class PolicySetup:
         self.device = resolve_device(self.device_name)
         if self.device.type == 'cpu':
             torch.set_num_threads(self.torch_threads)
+            if reserve_memory:
+                node.get_logger().info('gpu.memory_pool_ratio skipped: device is CPU')
         elif reserve_memory:
             # One node per process reserves (the trainer): it owns the big tensors.
             reserve_device_memory(node, self.device, self.gpu.memory_pool_ratio)

@@ -21,6 +21,7 @@ from unilab_core.config import ConfigError
 from unilab_core.ros.tensor_msg import Batch, make_batch, read_batch, TensorMessageError
 from unilab_interfaces.msg import TensorBatch
 from unilab_policy.chunk import ChunkBuilder
+from unilab_policy.inference import InferencePolicy
 from unilab_policy.node_common import PolicySetup, WEIGHTS_QOS
 from unilab_policy.weights import flatten_state, unflatten_into
 
@@ -50,7 +51,9 @@ class PolicyNode(Node):
         self.last_action_msg: TensorBatch | None = None
         self.counters = {'steps': 0, 'chunks': 0, 'duplicates': 0, 'bad_obs': 0,
                          'weight_swaps': 0}
-        self._obs = torch.zeros(self.num_envs, self.setup.obs_dim, device=self.device)
+        self.inference = InferencePolicy(self.bundle, self.num_envs, self.device,
+                                         graph_capture=self.setup.gpu.graph_capture,
+                                         log=self.get_logger().info)
         self.chunk = ChunkBuilder(self.chunk_length, self.num_envs, self.setup.obs_dim,
                                   self.setup.act_dim)
         qos = QoSProfile(depth=4)
@@ -58,8 +61,6 @@ class PolicyNode(Node):
         self.rollout_pub = self.create_publisher(TensorBatch, topics.ROLLOUT, QoSProfile(depth=64))
         self.create_subscription(TensorBatch, topics.OBSERVATION, self._on_obs, qos)
         self.create_subscription(TensorBatch, topics.WEIGHTS, self._on_weights, WEIGHTS_QOS)
-        if self.device.type != 'cuda':
-            self.get_logger().info('CPU device: CUDA graph capture and memory pool skipped')
 
     # ------------------------------------------------------------------ weights
     def _on_weights(self, msg: TensorBatch) -> None:
@@ -132,13 +133,12 @@ class PolicyNode(Node):
                     return
         else:
             self.chunk.drop_open_step()
-        self._obs.copy_(torch.from_numpy(np.array(obs_np, dtype=np.float32)))
-        with torch.inference_mode():
-            out = self.bundle.actor_critic.act(self.bundle.normalize(self._obs))
+        out = self.inference.act(obs_np)
         action = out.action.cpu().numpy()
-        self.chunk.open_step(obs_np, action, out.log_prob.cpu().numpy(), out.value.cpu().numpy(),
-                             out.mean.cpu().numpy(), out.std.cpu().numpy(), batch.seq)
-        tensors = {'action': action}
+        log_prob, value = out.log_prob.cpu().numpy(), out.value.cpu().numpy()
+        self.chunk.open_step(obs_np, action, log_prob, value, out.mean.cpu().numpy(),
+                             out.std.cpu().numpy(), batch.seq)
+        tensors = {'action': action, 'value': value, 'log_prob': log_prob}
         if 'terminated' in batch.tensors:
             tensors['reset'] = np.logical_or(batch.tensors['terminated'] > 0.5,
                                              batch.tensors['truncated'] > 0.5)

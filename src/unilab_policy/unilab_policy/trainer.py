@@ -12,6 +12,7 @@ version ``v + 1`` (network + statistics) is published.
 
 from __future__ import annotations
 
+import copy
 import math
 import pathlib
 import time
@@ -19,8 +20,10 @@ import time
 import numpy as np
 import torch
 
-from unilab_policy.checkpoint import (capture_rng_state, load_checkpoint, restore_rng_state,
+from unilab_policy.checkpoint import (capture_rng_state, load_checkpoint,
+                                      remove_stale_temp_files, restore_rng_state,
                                       save_checkpoint)
+from unilab_policy.chunk import CHUNK_FIELDS
 from unilab_policy.models import PolicyBundle
 from unilab_policy.ppo import PPO, PPOParams
 from unilab_policy.run_log import RunLog
@@ -30,6 +33,14 @@ from unilab_policy.weights import flatten_state
 
 class StaleChunkError(ValueError):
     """A rollout chunk was produced by another weight version than the one being trained."""
+
+
+class BadChunkError(ValueError):
+    """A rollout chunk has missing fields, wrong shapes or dtypes, or non-finite values."""
+
+
+_VECTOR_FIELDS = ('obs', 'actions', 'mu', 'sigma')
+_FINITE_FIELDS = ('obs', 'actions', 'values', 'log_prob', 'rewards', 'mu', 'sigma', 'next_obs')
 
 
 class Trainer:
@@ -57,10 +68,14 @@ class Trainer:
         self.env_steps = 0
         self.episode_returns: list[float] = []
         self.stale_chunks = 0
+        self.bad_chunks = 0
+        self.rejected_updates = 0
+        self.last_update_rejected = ''
         self.last_checkpoint = ''
         self.wall_start = time.monotonic()
         self.wall_offset = 0.0
         self.log = RunLog(self.run_dir, tensorboard=tensorboard)
+        self.removed_temp_files = remove_stale_temp_files(self.run_dir / 'checkpoints')
 
     # ------------------------------------------------------------------ state
     @property
@@ -83,7 +98,7 @@ class Trainer:
         if version != self.version:
             self.stale_chunks += 1
             raise StaleChunkError(f'chunk of version {version}, training version {self.version}')
-        k = t['rewards'].shape[0]
+        k = self._validate_chunk(t)
         start = self.storage.step
         raw = torch.as_tensor(t['obs'], device=self.device)
         self.raw_obs[start:start + k].copy_(raw)
@@ -108,14 +123,51 @@ class Trainer:
         self._update(torch.as_tensor(t['next_obs'], device=self.device))
         return True
 
+    def _validate_chunk(self, t: dict) -> int:
+        """Check fields, shapes, dtypes and finiteness; return K. Nothing is stored on error."""
+        obs_dim = self.bundle.actor_critic.obs_dim
+        act_dim = self.bundle.actor_critic.act_dim
+        missing = [f for f in CHUNK_FIELDS + ('next_obs',) if f not in t]
+        if missing:
+            self.bad_chunks += 1
+            raise BadChunkError(f'rollout chunk lacks {missing}')
+        k = int(t['rewards'].shape[0]) if t['rewards'].ndim == 2 else -1
+        n = self.num_envs
+        for name in CHUNK_FIELDS + ('next_obs',):
+            arr = t[name]
+            if name == 'next_obs':
+                expected = (n, obs_dim)
+            elif name in _VECTOR_FIELDS:
+                expected = (k, n, obs_dim if name == 'obs' else act_dim)
+            else:
+                expected = (k, n)
+            problem = ''
+            if k < 1 or tuple(arr.shape) != expected:
+                problem = f'shape {tuple(arr.shape)}, expected {expected}'
+            elif arr.dtype != np.float32:
+                problem = f'dtype {arr.dtype}, expected float32'
+            elif name in _FINITE_FIELDS and not np.all(np.isfinite(arr)):
+                problem = 'NaN or Inf values'
+            if problem:
+                self.bad_chunks += 1
+                raise BadChunkError(f'rollout chunk field `{name}`: {problem}')
+        return k
+
     def _update(self, next_obs_raw: torch.Tensor) -> None:
         with torch.no_grad():
             nxt = self.bundle.normalize(next_obs_raw) if self.normalize_obs else next_obs_raw
             last_values = self.bundle.actor_critic.value(nxt)
         self.storage.compute_returns(last_values, self.params.gamma, self.params.lam)
         t0 = time.monotonic()
+        # Keep the last good state: a NaN loss or NaN weights must never be published.
+        good = copy.deepcopy((self.bundle.state_dict(), self.ppo.state_dict()))
         metrics = dict(self.ppo.update(self.storage))
-        if self.normalize_obs:
+        self.last_update_rejected = self._check_update(metrics)
+        if self.last_update_rejected:
+            self.bundle.load_state_dict(good[0])
+            self.ppo.load_state_dict(good[1])
+            self.rejected_updates += 1
+        elif self.normalize_obs:
             self.bundle.obs_normalizer.update(self.raw_obs.flatten(0, 1))
         self.storage.clear()
         self.version += 1
@@ -130,10 +182,24 @@ class Trainer:
             'charts/mean_return': float(np.mean(recent)) if recent else math.nan,
             'charts/episodes': float(len(self.episode_returns)),
             'charts/wall_s': wall,
+            'policy/weights_version': float(self.version),
+            'policy/action_std': float(self.bundle.actor_critic.action_std.mean().detach()),
+            'policy/rejected_updates': float(self.rejected_updates),
         })
         self.log.write(self.updates, self.env_steps, metrics)
         if self.updates % self.checkpoint_every == 0 or self.done:
             self.save_checkpoint()
+
+    def _check_update(self, metrics: dict) -> str:
+        """Return why the update must be rejected ('' when it is sound)."""
+        bad = [k for k, v in metrics.items() if isinstance(v, float) and k.startswith('losses/')
+               and not math.isfinite(v)]
+        if bad:
+            return f'non-finite {", ".join(sorted(bad))}'
+        for name, tensor in self.bundle.state_dict().items():
+            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+                return f'non-finite weights in {name}'
+        return ''
 
     # ------------------------------------------------------------- checkpoints
     def state_dict(self) -> dict:
@@ -192,6 +258,8 @@ class Trainer:
             'return_last': float(np.mean(r[-w:])) if r else None,
             'checkpoint': self.last_checkpoint,
             'stale_chunks': self.stale_chunks,
+            'bad_chunks': self.bad_chunks,
+            'rejected_updates': self.rejected_updates,
         }
 
     def close(self) -> None:

@@ -25,7 +25,7 @@ from unilab_interfaces.msg import TensorBatch
 
 from unilab_policy.node_common import PolicySetup, WEIGHTS_QOS
 from unilab_policy.ppo import num_mini_batches_for, PPOParams
-from unilab_policy.trainer import StaleChunkError, Trainer
+from unilab_policy.trainer import BadChunkError, StaleChunkError, Trainer
 
 
 class TrainerNode(Node):
@@ -83,6 +83,10 @@ class TrainerNode(Node):
         try:
             batch = read_batch(msg)
             updated = self.trainer.add_chunk(batch.tensors, batch.version)
+        except BadChunkError as exc:
+            self.get_logger().error(f'rejected rollout chunk ({self.trainer.bad_chunks} so far): '
+                                    f'{exc}', throttle_duration_sec=5.0)
+            return
         except StaleChunkError as exc:
             self.get_logger().warning(f'dropped rollout chunk: {exc}', throttle_duration_sec=5.0)
             return
@@ -91,6 +95,10 @@ class TrainerNode(Node):
             return
         if not updated:
             return
+        if self.trainer.last_update_rejected:
+            self.get_logger().error(
+                f'PPO update {self.trainer.updates} rejected '
+                f'({self.trainer.last_update_rejected}); continuing from the last good weights')
         if self.trainer.done:
             self.finish()
         else:

@@ -1,0 +1,65 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""kill -9 the trainer process during training: no corrupt checkpoint, resume continues."""
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import cli, TINY
+import pytest
+import torch
+
+
+def trainer_pid(run_dir: pathlib.Path) -> int | None:
+    """Find the trainer node process of this run (its command line names the run's params)."""
+    needle = str(run_dir / 'graph_params.yaml')
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = pathlib.Path(f'/proc/{pid}/cmdline').read_bytes().split(b'\0')
+        except OSError:
+            continue
+        text = [c.decode(errors='replace') for c in cmd]
+        if any(c.endswith('trainer_node') for c in text) and needle in text:
+            return int(pid)
+    return None
+
+
+@pytest.mark.system
+def test_kill_9_trainer_then_resume(tmp_path, tiny_config):
+    run_dir = tmp_path / 'run'
+    ckpts = run_dir / 'checkpoints'
+    train = subprocess.Popen(
+        [sys.executable, '-m', 'unilab.cli', 'train', '--steps', '5000000', '--run-dir',
+         str(run_dir), '--config', str(tiny_config), '--multiprocess', *TINY],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(list(ckpts.glob('model_*.pt'))) < 3:
+            time.sleep(0.05)
+        pid = trainer_pid(run_dir)
+        assert pid is not None, 'trainer process not found'
+        os.kill(pid, signal.SIGKILL)  # at an arbitrary point: collecting, updating or saving
+        out, _ = train.communicate(timeout=60)
+    finally:
+        if train.poll() is None:
+            train.kill()
+    assert train.returncode != 0 and 'trainer exited' in out
+    # Every checkpoint on disk is complete and loadable.
+    files = sorted(ckpts.glob('model_*.pt'))
+    assert len(files) >= 3
+    for f in files:
+        torch.load(f, weights_only=True)
+    latest = torch.load(ckpts / 'latest.pt', weights_only=True)
+    # Resume from the last complete checkpoint and keep going.
+    cli('train', '--resume', run_dir, '--steps', (latest['env_steps'] + 256), *TINY, check=True)
+    summary = json.loads((run_dir / 'summary.json').read_text())
+    assert summary['updates'] == latest['updates'] + 2
+    assert summary['steps'] == latest['env_steps'] + 256
+    assert not list(ckpts.glob('.*.tmp'))
