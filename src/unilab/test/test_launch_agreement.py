@@ -9,6 +9,7 @@ the real launch_ros is importable, it is loaded for real as well.
 """
 
 import importlib.util
+import json
 import pathlib
 import sys
 import types
@@ -90,8 +91,17 @@ def test_launch_file_starts_the_described_graph(tmp_path, monkeypatch):
         assert f"__node:={kw['name']}" in cmd
 
 
-def test_real_launch_ros_loads_the_file():
+def test_real_launch_ros_runs_the_graph(tmp_path):
+    """With launch_ros installed (apt ROS 2), launch the file for real on a tiny budget."""
     pytest.importorskip('launch_ros', reason='launch_ros is not installed (pip-only ROS 2)')
-    from launch import LaunchDescription
-    ld = _load_launch_file().generate_launch_description()
-    assert isinstance(ld, LaunchDescription)
+    from launch import LaunchService
+    from launch.actions import IncludeLaunchDescription
+    from launch.launch_description_sources import PythonLaunchDescriptionSource
+    run_dir = tmp_path / 'run'
+    service = LaunchService()
+    service.include_launch_description(IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(str(LAUNCH_FILE)),
+        launch_arguments={'steps': '256', 'num_envs': '8', 'run_dir': str(run_dir)}.items()))
+    assert service.run() == 0
+    summary = json.loads((run_dir / 'summary.json').read_text())
+    assert summary['steps'] >= 256 and pathlib.Path(summary['checkpoint']).is_file()

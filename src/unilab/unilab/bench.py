@@ -183,13 +183,13 @@ ZOO_HOPPER = dict(n_steps=512, batch_size=32, gamma=0.999, learning_rate=9.80828
                   max_grad_norm=0.7, vf_coef=0.835671)
 
 
-def _sb3_hopper(task: str, steps: int, seed: int) -> dict:
+def _sb3_hopper(task: str, steps: int, seed: int, monitor_file: str | None = None) -> dict:
     import gymnasium as gym
     from stable_baselines3 import PPO
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
     import torch
-    env = VecNormalize(DummyVecEnv([lambda: Monitor(gym.make(task))]), gamma=0.999)
+    env = VecNormalize(DummyVecEnv([lambda: Monitor(gym.make(task), monitor_file)]), gamma=0.999)
     model = PPO('MlpPolicy', env, seed=seed, device='cpu', verbose=0, **ZOO_HOPPER,
                 policy_kwargs=dict(log_std_init=-2, ortho_init=False,
                                    activation_fn=torch.nn.ReLU,

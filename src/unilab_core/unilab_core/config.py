@@ -63,6 +63,108 @@ class BridgeSection(_Section):
         1.0, gt=0.0, description='Re-publish the current state if no command arrives within '
         'this time (recovers from a lost message; consumers de-duplicate by seq).')
     publish_clock: bool = Field(True, description='Publish /clock with simulated time.')
+    imu: bool = Field(False, description='Publish sensor_msgs/Imu on /imu (one message per env, '
+                      'frame `env<i>/imu`) from the model\'s gyro/accelerometer sensors.')
+    lidar: bool = Field(False, description='Publish a Velodyne-style sensor_msgs/PointCloud2 on '
+                        '/points (one message per env, frame `env<i>/lidar`) by ray casting.')
+    lidar_channels: int = Field(16, ge=1, le=128, description='Lidar rings (vertical beams).')
+    lidar_horizontal_samples: int = Field(
+        360, ge=1, le=4096, description='Lidar rays per ring over 360 degrees.')
+    lidar_range_m: float = Field(20.0, gt=0.0, description='Lidar maximum range.')
+    sensor_envs: int = Field(
+        0, ge=0, description='Publish /imu and /points for the first K envs only (0 = all).')
+    camera: bool = Field(False, description='Publish sensor_msgs/Image (needs EGL/OSMesa; off '
+                         'with a log line where rendering is unavailable).')
+
+
+class ImuNoiseSection(_Section):
+    """IMU noise, Kalibr model: white noise density + bias random walk, per axis."""
+
+    enabled: bool = Field(True, description='Inject IMU noise.')
+    gyro_noise_density: float = Field(
+        0.005, ge=0.0, description='Gyro white noise [rad/s/sqrt(Hz)] (Kalibr example IMU).')
+    gyro_random_walk: float = Field(
+        4e-6, ge=0.0, description='Gyro bias random walk [rad/s^2/sqrt(Hz)].')
+    accel_noise_density: float = Field(
+        0.01, ge=0.0, description='Accelerometer white noise [m/s^2/sqrt(Hz)].')
+    accel_random_walk: float = Field(
+        2e-4, ge=0.0, description='Accelerometer bias random walk [m/s^3/sqrt(Hz)].')
+
+
+def _range(lo: float, hi: float, ge: float | None = 0.0):
+    return Field(default_factory=lambda: [lo, hi], min_length=2, max_length=2)
+
+
+class EncoderNoiseSection(_Section):
+    """Joint encoder noise and a constant per-episode offset."""
+
+    enabled: bool = Field(True, description='Inject encoder noise and offsets.')
+    position_noise: float = Field(0.01, ge=0.0, description='Position noise std [rad].')
+    velocity_noise: float = Field(0.15, ge=0.0, description='Velocity noise std [rad/s].')
+    position_offset: float = Field(
+        0.005, ge=0.0, description='Per-episode offset, uniform in +-value [rad].')
+
+
+class ActuatorSection(_Section):
+    """Actuator/bus delay with jitter and PD gain scaling."""
+
+    enabled: bool = Field(True, description='Inject actuator delay and gain scaling.')
+    delay_steps: list[int] = Field(
+        default_factory=lambda: [0, 1], min_length=2, max_length=2,
+        description='Per-episode command delay, uniform integer in [lo, hi] control steps.')
+    jitter_prob: float = Field(
+        0.0, ge=0.0, le=1.0, description='Chance a command is late by 1..jitter_steps more.')
+    jitter_steps: int = Field(1, ge=0, le=16, description='Largest extra delay from jitter.')
+    kp_scale: list[float] = Field(
+        default_factory=lambda: [0.9, 1.1], min_length=2, max_length=2,
+        description='Per-episode scale of position-servo stiffness kp.')
+    kd_scale: list[float] = Field(
+        default_factory=lambda: [0.9, 1.1], min_length=2, max_length=2,
+        description='Per-episode scale of position-servo damping kv.')
+
+
+class NetworkSection(_Section):
+    """Packet loss and delay between robot and controller."""
+
+    enabled: bool = Field(True, description='Inject packet loss / observation delay.')
+    action_drop_prob: float = Field(
+        0.0, ge=0.0, le=1.0, description='Chance a command packet is lost (last one held).')
+    observation_drop_prob: float = Field(
+        0.0, ge=0.0, le=1.0, description='Chance a state packet is lost (last one held).')
+    observation_delay_steps: list[int] = Field(
+        default_factory=lambda: [0, 2], min_length=2, max_length=2,
+        description='Per-episode observation delay, uniform integer in [lo, hi] steps.')
+
+
+class DynamicsSection(_Section):
+    """Dynamics randomisation per episode, and pushes."""
+
+    enabled: bool = Field(True, description='Randomise dynamics and push.')
+    mass_scale: list[float] = Field(
+        default_factory=lambda: [0.9, 1.1], min_length=2, max_length=2,
+        description='Per-body mass (and inertia) scale.')
+    friction_scale: list[float] = Field(
+        default_factory=lambda: [0.5, 1.25], min_length=2, max_length=2,
+        description='Scale of every geom\'s sliding friction.')
+    damping_scale: list[float] = Field(
+        default_factory=lambda: [0.9, 1.1], min_length=2, max_length=2,
+        description='Scale of joint damping.')
+    push_interval_s: float = Field(
+        15.0, ge=0.0, description='Push every N seconds of an episode (0 = never).')
+    push_velocity: float = Field(
+        1.0, ge=0.0, description='Largest push: base xy velocity [m/s] (fixed base: joint '
+        'velocity [rad/s]).')
+
+
+class DisturbancesSection(_Section):
+    """Sim-to-real disturbance injection in the bridge (master switch + one block per term)."""
+
+    enabled: bool = Field(False, description='Master switch; off keeps the bridge noise-free.')
+    imu: ImuNoiseSection = Field(default_factory=ImuNoiseSection)
+    encoder: EncoderNoiseSection = Field(default_factory=EncoderNoiseSection)
+    actuator: ActuatorSection = Field(default_factory=ActuatorSection)
+    network: NetworkSection = Field(default_factory=NetworkSection)
+    dynamics: DynamicsSection = Field(default_factory=DynamicsSection)
 
 
 class SafetySection(_Section):
@@ -141,6 +243,7 @@ class NormalizationSection(_Section):
 
 SECTIONS: dict[str, type[_Section]] = {
     'run': RunSection, 'gpu': GpuSection, 'bridge': BridgeSection,
+    'disturbances': DisturbancesSection,
     'safety': SafetySection, 'logging': LoggingSection,
     'rollout': RolloutSection, 'advantage': AdvantageSection,
     'policy_update': PolicyUpdateSection, 'model': ModelSection,
@@ -154,6 +257,7 @@ class RunConfig(_Section):
     run: RunSection = Field(default_factory=RunSection)
     gpu: GpuSection = Field(default_factory=GpuSection)
     bridge: BridgeSection = Field(default_factory=BridgeSection)
+    disturbances: DisturbancesSection = Field(default_factory=DisturbancesSection)
     safety: SafetySection = Field(default_factory=SafetySection)
     logging: LoggingSection = Field(default_factory=LoggingSection)
     rollout: RolloutSection = Field(default_factory=RolloutSection)
