@@ -1,6 +1,6 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""``unilab`` command line: train, tasks, config, bench, plot, export."""
+"""``unilab`` command line: train, tasks, config, bench, plot, export, record, replay, bag."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from unilab_core.config import ConfigError
 
 
 def _train(args) -> int:
+    if args.offline:
+        return _train_offline(args)
     from unilab.prepare import prepare_run
     from unilab.runner import run_graph
     overrides = {}
@@ -36,6 +38,64 @@ def _train(args) -> int:
     keys = ('steps', 'wall_s', 'fps', 'return_first', 'return_last', 'checkpoint')
     print(json.dumps({k: summary.get(k) for k in keys}, indent=2))
     print(f'unilab: run written to {run.run_dir}')
+    return 0
+
+
+def _train_offline(args) -> int:
+    from unilab.bag.offline import train_offline
+    overrides = {'run.task': args.task, 'offline.gradient_steps': args.steps,
+                 'run.seed': args.seed, 'run.device': args.device}
+    overrides = {k: v for k, v in overrides.items() if v not in (None, '')}
+    from unilab.bag.storage import BagError
+    from unilab.bag.types import BagTypeError
+    try:
+        summary = train_offline(args.offline, args.config, overrides, args.run_dir)
+    except (BagError, BagTypeError) as exc:
+        print(f'unilab: {exc}', file=sys.stderr)
+        return 2
+    keys = ('steps', 'wall_s', 'fps', 'return_first', 'return_last', 'checkpoint',
+            'iql_return', 'bc_return', 'behaviour_return')
+    print(json.dumps({k: summary.get(k) for k in keys}, indent=2))
+    return 0
+
+
+def _record(args) -> int:
+    from unilab.bag.recorder_node import record
+    counts = record(args.out, args.topics, args.storage, args.duration)
+    print(f'unilab: wrote {args.out}: ' + ', '.join(f'{t} {n}' for t, n in counts.items()))
+    return 0
+
+
+def _replay(args) -> int:
+    from unilab.bag.player import parse_remaps
+    from unilab.bag.player_node import replay
+    from unilab.bag.storage import BagError
+    try:
+        counters = replay(args.bag, args.rate, args.loop, parse_remaps(args.remap), args.topics,
+                          args.wait)
+    except (BagError, LookupError, ValueError) as exc:
+        print(f'unilab: {exc}', file=sys.stderr)
+        return 2
+    print(f'unilab: published {counters["published"]} messages in {counters["passes"]} pass(es)')
+    return 0
+
+
+def _bag(args) -> int:
+    from unilab.bag.storage import BagError
+    try:
+        if args.bag_command == 'info':
+            from unilab.bag.info import bag_info, format_info
+            for path in args.bags:
+                info = bag_info(path)
+                print(json.dumps(info, indent=2) if args.json else format_info(info))
+        else:
+            from unilab.bag.storage import recover_bag
+            out = args.out or args.bag.rstrip('/') + '-recovered'
+            counts = recover_bag(args.bag, out)
+            print(f'unilab: recovered {sum(counts.values())} messages into {out}')
+    except BagError as exc:
+        print(f'unilab: {exc}', file=sys.stderr)
+        return 2
     return 0
 
 
@@ -80,7 +140,7 @@ def _export(args) -> int:
 
 def _plot(args) -> int:
     from unilab.plot import plot_runs
-    out = plot_runs(args.run_dirs, args.out, args.title)
+    out = plot_runs(args.run_dirs, args.out, args.title, args.monitor, args.label)
     print(f'unilab: wrote {out}')
     return 0
 
@@ -102,7 +162,37 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument('--resume', metavar='RUN_DIR', help='continue a run from its latest checkpoint')
     t.add_argument('--multiprocess', action='store_true', help='one process per node')
     t.add_argument('--no-progress', action='store_true', help='no live progress display')
+    t.add_argument('--offline', nargs='+', metavar='BAG',
+                   help='train IQL + BC from bags instead (--steps = gradient steps)')
     t.set_defaults(func=_train)
+
+    r = sub.add_parser('record', help='record graph topics into a rosbag2 (see docs/bags.md)')
+    r.add_argument('out', help='bag directory to create')
+    r.add_argument('--topics', nargs='+', help='topics (default: sensors, observation, '
+                   'action, safe command, rollout, clock)')
+    r.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap')
+    r.add_argument('--duration', type=float, default=0.0, help='stop after S seconds (0: Ctrl-C)')
+    r.set_defaults(func=_record)
+
+    rp = sub.add_parser('replay', help='publish a bag into the graph with /clock')
+    rp.add_argument('bag')
+    rp.add_argument('--rate', type=float, default=1.0)
+    rp.add_argument('--loop', action='store_true')
+    rp.add_argument('--remap', action='append', default=[], metavar='FROM:=TO')
+    rp.add_argument('--topics', nargs='+', help='only these bag topics')
+    rp.add_argument('--wait', type=float, default=1.0,
+                    help='seconds to let subscribers discover the publishers first')
+    rp.set_defaults(func=_replay)
+
+    bg = sub.add_parser('bag', help='inspect or recover bags')
+    bsub = bg.add_subparsers(dest='bag_command', required=True)
+    bi = bsub.add_parser('info', help='topics, counts, duration, episode statistics')
+    bi.add_argument('bags', nargs='+')
+    bi.add_argument('--json', action='store_true')
+    br = bsub.add_parser('recover', help='rewrite a killed recording as a clean bag')
+    br.add_argument('bag')
+    br.add_argument('out', nargs='?', help='default BAG-recovered')
+    bg.set_defaults(func=_bag)
 
     s = sub.add_parser('tasks', help='list available tasks')
     s.set_defaults(func=_tasks)
@@ -127,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('run_dirs', nargs='+')
     p.add_argument('--out', default='training_curve.png')
     p.add_argument('--title', default='')
+    p.add_argument('--monitor', action='append', default=[],
+                   help='also plot an SB3 Monitor CSV (rolling mean of 64 episodes)')
+    p.add_argument('--label', action='append', default=[], help='curve labels, in order')
     p.set_defaults(func=_plot)
 
     e = sub.add_parser('export', help='export a trained policy for deployment')

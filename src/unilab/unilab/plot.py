@@ -24,16 +24,37 @@ def read_curve(run_dir: str | pathlib.Path) -> tuple[list[float], list[float]]:
     return steps, returns
 
 
-def plot_runs(run_dirs: list[str], out: str, title: str = '') -> pathlib.Path:
-    """Plot one curve per run into ``out`` (PNG, written atomically)."""
+def read_monitor(path: str | pathlib.Path, window: int = 64) -> tuple[list[float], list[float]]:
+    """Return (env steps, rolling mean return) from an SB3 ``Monitor`` CSV (r, l, t columns)."""
+    steps, returns, total, recent = [], [], 0, []
+    with open(path) as f:
+        next(f)  # the '#{"t_start": ...}' header line
+        for row in csv.DictReader(f):
+            total += int(row['l'])
+            recent = (recent + [float(row['r'])])[-window:]
+            steps.append(float(total))
+            returns.append(sum(recent) / len(recent))
+    return steps, returns
+
+
+def plot_runs(run_dirs: list[str], out: str, title: str = '',
+              monitors: list[str] = (), labels: list[str] = ()) -> pathlib.Path:
+    """
+    Plot one curve per run (and per SB3 monitor file) into ``out`` (PNG, atomic).
+
+    ``labels`` name the curves in order (runs first, then monitors); the
+    default label is the run directory's or file's name.
+    """
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
-    for run in run_dirs:
-        steps, returns = read_curve(run)
-        ax.plot([s / 1e6 for s in steps], returns, label=pathlib.Path(run).name, lw=1.5)
+    curves = [(read_curve(r), pathlib.Path(r).name) for r in run_dirs]
+    curves += [(read_monitor(m), pathlib.Path(m).name) for m in monitors]
+    for i, ((steps, returns), name) in enumerate(curves):
+        label = labels[i] if i < len(labels) else name
+        ax.plot([s / 1e6 for s in steps], returns, label=label, lw=1.5)
     ax.set_xlabel('environment steps (millions)')
     ax.set_ylabel('mean episode return')
     ax.set_title(title or 'UniLab training')
