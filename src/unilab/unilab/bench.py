@@ -19,6 +19,10 @@ import tempfile
 import time
 
 import numpy as np
+from unilab.bench_bridge import bench_bridge
+from unilab.bench_perception import bench_perception
+from unilab.bench_safety import bench_safety
+from unilab.bench_transport import bench_transport
 
 
 def _direct_loop(task_name: str, num_envs: int, steps: int, seed: int = 0) -> float:
@@ -236,7 +240,9 @@ def bench_train(args) -> dict:
     return out
 
 
-BENCHMARKS = {'graph': bench_graph, 'gae': bench_gae, 'train': bench_train}
+BENCHMARKS = {'graph': bench_graph, 'gae': bench_gae, 'train': bench_train,
+              'bridge': bench_bridge, 'safety': bench_safety,
+              'perception': bench_perception, 'transport': bench_transport}
 
 
 def run_benchmark(name: str, args) -> dict:

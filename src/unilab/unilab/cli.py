@@ -181,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument('--remap', action='append', default=[], metavar='FROM:=TO')
     rp.add_argument('--topics', nargs='+', help='only these bag topics')
     rp.add_argument('--wait', type=float, default=1.0,
-                    help='seconds to let subscribers discover the publishers first')
+                    help='wait up to S seconds for a subscriber on every bag topic first')
     rp.set_defaults(func=_replay)
 
     bg = sub.add_parser('bag', help='inspect or recover bags')
@@ -202,15 +202,19 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_config)
 
     b = sub.add_parser('bench', help='run a benchmark, print/write JSON figures')
-    b.add_argument('name', help='benchmark: graph, gae, train')
+    b.add_argument('name', help='benchmark: graph, gae, train, bridge, perception')
     b.add_argument('--json', help='write the result to this file')
     b.add_argument('--steps', type=int, default=None,
-                   help='graph: control steps to time (300); train: env steps (50000)')
+                   help='graph: control steps to time (300); train: env steps (50000); '
+                   'transport: messages per path and rate (100)')
     b.add_argument('--num-envs', type=int, default=None, help='envs (graph: 64)')
     b.add_argument('--task', help='task (graph: arm6_reach, train: Hopper-v5)')
     b.add_argument('--seed', type=int, default=0)
     b.add_argument('--repeats', type=int, default=20, help='gae: timing repeats')
     b.add_argument('--no-sb3', action='store_true', help='train: skip the SB3 baseline')
+    b.add_argument('--duration', type=float, default=None, help='safety: s per variant (30)')
+    b.add_argument('--png', default=None, help='safety: write the latency histogram here; '
+                   'transport: the latency CDFs (docs/transport_latency.png)')
     b.set_defaults(func=_bench)
 
     p = sub.add_parser('plot', help='plot training curves of runs to a PNG')

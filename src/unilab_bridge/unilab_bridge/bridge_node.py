@@ -9,22 +9,34 @@ same simulated stamp) and advances only when the safety gate's command for
 that ``seq`` arrives on the safe-command topic, the only input it accepts.
 If no command comes within ``state_timeout_s`` it re-sends the same state
 (consumers de-duplicate by ``seq``), so a lost message cannot stall training.
+
+Optional robot-like sensors (parameters ``imu``, ``lidar``, ``camera``; all off by
+default) publish one message per env and step with the same stamp, frame ids
+``env<i>/imu``, ``env<i>/lidar``, ``env<i>/camera``. Disturbances (parameters
+``disturbances.*``, the config section of the same name) wrap the task; each
+finished episode's disturbance parameters are appended to
+``<run_dir>/disturbances.jsonl``.
 """
 
 from __future__ import annotations
 
 import array
+import json
+import pathlib
 import time
 
 from builtin_interfaces.msg import Time
 import numpy as np
+from pydantic import ValidationError
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Image, Imu, JointState, PointCloud2
+from unilab_bridge.sensor_msgs_out import make_imu, make_pointcloud
+from unilab_bridge.sensors import Lidar
 from unilab_bridge.tasks import make_task, UnknownTaskError
 from unilab_core import topics
-from unilab_core.config import ConfigError
+from unilab_core.config import _Section, ConfigError, DisturbancesSection
 from unilab_core.ros.tensor_msg import make_batch, read_batch, TensorMessageError
 from unilab_interfaces.msg import TensorBatch
 
@@ -33,6 +45,18 @@ def _f64(a: np.ndarray) -> array.array:
     out = array.array('d')
     out.frombytes(np.ascontiguousarray(a, dtype=np.float64).tobytes())
     return out
+
+
+def declare_nested(node: Node, prefix: str, model: type[_Section]) -> dict:
+    """Declare ``prefix.<field>`` parameters of a (nested) config model; return the values."""
+    values = {}
+    for fname, field in model.model_fields.items():
+        if isinstance(field.annotation, type) and issubclass(field.annotation, _Section):
+            values[fname] = declare_nested(node, f'{prefix}.{fname}', field.annotation)
+            continue
+        default = field.default_factory() if field.default_factory else field.default
+        values[fname] = node.declare_parameter(f'{prefix}.{fname}', default).value
+    return values
 
 
 class BridgeNode(Node):
@@ -46,10 +70,34 @@ class BridgeNode(Node):
         seed = p('seed', 0).value
         self.timeout = p('state_timeout_s', 1.0).value
         self.publish_clock = p('publish_clock', True).value
+        want_imu, want_lidar = p('imu', False).value, p('lidar', False).value
+        want_camera = p('camera', False).value
+        sensor_envs = p('sensor_envs', 0).value
+        lidar_cfg = (p('lidar_channels', 16).value, p('lidar_horizontal_samples', 360).value,
+                     p('lidar_range_m', 20.0).value)
+        run_dir = p('run_dir', '').value
         try:
-            self.task = make_task(task_name, self.num_envs, seed=seed)
+            disturbances = DisturbancesSection.model_validate(
+                declare_nested(self, 'disturbances', DisturbancesSection))
+        except ValidationError as exc:
+            raise ConfigError('; '.join(
+                f"bridge: parameter `disturbances.{'.'.join(map(str, e['loc']))}`: {e['msg']}"
+                for e in exc.errors())) from None
+        try:
+            self.task = make_task(task_name, self.num_envs, seed=seed,
+                                  disturbances=disturbances)
         except UnknownTaskError as exc:
             raise ConfigError(f'bridge: parameter `task`: {exc}') from None
+        # Log after the first publish: rclpy's first log call costs ~0.1 s (inspect).
+        self._later = [('warning', f'disturbances: {n}') for n in getattr(self.task, 'notes', [])]
+        self._episode_log = None
+        if hasattr(self.task, 'pop_episode_log'):
+            self._later.append(
+                ('info', f'disturbances on: {", ".join(self.task.active_terms) or "none"}'))
+            if run_dir:
+                self._episode_log = pathlib.Path(run_dir) / 'disturbances.jsonl'
+        self._sensor_envs = range(min(sensor_envs or self.num_envs, self.num_envs))
+        self._setup_sensors(want_imu, want_lidar, want_camera, lidar_cfg, disturbances)
         self.seq = 0
         self.counters = {'steps': 0, 'republished': 0, 'stale_commands': 0, 'bad_commands': 0}
         self._logged: set[str] = set()
@@ -62,13 +110,87 @@ class BridgeNode(Node):
         self.clock_pub = self.create_publisher(Clock, topics.CLOCK, 10)
         self.create_subscription(TensorBatch, topics.SAFE_COMMAND, self._on_command, qos)
         self.state = self.task.reset(seed=seed)
+        self.counters['episodes_logged'] = 0
         self._last_pub = 0.0
         self._publish()
+        for level, text in self._later:
+            getattr(self.get_logger(), level)(text)
         self.create_timer(self.timeout / 2.0, self._check_timeout)
         self.get_logger().info(
             f'{task_name}: {self.num_envs} envs, {len(self.task.joint_names)} joints, '
             f'control dt {self.task.control_dt:.3f} s, obs {self.task.obs_dim}, '
             f'act {self.task.action_dim} ({self.task.command_interface})')
+
+    def _setup_sensors(self, want_imu, want_lidar, want_camera, lidar_cfg, dist) -> None:
+        task = self.task
+        sim = getattr(task, 'sim', None)
+        self.imu_pub = self.points_pub = self.image_pub = None
+        if want_imu:
+            if getattr(task, 'has_imu', False):
+                getattr(task, 'inner', task).enable_sensors(True)
+                self.imu_pub = self.create_publisher(Imu, topics.IMU, QoSProfile(depth=4))
+                # Discrete white-noise variance of the injected noise (Kalibr: sigma^2 / dt).
+                on = dist.enabled and dist.imu.enabled
+                dt = task.control_dt
+                self._imu_var = ((dist.imu.gyro_noise_density ** 2 / dt,
+                                  dist.imu.accel_noise_density ** 2 / dt) if on else (0.0, 0.0))
+            else:
+                self._later.append(
+                    ('warning', f'imu: task {task.name} has no IMU sensors; /imu is off'))
+        self.lidar = None
+        if want_lidar:
+            try:
+                if sim is None:
+                    raise ValueError('not a UniLab MuJoCo task')
+                self.lidar = Lidar(sim.model, channels=lidar_cfg[0],
+                                   horizontal_samples=lidar_cfg[1], max_range=lidar_cfg[2])
+                self.points_pub = self.create_publisher(PointCloud2, topics.POINTS,
+                                                        QoSProfile(depth=2))
+            except ValueError as exc:
+                self._later.append(('warning', f'lidar: {exc}; /points is off'))
+        self.camera = None
+        if want_camera:
+            from unilab_bridge.camera import open_camera
+            blur = dist.enabled and dist.camera.enabled
+            self.camera, why = open_camera(sim, dist.camera.exposure_s if blur else 0.0)
+            if self.camera is None:
+                self._later.append(('warning', f'camera: rendering unavailable ({why}); '
+                                    '/camera/image_raw is off'))
+            else:
+                self.image_pub = self.create_publisher(Image, topics.IMAGE, QoSProfile(depth=2))
+                self._later.append(('info', f'camera: rendering with {why}'))
+        if not (want_imu or want_lidar or want_camera):
+            self._later.append(
+                ('info', 'sensors: imu, lidar and camera off (bridge.imu/lidar/camera)'))
+
+    def _publish_sensors(self, t) -> None:
+        envs = self._sensor_envs
+        if self.imu_pub is not None:
+            r = self.task.imu_reading()
+            for i in envs:
+                self.imu_pub.publish(make_imu(
+                    t, f'env{i}/imu', r['gyro'][i], r['accel'][i],
+                    None if r['quat'] is None else r['quat'][i], *self._imu_var))
+        if self.lidar is not None:
+            sim = self.task.sim
+            for i in envs:
+                self.points_pub.publish(make_pointcloud(
+                    t, f'env{i}/lidar', self.lidar.scan(sim.models[i], sim.data[i])))
+        if self.camera is not None:
+            gyro = self.task.imu_reading()['gyro'] if getattr(self.task, 'has_imu', False) \
+                else None
+            for i in envs:
+                self.image_pub.publish(self.camera.image_msg(
+                    t, i, None if gyro is None else gyro[i]))
+
+    def _write_episode_log(self) -> None:
+        records = self.task.pop_episode_log()
+        if not records:
+            return
+        self.counters['episodes_logged'] += len(records)
+        if self._episode_log is not None:
+            with self._episode_log.open('a') as f:
+                f.write(''.join(json.dumps(r) + '\n' for r in records))
 
     def _stamp_ns(self) -> int:
         return int(round(self.seq * self.task.control_dt * 1e9))
@@ -90,6 +212,8 @@ class BridgeNode(Node):
             'episode_return': s.episode_return, 'episode_length': s.episode_length,
         }
         self.task_pub.publish(make_batch('task_state', self.seq, tensors, stamp_ns=stamp_ns))
+        if self.imu_pub or self.points_pub or self.image_pub:
+            self._publish_sensors(t)
         self._last_pub = time.monotonic()
 
     def _check_timeout(self) -> None:
@@ -104,6 +228,9 @@ class BridgeNode(Node):
         except (TensorMessageError, KeyError) as exc:
             self._bad(f'malformed command message: {exc}')
             return
+        if batch.kind != 'command':  # safety watchdog fallback/estop: a robot applies it
+            self.counters['fallback_commands'] = self.counters.get('fallback_commands', 0) + 1
+            return
         if batch.seq != self.seq:
             self.counters['stale_commands'] += 1
             return
@@ -113,6 +240,8 @@ class BridgeNode(Node):
             self._bad(f'command shape {command.shape} (expected {expected}) or non-finite')
             return
         self.state = self.task.step(command)
+        if self._episode_log is not None or hasattr(self.task, 'pop_episode_log'):
+            self._write_episode_log()
         self.seq += 1
         self.counters['steps'] += 1
         self._publish()
@@ -124,7 +253,9 @@ class BridgeNode(Node):
             self.get_logger().error(f'ignored: {text}')
 
     def close(self) -> None:
-        """Release the simulator."""
+        """Release the simulator (and the renderer)."""
+        if self.camera is not None:
+            self.camera.close()
         self.task.close()
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pathlib
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, field_validator, ValidationError
 import yaml
 
 
@@ -91,8 +91,11 @@ class ImuNoiseSection(_Section):
         2e-4, ge=0.0, description='Accelerometer bias random walk [m/s^3/sqrt(Hz)].')
 
 
-def _range(lo: float, hi: float, ge: float | None = 0.0):
-    return Field(default_factory=lambda: [lo, hi], min_length=2, max_length=2)
+def _check_range(value: list) -> list:
+    """Validate a ``[lo, hi]`` range: non-negative and ordered."""
+    if value[0] < 0 or value[1] < value[0]:
+        raise ValueError(f'must be [lo, hi] with 0 <= lo <= hi, got {value}')
+    return value
 
 
 class EncoderNoiseSection(_Section):
@@ -107,6 +110,8 @@ class EncoderNoiseSection(_Section):
 
 class ActuatorSection(_Section):
     """Actuator/bus delay with jitter and PD gain scaling."""
+
+    _ranges = field_validator('delay_steps', 'kp_scale', 'kd_scale')(_check_range)
 
     enabled: bool = Field(True, description='Inject actuator delay and gain scaling.')
     delay_steps: list[int] = Field(
@@ -126,6 +131,8 @@ class ActuatorSection(_Section):
 class NetworkSection(_Section):
     """Packet loss and delay between robot and controller."""
 
+    _ranges = field_validator('observation_delay_steps')(_check_range)
+
     enabled: bool = Field(True, description='Inject packet loss / observation delay.')
     action_drop_prob: float = Field(
         0.0, ge=0.0, le=1.0, description='Chance a command packet is lost (last one held).')
@@ -138,6 +145,8 @@ class NetworkSection(_Section):
 
 class DynamicsSection(_Section):
     """Dynamics randomisation per episode, and pushes."""
+
+    _ranges = field_validator('mass_scale', 'friction_scale', 'damping_scale')(_check_range)
 
     enabled: bool = Field(True, description='Randomise dynamics and push.')
     mass_scale: list[float] = Field(
@@ -156,6 +165,13 @@ class DynamicsSection(_Section):
         'velocity [rad/s]).')
 
 
+class CameraBlurSection(_Section):
+    """Camera motion blur along the image-plane motion implied by the IMU angular rate."""
+
+    enabled: bool = Field(True, description='Blur camera images (when a camera is on).')
+    exposure_s: float = Field(0.01, ge=0.0, le=1.0, description='Exposure time [s].')
+
+
 class DisturbancesSection(_Section):
     """Sim-to-real disturbance injection in the bridge (master switch + one block per term)."""
 
@@ -165,6 +181,7 @@ class DisturbancesSection(_Section):
     actuator: ActuatorSection = Field(default_factory=ActuatorSection)
     network: NetworkSection = Field(default_factory=NetworkSection)
     dynamics: DynamicsSection = Field(default_factory=DynamicsSection)
+    camera: CameraBlurSection = Field(default_factory=CameraBlurSection)
 
 
 class SafetySection(_Section):
@@ -180,6 +197,49 @@ class SafetySection(_Section):
     fallback: Literal['hold', 'zero'] = Field(
         'hold', description='Command sent for a rejected (NaN/Inf) action row.')
     diagnostics_period_s: float = Field(1.0, gt=0.0, description='Period of /diagnostics.')
+    rate_hz: float = Field(
+        1000.0, gt=0.0, le=20000.0, description='Rate of the real-time safety loop.')
+    watchdog_timeout_s: float = Field(
+        0.02, gt=0.0, description='Fallback when no fresh action arrives within this time.')
+    watchdog_fallback: Literal['hold', 'zero', 'estop'] = Field(
+        'hold', description='Watchdog output: hold, zero (velocity/effort) or estop '
+        '(latches until the ~/reset_estop service is called).')
+    rt_priority: int = Field(
+        80, ge=0, le=99, description='SCHED_FIFO priority of the loop thread (0 = do not ask).')
+    cpu_affinity: list[int] = Field(
+        default_factory=list, description='CPUs the loop thread is pinned to ([] = any).')
+    mlockall: bool = Field(True, description='Lock the process memory (mlockall) at start.')
+    busy_wait_us: float = Field(
+        0.0, ge=0.0, description='Busy-wait this long before each deadline (< one period).')
+    workspace_box: list[float] = Field(
+        default_factory=list, description='[xmin, ymin, zmin, xmax, ymax, zmax] in m for the '
+        'look-ahead ([] = off; needs workspace_model_file).')
+    workspace_model_file: str = Field(
+        '', description='MJCF model for the look-ahead forward kinematics.')
+    lookahead_s: float = Field(0.1, ge=0.0, description='Look-ahead horizon of the workspace.')
+
+    @field_validator('cpu_affinity')
+    @classmethod
+    def _cpus(cls, v):
+        if any(c < 0 for c in v) or len(set(v)) != len(v):
+            raise ValueError(f'must be distinct CPU numbers >= 0, got {v}')
+        return v
+
+    @field_validator('busy_wait_us')
+    @classmethod
+    def _busy(cls, v, info):
+        rate = info.data.get('rate_hz')
+        if rate and v >= 1e6 / rate:
+            raise ValueError(f'must be shorter than one period ({1e6 / rate:g} us), got {v}')
+        return v
+
+    @field_validator('workspace_box')
+    @classmethod
+    def _box(cls, v):
+        if v and (len(v) != 6 or not all(a < b for a, b in zip(v[:3], v[3:]))):
+            raise ValueError(f'must be [] or [xmin, ymin, zmin, xmax, ymax, zmax] with '
+                             f'min < max, got {v}')
+        return v
 
 
 class LoggingSection(_Section):
@@ -241,13 +301,34 @@ class NormalizationSection(_Section):
     clip: float = Field(5.0, gt=0.0, description='Clip of normalised observations.')
 
 
+class OfflineSection(_Section):
+    """
+    Offline training from bags (``unilab train --offline BAG...``): IQL and a BC baseline.
+
+    Networks use the ``model`` section (so ``unilab export`` works on the result).
+    """
+
+    gradient_steps: int = Field(20000, gt=0, description='Gradient steps of IQL and of BC.')
+    batch_size: int = Field(256, gt=0, description='Minibatch size (transitions).')
+    lr: float = Field(3e-4, gt=0.0, lt=1.0, description='Adam learning rate (all networks).')
+    expectile: float = Field(0.7, gt=0.0, lt=1.0, description='IQL value expectile tau.')
+    beta: float = Field(3.0, gt=0.0, description='IQL advantage temperature (AWR weights).')
+    target_tau: float = Field(0.005, gt=0.0, le=1.0, description='Target-Q Polyak rate.')
+    eval_envs: int = Field(64, gt=0, description='Simulated envs for evaluation.')
+    eval_episodes: int = Field(128, gt=0, description='Evaluation episodes per policy.')
+    eval_every: int = Field(5000, gt=0, description='Evaluate every K gradient steps.')
+    dataset_source: Literal['rollout', 'sensors'] = Field(
+        'rollout', description='Transitions from /unilab/rollout chunks, or from '
+        '/joint_states + /unilab/task_state (through perception) + /unilab/action.')
+
+
 SECTIONS: dict[str, type[_Section]] = {
     'run': RunSection, 'gpu': GpuSection, 'bridge': BridgeSection,
     'disturbances': DisturbancesSection,
     'safety': SafetySection, 'logging': LoggingSection,
     'rollout': RolloutSection, 'advantage': AdvantageSection,
     'policy_update': PolicyUpdateSection, 'model': ModelSection,
-    'normalization': NormalizationSection,
+    'normalization': NormalizationSection, 'offline': OfflineSection,
 }
 
 
@@ -265,6 +346,7 @@ class RunConfig(_Section):
     policy_update: PolicyUpdateSection = Field(default_factory=PolicyUpdateSection)
     model: ModelSection = Field(default_factory=ModelSection)
     normalization: NormalizationSection = Field(default_factory=NormalizationSection)
+    offline: OfflineSection = Field(default_factory=OfflineSection)
 
     def to_dict(self) -> dict[str, Any]:
         """Return plain data (for YAML dumps and node parameters)."""
@@ -346,8 +428,13 @@ def dump_config(cfg: RunConfig, path: str | pathlib.Path) -> None:
 def describe_keys() -> list[tuple[str, str, Any]]:
     """List (dotted key, description, default) for documentation and `unilab config`."""
     rows = []
-    for name, model in SECTIONS.items():
+    todo = list(SECTIONS.items())
+    while todo:
+        name, model = todo.pop(0)
         for fname, field in model.model_fields.items():
+            if isinstance(field.annotation, type) and issubclass(field.annotation, _Section):
+                todo.append((f'{name}.{fname}', field.annotation))  # nested block
+                continue
             default = field.default_factory() if field.default_factory else field.default
             rows.append((f'{name}.{fname}', field.description or '', default))
     return rows

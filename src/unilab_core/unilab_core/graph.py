@@ -97,8 +97,7 @@ def describe_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
     params = {
         'bridge': {
             'task': task.name, 'num_envs': ro['num_envs'], 'seed': run['seed'],
-            'state_timeout_s': c['bridge']['state_timeout_s'],
-            'publish_clock': c['bridge']['publish_clock'],
+            **c['bridge'], 'disturbances': c['disturbances'], 'run_dir': str(run_dir),
         },
         'perception': {
             'num_envs': ro['num_envs'], 'joint_names': list(task.joint_names),
@@ -123,6 +122,12 @@ def describe_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
             'allow_unlimited_joints': c['safety']['allow_unlimited_joints'],
             'max_delta': c['safety']['max_delta'], 'fallback': c['safety']['fallback'],
             'diagnostics_period_s': c['safety']['diagnostics_period_s'],
+            **{k: c['safety'][k] for k in (
+                'rate_hz', 'watchdog_timeout_s', 'watchdog_fallback', 'rt_priority', 'mlockall',
+                'busy_wait_us', 'workspace_model_file', 'lookahead_s')},
+            'cpu_affinity': [int(v) for v in c['safety']['cpu_affinity']],
+            'workspace_box': [float(v) for v in c['safety']['workspace_box']],
+            'lockstep': True,  # the bridge steps on 'command' batches only
             'run_dir': str(run_dir),
         },
     }

@@ -24,9 +24,19 @@ WEIGHTS = '/unilab/weights'
 CLOCK = '/clock'
 #: diagnostic_msgs/DiagnosticArray.
 DIAGNOSTICS = '/diagnostics'
+#: sensor_msgs/Imu from the bridge (or an IMU driver): one message per env and step, all with
+#: the step's sim stamp; ``header.frame_id`` is ``env<i>/imu`` (the env index is the prefix).
+IMU = '/imu'
+#: sensor_msgs/PointCloud2, Velodyne XYZIRT layout (x, y, z, intensity float32, ring uint16,
+#: time float32; packed, point_step 22), unorganised (height 1), in the sensor frame; one
+#: message per env and step, ``header.frame_id`` ``env<i>/lidar``.
+POINTS = '/points'
+#: sensor_msgs/Image rgb8 from the bridge's camera, one per env, frame ``env<i>/camera``.
+IMAGE = '/camera/image_raw'
 
 ALL = {
     'joint_states': JOINT_STATES, 'task_state': TASK_STATE, 'observation': OBSERVATION,
     'action': ACTION, 'safe_command': SAFE_COMMAND, 'rollout': ROLLOUT,
     'weights': WEIGHTS, 'clock': CLOCK, 'diagnostics': DIAGNOSTICS,
+    'imu': IMU, 'points': POINTS, 'image': IMAGE,
 }

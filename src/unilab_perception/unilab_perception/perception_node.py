@@ -1,26 +1,47 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Perception node: JointState + task state -> policy observation batch."""
+"""
+Perception node: JointState + task state (+ optional point cloud, IMU) -> observation batch.
+
+The joint path is the lock-step path of training: a JointState and a task
+state with the same stamp make one observation ``[q, qd, extras]``. With
+``sensors.pointcloud`` / ``sensors.imu`` on, the step waits until every env's
+cloud within ``sync.slop_s`` (and IMU samples around the stamp) are there and
+appends their features. Invalid messages are dropped, counted per kind in
+``diagnostics`` and logged once per kind.
+"""
 
 from __future__ import annotations
 
+import re
+import time
+
 import numpy as np
 from rclpy.node import Node
-from rclpy.qos import QoSProfile
-from sensor_msgs.msg import JointState
+from rclpy.qos import qos_profile_sensor_data, QoSProfile
+from sensor_msgs.msg import Imu, JointState, PointCloud2
 from unilab_core import topics
+from unilab_core.config import ConfigError
+from unilab_core.ros.params import declare_section
 from unilab_core.ros.tensor_msg import make_batch, read_batch, TensorMessageError
 from unilab_interfaces.msg import TensorBatch
 
-from unilab_perception.joint_obs import build_observation, JointLayoutError, JointStateIndex
+from unilab_perception import cloud_ops
+from unilab_perception.assembler import ObservationAssembler
+from unilab_perception.ingest import InvalidMessage, read_cloud, read_imu, stamp_ns
+from unilab_perception.joint_obs import JointLayoutError, JointStateIndex
+from unilab_perception.params import SECTIONS
+from unilab_perception.timesync import (
+    interpolate_quaternion, interpolate_vector, SensorBuffer)
 
 #: Unmatched messages kept per source while waiting for the partner stamp.
 MAX_PENDING = 32
 PASS_THROUGH = ('reward', 'terminated', 'truncated', 'episode_return', 'episode_length')
+_ENV = re.compile(r'^/?env(\d+)/')
 
 
 class PerceptionNode(Node):
-    """Align joint states with task state by stamp and publish the observation."""
+    """Align joint states with task state (and sensors) by stamp and publish the observation."""
 
     def __init__(self, **kwargs):
         super().__init__('perception', **kwargs)
@@ -29,25 +50,78 @@ class PerceptionNode(Node):
         self.uses_joint_state = self.declare_parameter('uses_joint_state', True).value
         self.extras_dim = self.declare_parameter('extras_dim', 0).value
         self.obs_dim = self.declare_parameter('obs_dim', 0).value
+        self.cfg = {name: declare_section(self, name, model) for name, model in SECTIONS.items()}
         self.index = JointStateIndex(joint_names, self.num_envs)
         self.counters = {'published': 0, 'invalid': 0, 'unmatched': 0}
+        #: Per-kind invalid counts, per-sensor sync counters, frame latency (ms) samples.
+        self.diagnostics = {'invalid': {}, 'frame_latency_ms': []}
         self._logged_kinds: set[str] = set()
         self._joint: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._task: dict[int, object] = {}
-        self._out: np.ndarray | None = None
+        self._waiting: dict[int, tuple] = {}
+        widths = ({'q': len(joint_names), 'qd': len(joint_names)}
+                  if self.uses_joint_state else {})
+        widths['extras'] = self.extras_dim
+        sensors, sync = self.cfg['sensors'], self.cfg['sync']
+        self.slop_ns = int(sync.slop_s * 1e9)
+        buf_args = dict(window_ns=int(sync.window_s * 1e9), policy=sync.policy,
+                        max_latency_ns=int(sync.max_latency_s * 1e9) or None)
+        self.cloud = None
+        self.imu = None
+        if sensors.imu:
+            self.imu = [SensorBuffer(f'imu/env{i}', capacity=256, **buf_args)
+                        for i in range(self.num_envs)]
+            widths['imu'] = 6
+        if sensors.pointcloud:
+            from unilab_perception.pipeline import CloudPipeline
+            try:
+                self.pipeline = CloudPipeline(self.cfg['pointcloud'], self.cfg['bev'],
+                                              self.cfg['encoder'])
+            except ValueError as exc:
+                raise ConfigError(f'perception: parameter `encoder.device`: {exc}') from None
+            self.cloud = SensorBuffer('pointcloud', capacity=MAX_PENDING, **buf_args)
+            self._cloud_parts: dict[int, dict[int, tuple[np.ndarray, float]]] = {}
+            widths['cloud'] = self.cfg['bev'].feature_dim
+        self.assembler = ObservationAssembler(self.num_envs, widths)
+        if self.obs_dim and self.obs_dim != self.assembler.width:
+            raise ConfigError(
+                f'perception: parameter `obs_dim` is {self.obs_dim} but the enabled parts '
+                f'{self.assembler.layout} give {self.assembler.width}')
         qos = QoSProfile(depth=4)
         self.pub = self.create_publisher(TensorBatch, topics.OBSERVATION, qos)
         self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state, qos)
         self.create_subscription(TensorBatch, topics.TASK_STATE, self._on_task_state, qos)
+        if self.cloud is not None:
+            self.create_subscription(PointCloud2, self.cfg['pointcloud'].topic,
+                                     self._on_cloud, qos_profile_sensor_data)
+        if self.imu is not None:
+            self.create_subscription(Imu, self.cfg['imu'].topic, self._on_imu,
+                                     qos_profile_sensor_data)
 
+    # -- bookkeeping -----------------------------------------------------
     def _invalid(self, kind: str, why: str) -> None:
         # Counted always, logged once per kind: a flood of identical log lines
         # would hide everything else and cost time on the control path.
         self.counters['invalid'] += 1
+        self.diagnostics['invalid'][kind] = self.diagnostics['invalid'].get(kind, 0) + 1
         if kind not in self._logged_kinds:
             self._logged_kinds.add(kind)
             self.get_logger().error(f'dropping invalid {kind}: {why}')
 
+    def sensor_counters(self) -> dict:
+        """Return per-sensor sync counters and latency (for diagnostics and the summary)."""
+        out = {}
+        bufs = ([self.cloud] if self.cloud is not None else []) + (self.imu or [])
+        for b in bufs:
+            out[b.name] = {**b.counters, 'latency_ms': b.latency_ms()}
+        return out
+
+    def _env_of(self, frame_id: str) -> int | None:
+        m = _ENV.match(frame_id)
+        env = int(m.group(1)) if m else 0
+        return env if env < self.num_envs else None
+
+    # -- joint / task lock-step path --------------------------------------
     def _on_joint_state(self, msg: JointState) -> None:
         stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         if not self.uses_joint_state:
@@ -94,12 +168,118 @@ class PerceptionNode(Node):
             for old in [s for s in store if s < stamp]:
                 del store[old]
                 self.counters['unmatched'] += 1
-        self._out = build_observation(q, qd, batch.tensors['extras'], self.uses_joint_state,
-                                      self._out)
-        tensors = {'obs': self._out}
-        tensors.update({k: batch.tensors[k] for k in PASS_THROUGH if k in batch.tensors})
-        self.pub.publish(make_batch('observation', batch.seq, tensors, stamp_ns=stamp))
-        self.counters['published'] += 1
+        self._waiting[stamp] = (q, qd, batch)
+        self._bound(self._waiting)
+        self._flush()
+
+    # -- extra sensors -----------------------------------------------------
+    def _sensor_parts(self, stamp: int):
+        """Return the sensor parts for ``stamp`` and the cloud's arrival, or None if not ready."""
+        parts, arrival = {}, None
+        if self.cloud is not None:
+            hit = self.cloud.nearest(stamp, self.slop_ns)
+            if hit is None:
+                return None
+            parts['cloud'], arrival = hit[1]
+        if self.imu is not None:
+            rows = []
+            for buf in self.imu:
+                v = interpolate_vector(buf, stamp, self.slop_ns,
+                                       key=lambda s: np.r_[s.angular_velocity,
+                                                           s.linear_acceleration])
+                if v is None:
+                    return None
+                rows.append(v)
+            parts['imu'] = np.asarray(rows, np.float32)
+        return parts, arrival
+
+    def _flush(self) -> None:
+        """Emit every waiting step whose sensors are ready, oldest first."""
+        for stamp in sorted(self._waiting):
+            ready = self._sensor_parts(stamp)
+            if ready is None:
+                continue
+            q, qd, batch = self._waiting.pop(stamp)
+            parts, arrival = ready
+            parts['extras'] = batch.tensors['extras']
+            if self.uses_joint_state:
+                parts['q'], parts['qd'] = q, qd
+            obs = self.assembler(parts)
+            tensors = {'obs': obs}
+            tensors.update({k: batch.tensors[k] for k in PASS_THROUGH if k in batch.tensors})
+            self.pub.publish(make_batch('observation', batch.seq, tensors, stamp_ns=stamp))
+            self.counters['published'] += 1
+            if arrival is not None:
+                self.diagnostics['frame_latency_ms'].append(
+                    (time.perf_counter() - arrival) * 1e3)
+                del self.diagnostics['frame_latency_ms'][:-1024]
+            for old in [s for s in self._waiting if s < stamp]:
+                del self._waiting[old]
+                self.counters['unmatched'] += 1
+
+    def _on_imu(self, msg: Imu) -> None:
+        try:
+            sample = read_imu(msg)
+        except InvalidMessage as exc:
+            self._invalid(f'imu/{exc.kind}', exc.reason)
+            return
+        env = self._env_of(msg.header.frame_id)
+        if env is None:
+            self._invalid('imu/frame_id', f'frame_id `{msg.header.frame_id}` names no env')
+            return
+        if self.imu[env].push(sample.stamp_ns, sample) == 'dropped_out_of_order':
+            self._invalid('imu/non_monotonic_stamp', 'stamp older than the reorder window')
+            return
+        self._flush()
+
+    def _imu_rotation(self, env: int, cloud_stamp: int):
+        """Return a ``point_rotation`` callback from the env's IMU orientations, or None."""
+        if self.imu is None:
+            return None
+        buf = self.imu[env]
+        with_q = [(s, v.orientation) for s, v in zip(buf.stamps, buf.values)
+                  if v.orientation is not None]
+        if len(with_q) < 2:
+            return None
+        stamps = np.array([s for s, _ in with_q], np.float64) * 1e-9
+        quats = np.array([q for _, q in with_q])
+        ref = interpolate_quaternion(buf, cloud_stamp, self.slop_ns, key=lambda v: v.orientation)
+        if ref is None:
+            return None
+
+        def rotation(times):
+            t = cloud_stamp * 1e-9 + times
+            return cloud_ops.interpolate_orientation(stamps, quats, t), ref
+        return rotation
+
+    def _on_cloud(self, msg: PointCloud2) -> None:
+        arrival = time.perf_counter()
+        stamp = stamp_ns(msg.header)
+        env = self._env_of(msg.header.frame_id)
+        try:
+            if env is None:
+                raise InvalidMessage('frame_id', f'frame_id `{msg.header.frame_id}` names no '
+                                     f'env < {self.num_envs}')
+            cloud = read_cloud(msg)
+            points = self.pipeline.process(cloud, self._imu_rotation(env, stamp))
+        except InvalidMessage as exc:
+            self._invalid(f'pointcloud/{exc.kind}', exc.reason)
+            return
+        parts = self._cloud_parts.setdefault(stamp, {})
+        parts[env] = (points, min(arrival, parts.get(env, (None, arrival))[1]))
+        while len(self._cloud_parts) > MAX_PENDING:
+            del self._cloud_parts[min(self._cloud_parts)]
+            self.counters['unmatched'] += 1
+        if len(parts) < self.num_envs:
+            return
+        del self._cloud_parts[stamp]
+        first = min(a for _, a in parts.values())
+        feats = self.pipeline.encode([parts[i][0] for i in range(self.num_envs)])
+        outcome = self.cloud.push(stamp, (feats, first))
+        if outcome == 'dropped_out_of_order':
+            self._invalid('pointcloud/non_monotonic_stamp', 'stamp older than the reorder window')
+            return
+        self._flush()
 
 
 def main(args=None):

@@ -11,6 +11,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
+from std_srvs.srv import Trigger
 from unilab_core.config import ConfigError
 from unilab_core.ros.tensor_msg import make_batch, read_batch
 from unilab_core.testing import spin_until
@@ -72,7 +73,7 @@ class Probe(Node):
 def _params(limits_file, run_dir, **extra):
     values = {'joint_limits_file': str(limits_file), 'joint_names': JOINTS,
               'interface': 'position', 'dt': DT, 'num_envs': N, 'run_dir': str(run_dir),
-              'diagnostics_period_s': 0.1, **extra}
+              'diagnostics_period_s': 0.1, 'mlockall': False, 'rt_priority': 0, **extra}
     return [Parameter(k, value=v) for k, v in values.items()]
 
 
@@ -85,10 +86,16 @@ def limits_file(tmp_path):
 
 
 @pytest.fixture
-def graph(context, limits_file, tmp_path, private_topics):
+def node_params():
+    """Return extra node parameters for the ``graph`` fixture (tests override it)."""
+    return {}
+
+
+@pytest.fixture
+def graph(context, limits_file, tmp_path, private_topics, node_params):
     """Yield (safety node, probe, executor), connected."""
     node = SafetyNode(context=context, cli_args=private_topics.args,
-                      parameter_overrides=_params(limits_file, tmp_path))
+                      parameter_overrides=_params(limits_file, tmp_path, **node_params))
     assert node.pub.topic_name == private_topics.safe_command
     probe = Probe(context, private_topics)
     executor = SingleThreadedExecutor(context=context)
@@ -137,8 +144,10 @@ def test_second_batch_is_rate_limited_from_last_command(graph):
     np.testing.assert_allclose(command[0], [0.0 + STEP[0], 1.0 + STEP[1], 0.2], rtol=1e-6)
     np.testing.assert_array_equal(command[1], np.float32([0.5, 1.5, -0.1]))
     stats = node.stats()
-    assert stats == {'passed': 2, 'clamped': 1, 'rejected': 1, 'batches': 2,
-                     'bad_messages': 0}
+    assert {k: stats[k] for k in ('passed', 'clamped', 'rejected', 'batches', 'bad_messages',
+                                  'commands', 'published_command')} == {
+        'passed': 2, 'clamped': 1, 'rejected': 1, 'batches': 2, 'bad_messages': 0,
+        'commands': 2, 'published_command': 2}
 
 
 def test_reset_row_drops_its_rate_limit(graph):
@@ -210,8 +219,12 @@ def test_close_writes_stats(context, limits_file, tmp_path):
     finally:
         node.destroy_node()
     stats = json.loads((run_dir / 'safety_stats.json').read_text())
-    assert stats == {'passed': 1, 'clamped': 1, 'rejected': 0, 'batches': 0,
-                     'bad_messages': 0}
+    assert {k: stats[k] for k in ('passed', 'clamped', 'rejected', 'batches',
+                                  'bad_messages')} == {
+        'passed': 1, 'clamped': 1, 'rejected': 0, 'batches': 0, 'bad_messages': 0}
+    assert stats['rt_loop'] == 'stopped' and stats['loop_cycles'] > 0  # ran until close()
+    assert {'rt_mlockall', 'rt_sched_fifo', 'rt_cpu_affinity', 'deadline_misses',
+            'period_error_p99_us'} <= set(stats)
 
 
 def _expect_config_error(context, params, *fragments):
@@ -253,5 +266,102 @@ def test_malformed_limit_value_raises(context, tmp_path):
     ({'fallback': 'zero'}, 'fallback'),
 ])
 def test_invalid_gate_parameter_raises_config_error(context, limits_file, tmp_path, override,
+                                                    fragment):
+    _expect_config_error(context, _params(limits_file, tmp_path, **override), fragment)
+
+
+def _kinds(probe):
+    return [c.kind for c in probe.commands]
+
+
+@pytest.mark.parametrize('node_params', [{'watchdog_timeout_s': 0.05}])
+def test_watchdog_publishes_the_hold_fallback_when_actions_stop(graph):
+    node, probe, executor = graph
+    good = np.float32([[0.25, 0.75, 0.0], [-0.5, 1.25, 0.125]])
+    probe.send(executor, 4, good)
+    # The publisher stops here: the fallback must come (how fast is the loop's own
+    # logical-time bound below, not a wall-clock threshold).
+    assert spin_until(executor, lambda: 'fallback' in _kinds(probe), 10.0), 'no fallback'
+    fb = read_batch(next(c for c in probe.commands if c.kind == 'fallback'))
+    assert fb.seq == 4  # tagged with the last action's step, so a lock-step bridge ignores it
+    np.testing.assert_array_equal(fb.tensors['command'], good)
+    stats = node.stats()
+    assert stats['fallbacks'] >= 1 and stats['stale_events'] == 1
+    # First fallback at the first loop tick past the timeout: within timeout + one period.
+    assert stats['fallback_delay_max_ms'] <= 50.0 + 1.0
+    assert stats['published_fallback'] >= 1
+
+
+@pytest.mark.parametrize('node_params', [{'watchdog_timeout_s': 0.05,
+                                          'watchdog_fallback': 'estop'}])
+def test_estop_latches_until_the_trigger_service_resets_it(graph, context):
+    node, probe, executor = graph
+    good = np.float32([[0.25, 0.75, 0.0], [-0.5, 1.25, 0.125]])
+    probe.send(executor, 0, good)
+    assert spin_until(executor, lambda: 'estop' in _kinds(probe), 10.0), 'no e-stop'
+    assert node.stats()['estopped'] == 1
+    # Fresh actions do not clear it: they are answered with the hold, kind 'estop'.
+    answer = probe.send(executor, 1, np.float32([[0.3, 0.8, 0.0], [-0.4, 1.3, 0.1]]))
+    assert answer.kind == 'estop' and answer.seq == 1
+    np.testing.assert_array_equal(answer.tensors['command'], good)
+    assert node.stats()['estopped'] == 1
+    client = probe.create_client(Trigger, '/safety/reset_estop')
+    assert client.wait_for_service(timeout_sec=5.0)
+    future = client.call_async(Trigger.Request())
+    assert spin_until(executor, future.done, 10.0)
+    assert future.result().success and future.result().message == 'e-stop cleared'
+    assert node.stats()['estopped'] == 0
+    answer = probe.send(executor, 2, np.float32([[0.3, 0.8, 0.0], [-0.4, 1.3, 0.1]]))
+    assert answer.kind == 'command'
+    stats = node.stats()
+    assert stats['estop_events'] >= 1 and stats['estop_rows'] == N
+
+
+@pytest.mark.parametrize('node_params', [{'rt_priority': 10, 'cpu_affinity': [4096]}])
+def test_rt_features_are_reported_granted_or_refused(graph):
+    node, probe, executor = graph
+    stats = node.stats()
+    assert stats['rt_cpu_affinity'].startswith('refused')  # no such CPU; the loop still runs
+    assert stats['rt_sched_fifo'] == 'granted' or stats['rt_sched_fifo'].startswith('refused')
+    assert stats['rt_mlockall'] == 'off'
+    batch = probe.send(executor, 0, np.float32([[0.25, 0.75, 0.0], [-0.5, 1.25, 0.125]]))
+    assert batch.kind == 'command'
+    probe.diagnostics.clear()
+    assert spin_until(executor, lambda: probe.diagnostics, 5.0)
+    values = {kv.key: kv.value for kv in probe.diagnostics[-1].status[0].values}
+    assert {'period_error_p50_us', 'period_error_p99_us', 'period_error_p999_us',
+            'period_error_max_us', 'deadline_misses', 'rt_sched_fifo', 'stale_events',
+            'action_latency_p99_us'} <= set(values)
+
+
+def test_limits_with_min_above_max_raise(context, tmp_path):
+    bad = tmp_path / 'bad_range.yaml'
+    bad.write_text(LIMITS_YAML.replace('min_position: 0.5', 'min_position: 3.0'))
+    _expect_config_error(context, _params(bad, tmp_path), 'j1', 'min_position')
+
+
+def test_unknown_limit_key_raises(context, tmp_path):
+    bad = tmp_path / 'bad_key.yaml'
+    bad.write_text(LIMITS_YAML.replace('max_velocity: 1.0', 'max_speed: 1.0'))
+    _expect_config_error(context, _params(bad, tmp_path), 'j1', 'max_speed', 'unknown key')
+
+
+def test_joint_without_any_limit_raises(context, tmp_path):
+    bad = tmp_path / 'no_limits.yaml'
+    bad.write_text(LIMITS_YAML.replace("""      j2:
+        has_position_limits: true
+        min_position: -0.25
+        max_position: 0.25
+""", """      j2: {}
+"""))
+    _expect_config_error(context, _params(bad, tmp_path), 'j2', 'no limits')
+
+
+@pytest.mark.parametrize('override, fragment', [
+    ({'watchdog_fallback': 'zero'}, 'watchdog_fallback'),
+    ({'busy_wait_us': 5000.0}, 'busy_wait_us'),
+    ({'workspace_box': [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]}, 'workspace_model_file'),
+])
+def test_invalid_loop_parameter_raises_config_error(context, limits_file, tmp_path, override,
                                                     fragment):
     _expect_config_error(context, _params(limits_file, tmp_path, **override), fragment)

@@ -5,10 +5,13 @@ The safety gate every batch of actions passes before it reaches an actuator.
 
 Per row (one env / robot) of an [N, J] batch the gate rejects rows holding NaN or
 Inf (they get the hold command), limits the change from the row's reference
-(position: vel_max * dt, velocity: acc_max * dt, any interface: max_delta) and
-then clamps to the hard range of the interface, which always wins. The reference
-is the row's last output; before one exists it is the clamped state position
-(position interface, when given) or zero (velocity and effort interfaces).
+(position: vel_max * dt, velocity: acc_max * dt, any interface: max_delta), for
+the position interface also the change of that change (acc_max * dt^2, once a
+row has two outputs), stops rows whose predicted motion would leave the
+workspace (optional look-ahead, see lookahead.py) and then clamps to the hard
+range of the interface, which always wins. The reference is the row's last
+output; before one exists it is the clamped state position (position
+interface, when given) or zero (velocity and effort interfaces).
 """
 
 from typing import NamedTuple
@@ -47,7 +50,7 @@ class SafetyGate:
     a stop that deliberately ignores the acceleration limit).
     """
 
-    def __init__(self, limits, interface, dt, max_delta=None, fallback='hold'):
+    def __init__(self, limits, interface, dt, max_delta=None, fallback='hold', lookahead=None):
         if interface not in INTERFACES:
             raise ValueError(f'interface must be one of {INTERFACES}, got {interface!r}')
         if fallback not in FALLBACKS:
@@ -77,6 +80,15 @@ class SafetyGate:
             step = np.minimum(step, md)
         # None skips the change limit entirely when no joint has one.
         self._step = step if np.any(np.isfinite(step)) else None
+        # Position interface: the per-step velocity (last - previous output) may
+        # change by at most acc_max * dt^2 per step (finite differences).
+        self._acc = None
+        if interface == 'position' and dt is not None and np.any(np.isfinite(limits.acc_max)):
+            self._acc = limits.acc_max * dt * dt
+        if lookahead is not None and interface != 'position':
+            raise ValueError('the workspace look-ahead needs the position interface')
+        self.lookahead = lookahead
+        self.workspace_stops = 0
         self._buf = None
         self.passed = self.clamped = self.rejected = 0
         self.joint_clamps = np.zeros(j, dtype=np.int64)
@@ -99,11 +111,36 @@ class SafetyGate:
 
     def reset(self, rows=None):
         """Forget the last safe command of all rows or of ``rows`` (indices or bool mask)."""
-        if self._buf is not None:
-            if rows is None:
-                self._buf.has_last[:] = False
-            else:
-                self._buf.has_last[rows] = False
+        b = self._buf
+        if b is None:
+            return
+        if rows is None:
+            b.has_last[:] = False
+        elif isinstance(rows, np.ndarray) and rows.dtype == bool and rows.shape == (b.n,):
+            np.copyto(b.has_last, False, where=rows)  # no index array: allocation-free
+        else:
+            b.has_last[rows] = False
+        np.logical_and(b.has_prev, b.has_last, out=b.has_prev)
+
+    def fill_fallback(self, out, zero=False, commit=False):
+        """
+        Write the fallback command of every row of the last batch size into ``out`` [N, J].
+
+        ``zero`` gives zeros (velocity / effort stop), else the hold command.
+        ``commit`` makes it the rows' last output (the actuator really got it),
+        so the next command is rate-limited from there. No allocation.
+        """
+        b = self._buf
+        self._fill_ref(b, False)
+        if zero:
+            out.fill(0.0)
+        else:
+            np.copyto(out, b.ref)
+        if commit:
+            np.copyto(b.prev, b.last)
+            np.copyto(b.has_prev, b.has_last)
+            np.copyto(b.last, out)
+            b.has_last[:] = True
 
     def hold_command(self, state_position=None, n_rows=None):
         """
@@ -147,16 +184,33 @@ class SafetyGate:
             np.copyto(b.hi, np.inf, where=b.no_ref[:, None])
             np.maximum(b.cmd, b.lo, out=b.cmd)
             np.minimum(b.cmd, b.hi, out=b.cmd)
+        if self._acc is not None:
+            # v_prev = last - prev; the new change must stay within v_prev +- acc*dt^2.
+            np.subtract(b.ref, b.prev, out=b.lo)
+            np.add(b.lo, b.acc, out=b.hi)
+            np.subtract(b.lo, b.acc, out=b.lo)
+            np.add(b.lo, b.ref, out=b.lo)
+            np.add(b.hi, b.ref, out=b.hi)
+            np.logical_not(b.has_prev, out=b.no_ref)
+            np.copyto(b.lo, -np.inf, where=b.no_ref[:, None])
+            np.copyto(b.hi, np.inf, where=b.no_ref[:, None])
+            np.maximum(b.cmd, b.lo, out=b.cmd)
+            np.minimum(b.cmd, b.hi, out=b.cmd)
         # The hard range goes last so that it wins over the change limit. (np.clip
         # would allocate a temporary per call; maximum/minimum with out= do not.)
         np.maximum(b.cmd, b.lo_hard, out=b.cmd)
         np.minimum(b.cmd, b.hi_hard, out=b.cmd)
+        if self.lookahead is not None:
+            # Rows whose predicted motion leaves the workspace are stopped (held at ref).
+            self.workspace_stops += self.lookahead.stop_rows(b.cmd, b.ref, b.row_ok)
         np.not_equal(b.cmd, b.inp, out=b.jclamp)
         np.copyto(b.jclamp, False, where=b.rejected[:, None])  # NaN != NaN is no clamp
         np.any(b.jclamp, axis=1, out=b.clamped)
         if self.fallback == 'zero':
             b.ref.fill(0.0)
         np.copyto(b.cmd, b.ref, where=b.rejected[:, None])
+        np.copyto(b.prev, b.last)
+        np.copyto(b.has_prev, b.has_last)
         np.copyto(b.last, b.cmd)
         b.has_last[:] = True
         self._count(b)
@@ -179,7 +233,7 @@ class SafetyGate:
     def _buffers(self, n):
         # A new batch size means rows no longer match envs, so the state starts over.
         if self._buf is None or self._buf.n != n:
-            self._buf = Buffers(n, self.n_joints, self._lo, self._hi, self._step)
+            self._buf = Buffers(n, self.n_joints, self._lo, self._hi, self._step, self._acc)
         return self._buf
 
     def _load_state(self, b, state_position):

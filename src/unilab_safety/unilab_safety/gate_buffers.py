@@ -16,7 +16,7 @@ class Buffers:
     ufunc that broadcasts a [J] operand allocates a scratch buffer on every call.
     """
 
-    def __init__(self, n, j, lo_hard, hi_hard, step):
+    def __init__(self, n, j, lo_hard, hi_hard, step, acc=None):
         self.n = n
 
         def f():
@@ -25,13 +25,14 @@ class Buffers:
         def m(*shape):
             return np.zeros(shape, dtype=bool)
 
-        self.inp, self.cmd, self.ref, self.lo, self.hi, self.state, self.last = (
-            f(), f(), f(), f(), f(), f(), f())
+        self.inp, self.cmd, self.ref, self.lo, self.hi, self.state, self.last, self.prev = (
+            f(), f(), f(), f(), f(), f(), f(), f())
         self.fin, self.jclamp = m(n, j), m(n, j)
         self.row_ok, self.rejected, self.clamped = m(n), m(n), m(n)
         self.has_last, self.has_ref, self.no_ref, self.state_ok = m(n), m(n), m(n), m(n)
+        self.has_prev = m(n)
         self.jcount = np.zeros(j, dtype=np.int64)
         self.jclamp_int = np.zeros((n, j), dtype=np.int64)
-        self.lo_hard, self.hi_hard, self.step = (
+        self.lo_hard, self.hi_hard, self.step, self.acc = (
             None if v is None else np.ascontiguousarray(np.broadcast_to(v, (n, j)))
-            for v in (lo_hard, hi_hard, step))
+            for v in (lo_hard, hi_hard, step, acc))

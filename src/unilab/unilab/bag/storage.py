@@ -14,7 +14,6 @@ a clean bag.
 
 from __future__ import annotations
 
-import io
 import pathlib
 import sqlite3
 import struct
@@ -109,6 +108,7 @@ class BagReader:
             files = ', '.join(str(f) for f in self._files()) or str(self.path)
             raise BagError(f'bag {self.path}: cannot read {files}: {exc}') from None
         self.store = typestore()
+        self.unknown: dict[str, str] = {}  # topic -> type without any definition
         for conn in self._reader.connections:
             self._register(conn)
 
@@ -130,8 +130,6 @@ class BagReader:
             ensure_type(self.store, conn.msgtype, conn.topic)
         except BagTypeError:
             self.unknown[conn.topic] = conn.msgtype
-
-    unknown: dict[str, str] = {}
 
     @property
     def topics(self) -> dict[str, tuple[str, int]]:
@@ -155,7 +153,7 @@ class BagReader:
     @property
     def storage(self) -> str:
         """Return ``mcap`` or ``sqlite3``."""
-        return self._reader.metadata['storage_identifier']
+        return 'sqlite3' if any(f.suffix == '.db3' for f in self._files()) else 'mcap'
 
     def messages(self, topics: list[str] | tuple[str, ...] | None = None
                  ) -> Iterator[BagMessage]:
@@ -297,4 +295,4 @@ def _digest(msgtype: str) -> str:
 
 
 __all__ = ['BagError', 'BagMessage', 'BagReader', 'BagWriter', 'open_bags', 'recover_bag',
-           'STORAGES', 'io']
+           'STORAGES']

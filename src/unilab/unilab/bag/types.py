@@ -52,7 +52,7 @@ def ensure_type(store, msgtype: str, topic: str = '') -> None:
 
 @functools.lru_cache(maxsize=1)
 def typestore():
-    """Return the shared type store (Kilted + unilab_interfaces), built once."""
+    """Return the shared store of message types (Kilted + unilab_interfaces), built once."""
     store = get_typestore(Stores.ROS2_KILTED)
     for t in OUR_TYPES:  # Tensor first: TensorBatch refers to it
         ensure_type(store, t)

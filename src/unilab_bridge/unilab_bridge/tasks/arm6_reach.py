@@ -7,6 +7,7 @@ import pathlib
 import mujoco
 import numpy as np
 
+from unilab_bridge.sensors import ImuSensor, set_sensors_enabled
 from unilab_bridge.tasks.base import BatchedTask, StepState
 from unilab_bridge.tasks.joint_limits import actuated_joints, joint_limits_from_model
 from unilab_bridge.tasks.mj_batch import MjBatch
@@ -42,6 +43,9 @@ class Arm6Reach(BatchedTask):
         act_ids, jnt_ids = actuated_joints(self.model)
         self.joint_names = [self.model.joint(j).name for j in jnt_ids]
         self._qpos_adr = self.model.jnt_qposadr[jnt_ids]
+        self.actuated_joint_ids = list(jnt_ids)
+        self.imu = ImuSensor(self.model)
+        set_sensors_enabled([self.model], False)  # see enable_sensors()
         self._batch = MjBatch(
             self.model, self.num_envs, decimation, self._qpos_adr,
             self.model.jnt_dofadr[jnt_ids], [self.model.site('ee_site').id], num_threads)
@@ -113,6 +117,21 @@ class Arm6Reach(BatchedTask):
         """Stop the stepping threads."""
         self._batch.close()
 
+    @property
+    def sim(self):
+        """Return the MjBatch holding the envs' models and data."""
+        return self._batch
+
+    has_imu = True
+
+    def enable_sensors(self, enabled=True):
+        """Compute MuJoCo sensors (the wrist IMU) while stepping; off by default."""
+        set_sensors_enabled(self._batch.models, enabled)
+
+    def imu_reading(self):
+        """Return the wrist IMU's gyro, accelerometer and orientation for every env."""
+        return self.imu.read(self._batch.data)
+
     def sample_targets(self, count):
         """Return [count, 3] reachable target positions (FK of random configurations)."""
         out = np.empty((count, 3))
@@ -129,7 +148,7 @@ class Arm6Reach(BatchedTask):
 
     def _reset_env(self, i):
         data = self._batch.data[i]
-        mujoco.mj_resetData(self.model, data)
+        mujoco.mj_resetData(self._batch.models[i], data)
         q0 = self._rng.uniform(-self.reset_noise, self.reset_noise, self.action_dim)
         q0 = np.clip(q0, self.action_low, self.action_high)
         data.qpos[self._qpos_adr] = q0
@@ -138,7 +157,7 @@ class Arm6Reach(BatchedTask):
         self._prev_cmd[i] = q0
         self._target[i] = self.sample_targets(1)[0]
         data.mocap_pos[self._mocap] = self._target[i]
-        mujoco.mj_forward(self.model, data)
+        mujoco.mj_forward(self._batch.models[i], data)
         self._ep_steps[i] = 0
         self._ep_return[i] = 0.0
         self._batch.read_env(i)

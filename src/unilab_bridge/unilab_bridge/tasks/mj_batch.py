@@ -3,6 +3,7 @@
 """Step many MjData copies of one model, spread over a few threads."""
 
 from concurrent.futures import ThreadPoolExecutor
+import copy
 import os
 
 import mujoco
@@ -22,14 +23,27 @@ class MjBatch:
     ``unstable`` hold the state of all envs. mj_step releases the GIL, so a small thread pool
     gives a real speed-up; each env only touches its own MjData and its own rows, so
     results do not depend on the thread count.
+
+    All envs share ``model`` until ``private_models()`` gives each env its own copy (needed
+    when dynamics or gains are randomised per env). With ``root_joint`` (a free joint id) set,
+    ``root_pos``, ``root_quat`` (w, x, y, z), ``root_linvel`` (world frame) and
+    ``root_angvel`` (body frame) are read as well.
     """
 
     def __init__(self, model, num_envs, decimation, qpos_adr, qvel_adr, site_ids=(),
-                 num_threads=None):
+                 num_threads=None, root_joint=None):
         """Create ``num_envs`` MjData and, if worthwhile, a thread pool."""
         self.model = model
+        self.models = [model] * num_envs
         self.decimation = int(decimation)
         self.data = [mujoco.MjData(model) for _ in range(num_envs)]
+        self._root = None
+        if root_joint is not None:
+            self._root = (int(model.jnt_qposadr[root_joint]), int(model.jnt_dofadr[root_joint]))
+        self.root_pos = np.zeros((num_envs, 3))
+        self.root_quat = np.zeros((num_envs, 4))
+        self.root_linvel = np.zeros((num_envs, 3))
+        self.root_angvel = np.zeros((num_envs, 3))
         self._qpos_adr = np.asarray(qpos_adr, dtype=int)
         self._qvel_adr = np.asarray(qvel_adr, dtype=int)
         self._site_ids = np.asarray(site_ids, dtype=int)
@@ -45,6 +59,12 @@ class MjBatch:
         self._chunks = [range(lo, num_envs, num_threads) for lo in range(num_threads)]
         self._pool = ThreadPoolExecutor(num_threads) if num_threads > 1 else None
 
+    def private_models(self):
+        """Give every env its own MjModel copy (idempotent); return the list."""
+        if len(self.models) and self.models[0] is self.model:
+            self.models = [copy.deepcopy(self.model) for _ in self.data]
+        return self.models
+
     def step(self, ctrl):
         """Set ctrl [N, nu], advance every env by ``decimation`` physics steps, read state."""
         if self._pool is None:
@@ -58,7 +78,7 @@ class MjBatch:
         data = self.data[i]
         # mj_step leaves poses one substep behind qpos; recomputing them makes site
         # positions match the reported joint positions.
-        mujoco.mj_kinematics(self.model, data)
+        mujoco.mj_kinematics(self.models[i], data)
         self.qpos[i] = data.qpos[self._qpos_adr]
         self.qvel[i] = data.qvel[self._qvel_adr]
         self.actuator_force[i] = data.actuator_force
@@ -66,13 +86,21 @@ class MjBatch:
         # MuJoCo resets an env whose accelerations blow up and counts this warning, so it
         # is the reliable divergence signal (it is cleared by mj_resetData).
         self.unstable[i] = data.warning[_BAD_QACC].number > 0
+        if self._root is not None:
+            qa, da = self._root
+            self.root_pos[i] = data.qpos[qa:qa + 3]
+            self.root_quat[i] = data.qpos[qa + 3:qa + 7]
+            # A free joint's qvel is the linear velocity in the world frame followed by the
+            # angular velocity in the body frame (MuJoCo docs, "Floating objects").
+            self.root_linvel[i] = data.qvel[da:da + 3]
+            self.root_angvel[i] = data.qvel[da + 3:da + 6]
 
     def _step_chunk(self, indices, ctrl):
-        model, nstep = self.model, self.decimation
+        models, nstep = self.models, self.decimation
         for i in indices:
             data = self.data[i]
             data.ctrl[:] = ctrl[i]
-            mujoco.mj_step(model, data, nstep=nstep)
+            mujoco.mj_step(models[i], data, nstep=nstep)
             self.read_env(i)
 
     def close(self):

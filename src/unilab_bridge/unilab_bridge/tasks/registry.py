@@ -4,12 +4,14 @@
 
 from unilab_bridge.tasks.arm6_reach import Arm6Reach
 from unilab_bridge.tasks.gym_adapter import gym_mujoco_ids, GymBatchedTask, is_gym_mujoco_id
+from unilab_bridge.tasks.quad_walk import QuadWalk
 
 DEFAULT_TASK = 'arm6_reach'
 
 # name -> factory(num_envs, seed, **options)
 _TASKS = {
     'arm6_reach': Arm6Reach,
+    'quad_walk': QuadWalk,
 }
 
 GYM_NOTE = 'any registered gymnasium MuJoCo env id (e.g. Hopper-v5) also works'
@@ -24,12 +26,27 @@ def available_tasks():
     return sorted(_TASKS)
 
 
-def make_task(name, num_envs, seed=0, **options):
-    """Build the task ``name`` with ``num_envs`` parallel envs; options go to its factory."""
+def make_task(name, num_envs, seed=0, disturbances=None, **options):
+    """
+    Build the task ``name`` with ``num_envs`` parallel envs; options go to its factory.
+
+    ``disturbances`` (a ``DisturbancesSection`` or its dict) wraps the task in a
+    DisturbedTask when its master switch is on; the plain task is returned otherwise.
+    """
     if name in _TASKS:
-        return _TASKS[name](num_envs, seed=seed, **options)
-    if is_gym_mujoco_id(name):
-        return GymBatchedTask(name, num_envs, seed=seed, **options)
+        task = _TASKS[name](num_envs, seed=seed, **options)
+    elif is_gym_mujoco_id(name):
+        task = GymBatchedTask(name, num_envs, seed=seed, **options)
+    else:
+        task = None
+    if task is not None:
+        if disturbances is None:
+            return task
+        from unilab_bridge.tasks.disturbed import DisturbedTask
+        from unilab_core.config import DisturbancesSection
+        if isinstance(disturbances, dict):
+            disturbances = DisturbancesSection.model_validate(disturbances)
+        return DisturbedTask(task, disturbances, seed=seed) if disturbances.enabled else task
     examples = [k for k in gym_mujoco_ids() if k.endswith('-v5')][:6]
     raise UnknownTaskError(
         f'unknown task {name!r}; available tasks: {", ".join(available_tasks())}; '

@@ -1,0 +1,186 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+Build offline transitions (obs, action, reward, next_obs, terminated, truncated) from bags.
+
+Two sources:
+
+``rollout`` - ``/unilab/rollout`` chunks (``unilab_policy.chunk``): ``obs``,
+``actions``, ``rewards``, ``terminated``, ``truncated`` are ``[K, N, ...]`` and
+``next_obs`` ``[N, obs]`` follows the last step. The next observation of step
+``k`` is ``obs[k + 1]`` (``next_obs`` for the last step).
+
+``sensors`` - what a robot records: ``/joint_states`` + ``/unilab/task_state``
+are passed through the perception layer's ``build_observation`` (the same
+function the perception node runs), the action of control step ``s`` comes
+from ``/unilab/action`` with ``seq == s``, and the step's outcome (reward,
+terminated, truncated) from the task state of step ``s + 1``.
+
+Episode ends: the bridge resets an env in the step that ends its episode, so
+the observation that follows a ``terminated`` or ``truncated`` step belongs to
+the next episode. Such rows keep their flags and get ``next_obs = obs``:
+``terminated`` rows never bootstrap, and ``truncated`` rows bootstrap from
+V(s_t) in place of the unobserved V(s_{t+1}) (the PPO trainer's time-out
+approximation; see ``unilab_policy.offline.dataset``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from unilab.bag.storage import BagError, BagReader
+from unilab_core import topics
+from unilab_perception.joint_obs import build_observation, JointStateIndex
+
+FIELDS = ('obs', 'actions', 'rewards', 'next_obs', 'terminated', 'truncated')
+
+
+@dataclasses.dataclass
+class Dataset:
+    """Transitions as numpy arrays plus where they came from."""
+
+    arrays: dict[str, np.ndarray]
+    episode_returns: list[float]
+    source: str
+    bags: list[str]
+
+    def __len__(self) -> int:
+        return len(self.arrays['obs'])
+
+    def stats(self) -> dict:
+        """Return counts and the behaviour policy's episode statistics."""
+        r = np.asarray(self.episode_returns, dtype=np.float64)
+        return {
+            'transitions': len(self),
+            'episodes': int(r.size),
+            'behaviour_return': float(r.mean()) if r.size else float('nan'),
+            'behaviour_return_std': float(r.std()) if r.size else float('nan'),
+            'terminated': int(self.arrays['terminated'].sum()),
+            'truncated': int(self.arrays['truncated'].sum()),
+        }
+
+
+def batch_tensors(msg) -> dict[str, np.ndarray]:
+    """Return ``{name: array}`` of a deserialized (rosbags) TensorBatch."""
+    out = {}
+    for t in msg.tensors:
+        shape = tuple(int(s) for s in t.shape)
+        data = np.asarray(t.data, dtype=np.float32)
+        if int(np.prod(shape)) != data.size:
+            raise BagError(f'tensor `{t.name}` of `{msg.kind}` seq {msg.seq}: shape {shape} '
+                           f'needs {int(np.prod(shape))} values, has {data.size}')
+        out[t.name] = data.reshape(shape)
+    return out
+
+
+def _chunk_transitions(t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Flatten one rollout chunk ``[K, N, ...]`` into ``[K*N, ...]`` transitions."""
+    obs, nxt = t['obs'], np.concatenate([t['obs'][1:], t['next_obs'][None]], 0)
+    term, trunc = t['terminated'] > 0.5, t['truncated'] > 0.5
+    done = term | trunc
+    nxt = np.where(done[..., None], obs, nxt)  # post-reset obs is not this episode's
+    k, n = term.shape
+    return {'obs': obs.reshape(k * n, -1), 'actions': t['actions'].reshape(k * n, -1),
+            'rewards': t['rewards'].reshape(-1), 'next_obs': nxt.reshape(k * n, -1),
+            'terminated': term.reshape(-1).astype(np.float32),
+            'truncated': (trunc & ~term).reshape(-1).astype(np.float32)}
+
+
+def rollout_dataset(reader: BagReader, topic: str = topics.ROLLOUT
+                    ) -> tuple[list[dict], list[float]]:
+    """Return per-chunk transitions and finished-episode returns from one bag."""
+    if topic not in reader.topics:
+        raise BagError(f'bag {reader.path}: no `{topic}` topic (has '
+                       f'{sorted(reader.topics)}); record it or use the sensors source')
+    parts, returns, seen = [], [], set()
+    for m in reader.messages([topic]):
+        msg = reader.deserialize(m)
+        key = (int(msg.version), int(msg.seq))
+        if key in seen:  # a chunk delivered twice (e.g. two bags of one run) counts once
+            continue
+        seen.add(key)
+        t = batch_tensors(msg)
+        missing = [f for f in ('obs', 'actions', 'rewards', 'terminated', 'truncated',
+                               'next_obs') if f not in t]
+        if missing:
+            raise BagError(f'bag {reader.path}: rollout chunk seq {msg.seq} on `{topic}` '
+                           f'lacks {missing}')
+        parts.append(_chunk_transitions(t))
+        if 'episode_return' in t:
+            done = (t['terminated'] > 0.5) | (t['truncated'] > 0.5)
+            ret = t['episode_return'][done]
+            returns.extend(float(x) for x in ret[np.isfinite(ret)])
+    return parts, returns
+
+
+def sensor_dataset(reader: BagReader, joint_names: list[str], uses_joint_state: bool = True
+                   ) -> tuple[list[dict], list[float]]:
+    """Return transitions built from sensors + task state + actions of one bag."""
+    need = [topics.TASK_STATE, topics.ACTION]
+    if uses_joint_state:
+        need.append(topics.JOINT_STATES)
+    missing = [t for t in need if t not in reader.topics]
+    if missing:
+        raise BagError(f'bag {reader.path}: sensors source needs {missing}')
+    joints: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    tasks: dict[int, tuple[int, dict]] = {}
+    actions: dict[int, np.ndarray] = {}
+    index = None
+    for m in reader.messages(need):
+        msg = reader.deserialize(m)
+        if m.topic == topics.JOINT_STATES:
+            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            joints[stamp] = (msg.name, msg.position, msg.velocity)
+        elif m.topic == topics.TASK_STATE:
+            stamp = msg.stamp_sec * 1_000_000_000 + msg.stamp_nanosec
+            tasks.setdefault(int(msg.seq), (stamp, batch_tensors(msg)))
+        else:
+            actions.setdefault(int(msg.seq), batch_tensors(msg)['action'])
+    obs: dict[int, np.ndarray] = {}
+    for seq, (stamp, t) in tasks.items():
+        q = qd = None
+        if uses_joint_state:
+            if stamp not in joints:
+                continue
+            names, pos, vel = joints[stamp]
+            if index is None:
+                index = JointStateIndex(joint_names, t['extras'].shape[0])
+            q = index.gather(names, np.asarray(pos, np.float64), 'position')
+            qd = index.gather(names, np.asarray(vel, np.float64), 'velocity')
+        obs[seq] = build_observation(q, qd, t['extras'], uses_joint_state)
+    parts, returns = [], []
+    for seq in sorted(obs):
+        if seq not in actions or seq + 1 not in obs:
+            continue
+        out = tasks[seq + 1][1]  # outcome of step seq is published with state seq + 1
+        term, trunc = out['terminated'] > 0.5, out['truncated'] > 0.5
+        done = term | trunc
+        parts.append({
+            'obs': obs[seq], 'actions': actions[seq], 'rewards': out['reward'],
+            'next_obs': np.where(done[:, None], obs[seq], obs[seq + 1]),
+            'terminated': term.astype(np.float32),
+            'truncated': (trunc & ~term).astype(np.float32)})
+        if 'episode_return' in out:
+            returns.extend(float(x) for x in out['episode_return'][done])
+    return parts, returns
+
+
+def build_dataset(paths, source: str = 'rollout', joint_names=None,
+                  uses_joint_state: bool = True) -> Dataset:
+    """Read every bag of ``paths`` and concatenate their transitions."""
+    parts, returns = [], []
+    for p in paths:
+        with BagReader(p) as reader:
+            if source == 'rollout':
+                ps, rs = rollout_dataset(reader)
+            elif source == 'sensors':
+                ps, rs = sensor_dataset(reader, list(joint_names or []), uses_joint_state)
+            else:
+                raise ValueError(f'dataset source `{source}`: expected rollout or sensors')
+        if not ps:
+            raise BagError(f'bag {p}: no complete transitions from the {source} source')
+        parts.extend(ps)
+        returns.extend(rs)
+    arrays = {f: np.concatenate([x[f] for x in parts], 0).astype(np.float32) for f in FIELDS}
+    return Dataset(arrays, returns, source, [str(p) for p in paths])

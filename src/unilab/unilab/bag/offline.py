@@ -1,0 +1,193 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+``unilab train --offline BAG...``: IQL and a BC baseline from bags, evaluated in simulation.
+
+No ROS graph runs: the dataset comes from the bags, and evaluation steps the
+task (``unilab_bridge.tasks.make_task``) through the same safety gate the
+graph uses, with the deterministic (mean) action. The run directory looks
+like an online one: ``config.yaml``, ``graph_params.yaml`` (the policy's
+parameters, so ``unilab export`` works), ``metrics.csv``,
+``checkpoints/{iql,bc,latest}.pt`` (latest = IQL) and ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import pathlib
+import time
+
+import numpy as np
+import torch
+from unilab.bag.dataset import build_dataset
+from unilab.direct import make_gate
+from unilab.paths import default_config_files
+from unilab.prepare import task_info
+from unilab_bridge.tasks import make_task, observation
+from unilab_core.atomic import atomic_write_text
+from unilab_core.config import ConfigError, dump_config, load_run_config, RunConfig
+from unilab_policy.checkpoint import save_checkpoint
+from unilab_policy.device import resolve_device
+from unilab_policy.models import ActorCritic, PolicyBundle
+from unilab_policy.normalizer import EmpiricalNormalization
+from unilab_policy.offline.bc import BehaviourCloning
+from unilab_policy.offline.dataset import TransitionTensors
+from unilab_policy.offline.iql import IQL
+from unilab_policy.run_log import RunLog
+import yaml
+
+
+def evaluate(policy, task_name: str, num_envs: int, episodes: int, seed: int,
+             device: torch.device) -> float:
+    """
+    Return the mean return of the first ``episodes`` finished episodes.
+
+    ``policy`` maps raw observations ``[N, obs]`` (torch) to actions, or is
+    None for the zero action. Commands pass the task's safety gate, as in the graph.
+    """
+    task = make_task(task_name, num_envs, seed=seed)
+    gate = make_gate(task_name)
+    state = task.reset(seed=seed)
+    returns: list[float] = []
+    try:
+        while len(returns) < episodes:
+            obs = observation(state, task)
+            if policy is None:
+                action = np.zeros((num_envs, task.action_dim), np.float32)
+            else:
+                with torch.inference_mode():
+                    action = policy(torch.from_numpy(obs).to(device)).cpu().numpy()
+            reset = np.flatnonzero(state.terminated | state.truncated)
+            if reset.size:
+                gate.reset(reset)
+            state = task.step(gate.filter(action).command)
+            done = state.terminated | state.truncated
+            returns.extend(float(x) for x in state.episode_return[done])
+    finally:
+        task.close()
+    return float(np.mean(returns[:episodes]))
+
+
+def _bundle(cfg: RunConfig, obs_dim: int, act_dim: int, norm: EmpiricalNormalization,
+            device: torch.device) -> PolicyBundle:
+    m = cfg.model
+    ac = ActorCritic(obs_dim, act_dim, tuple(m.hidden_sizes), m.activation, m.init_noise_std)
+    n = EmpiricalNormalization(obs_dim, clip=cfg.normalization.clip)
+    n.load_state_dict(norm.state_dict())
+    n.freeze()
+    return PolicyBundle(ac, n).to(device)
+
+
+def _policy_params(cfg: RunConfig, obs_dim: int, act_dim: int) -> dict:
+    # The subset of the policy node's parameters that ``unilab export`` reads.
+    return {'policy': {'ros__parameters': {
+        'obs_dim': obs_dim, 'act_dim': act_dim,
+        'model': {'hidden_sizes': list(cfg.model.hidden_sizes),
+                  'activation': cfg.model.activation,
+                  'init_noise_std': cfg.model.init_noise_std},
+        'normalization': {'observations': cfg.normalization.observations,
+                          'clip': cfg.normalization.clip}}}}
+
+
+def train_offline(bags: list[str], config_files: list[str] | None = None,
+                  overrides: dict | None = None, run_dir: str | None = None,
+                  log=print) -> dict:
+    """Build the dataset, train IQL and BC, evaluate, write the run dir; return the summary."""
+    cfg = load_run_config(list(default_config_files()) + list(config_files or []), overrides)
+    off = cfg.offline
+    info, _ = task_info(cfg.run.task)
+    if run_dir is None:
+        stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+        run_dir = f'runs/{cfg.run.task}-offline-{stamp}'
+    rd = pathlib.Path(run_dir).resolve()
+    rd.mkdir(parents=True, exist_ok=True)
+    dump_config(cfg, rd / 'config.yaml')
+    atomic_write_text(rd / 'graph_params.yaml', yaml.safe_dump(
+        _policy_params(cfg, info.obs_dim, info.action_dim), sort_keys=False))
+
+    t0 = time.monotonic()
+    data = build_dataset(bags, off.dataset_source, info.joint_names, info.uses_joint_state)
+    stats = data.stats()
+    obs_w, act_w = data.arrays['obs'].shape[1], data.arrays['actions'].shape[1]
+    if (obs_w, act_w) != (info.obs_dim, info.action_dim):
+        raise ConfigError(f'run.task: bags hold obs {obs_w} / act {act_w}, task '
+                          f'{info.name} has obs {info.obs_dim} / act {info.action_dim}')
+    log(f'unilab: offline dataset from {len(bags)} bag(s): {stats["transitions"]:,} '
+        f'transitions, {stats["episodes"]} episodes, behaviour return '
+        f'{stats["behaviour_return"]:.2f}; run dir {rd}')
+    torch.set_num_threads(cfg.run.torch_threads)
+    torch.manual_seed(cfg.run.seed)
+    device = resolve_device(cfg.run.device)
+    tensors = TransitionTensors.from_arrays(data.arrays, device)
+    norm = EmpiricalNormalization(info.obs_dim, clip=cfg.normalization.clip).to(device)
+    if cfg.normalization.observations:
+        norm.update(tensors.obs)  # fitted once on the whole dataset, then frozen
+    iql_bundle = _bundle(cfg, info.obs_dim, info.action_dim, norm, device)
+    bc_bundle = _bundle(cfg, info.obs_dim, info.action_dim, norm, device)
+    iql = IQL(iql_bundle, tuple(cfg.model.hidden_sizes), off.lr, cfg.advantage.gamma,
+              off.expectile, off.beta, off.target_tau, cfg.model.activation)
+    bc = BehaviourCloning(bc_bundle, off.lr)
+    gen = torch.Generator(device=device).manual_seed(cfg.run.seed)
+
+    def ev(bundle):
+        return evaluate(bundle.eval(), cfg.run.task, off.eval_envs, off.eval_episodes,
+                        cfg.run.seed + 1, device)
+
+    zero_return = evaluate(None, cfg.run.task, off.eval_envs, off.eval_episodes,
+                           cfg.run.seed + 1, device)
+    runlog = RunLog(rd, tensorboard=cfg.logging.tensorboard)
+    history: list[tuple[int, float, float]] = []
+    train_s = 0.0
+    try:
+        for step in range(1, off.gradient_steps + 1):
+            ts = time.monotonic()
+            metrics = iql.update(tensors, off.batch_size, gen)
+            metrics.update(bc.update(tensors, off.batch_size, gen))
+            train_s += time.monotonic() - ts
+            if step % off.eval_every == 0 or step == off.gradient_steps:
+                iql_ret, bc_ret = ev(iql_bundle), ev(bc_bundle)
+                iql_bundle.train()
+                bc_bundle.train()
+                history.append((step, iql_ret, bc_ret))
+                metrics.update({'charts/iql_return': iql_ret, 'charts/bc_return': bc_ret,
+                                'charts/grad_steps_per_s': step / max(train_s, 1e-9)})
+                runlog.write(step, step * off.batch_size, metrics)
+                log(f'unilab: step {step:,}/{off.gradient_steps:,}: IQL return {iql_ret:.2f}, '
+                    f'BC return {bc_ret:.2f}')
+    finally:
+        runlog.close()
+    ckpt = rd / 'checkpoints'
+    for name, b in (('bc', bc_bundle), ('iql', iql_bundle)):
+        save_checkpoint(ckpt / f'{name}.pt', {'bundle': b.state_dict(), 'algorithm': name,
+                                              'gradient_steps': off.gradient_steps})
+    save_checkpoint(ckpt / 'latest.pt', {'bundle': iql_bundle.state_dict(), 'algorithm': 'iql',
+                                         'gradient_steps': off.gradient_steps})
+    wall = time.monotonic() - t0
+    beh = stats['behaviour_return']
+    iql_ret, bc_ret = history[-1][1], history[-1][2]
+
+    def normalized(r):  # D4RL-style score: 0 = zero action, 1 = behaviour policy
+        span = beh - zero_return
+        return (r - zero_return) / span if span > 0 else float('nan')
+
+    summary = {
+        'mode': 'offline', 'steps': off.gradient_steps, 'wall_s': round(wall, 3),
+        'fps': round(off.gradient_steps / max(train_s, 1e-9), 1),
+        'fps_unit': 'gradient steps/s (IQL + BC together)',
+        'return_first': history[0][1], 'return_last': iql_ret,
+        'checkpoint': str(ckpt / 'iql.pt'),
+        'iql_return': iql_ret, 'bc_return': bc_ret, 'behaviour_return': beh,
+        'zero_action_return': zero_return,
+        'iql_over_behaviour': iql_ret / beh if beh > 0 else float('nan'),
+        'iql_normalized': normalized(iql_ret), 'bc_normalized': normalized(bc_ret),
+        'dataset': {**stats, 'source': data.source, 'bags': data.bags},
+        'eval': {'envs': off.eval_envs, 'episodes': off.eval_episodes,
+                 'seed': cfg.run.seed + 1, 'action': 'deterministic mean, safety-gated'},
+        'history': [{'step': s, 'iql_return': a, 'bc_return': b} for s, a, b in history],
+    }
+    summary = {k: (None if isinstance(v, float) and math.isnan(v) else v)
+               for k, v in summary.items()}
+    atomic_write_text(rd / 'summary.json', json.dumps(summary, indent=2))
+    return summary

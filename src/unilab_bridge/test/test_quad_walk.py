@@ -1,0 +1,63 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""quad_walk: contract, falls terminate, time-outs truncate, determinism."""
+
+import numpy as np
+from unilab_bridge.tasks import available_tasks, make_task, observation
+from unilab_bridge.tasks.quad_walk import EXTRAS_DIM, HOME, quat_rotate_inverse
+
+
+def test_registered_with_the_batched_task_contract():
+    assert 'quad_walk' in available_tasks()
+    with make_task('quad_walk', 3, seed=0) as task:
+        s = task.reset(seed=0)
+        assert task.obs_dim == 16 + EXTRAS_DIM
+        assert observation(s, task).shape == (3, task.obs_dim)
+        assert set(task.joint_limits) == set(task.joint_names)
+        assert all(lim['has_velocity_limits'] for lim in task.joint_limits.values())
+        # Starts upright: gravity along -z of the trunk.
+        np.testing.assert_allclose(s.extras[:, 6:9], [[0, 0, -1]] * 3, atol=1e-6)
+
+
+def test_holding_home_survives_and_truncates():
+    with make_task('quad_walk', 2, seed=0, max_episode_steps=50) as task:
+        task.reset(seed=0)
+        for k in range(50):
+            s = task.step(np.tile(HOME, (2, 1)))
+            assert not s.terminated.any()
+        assert s.truncated.all() and np.all(s.episode_length == 50)
+
+
+def test_flailing_falls_and_terminates():
+    with make_task('quad_walk', 8, seed=0) as task:
+        task.reset(seed=0)
+        rng = np.random.default_rng(0)
+        fell = False
+        for _ in range(200):
+            s = task.step(rng.uniform(task.action_low, task.action_high, (8, 8)))
+            fell |= bool(s.terminated.any())
+            assert not s.truncated.any()
+        assert fell
+
+
+def test_same_seed_same_trajectory():
+    def run():
+        with make_task('quad_walk', 2, seed=4) as task:
+            task.reset(seed=4)
+            rng = np.random.default_rng(1)
+            return np.array([task.step(HOME + rng.normal(0, 0.3, (2, 8))).extras
+                             for _ in range(30)])
+    np.testing.assert_array_equal(run(), run())
+
+
+def test_quat_rotate_inverse_matches_matrix():
+    import mujoco
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=(5, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    v = rng.normal(size=(5, 3))
+    for i in range(5):
+        mat = np.zeros(9)
+        mujoco.mju_quat2Mat(mat, q[i])
+        np.testing.assert_allclose(quat_rotate_inverse(q[i:i + 1], v[i:i + 1])[0],
+                                   mat.reshape(3, 3).T @ v[i], atol=1e-12)

@@ -1,0 +1,182 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""quad_walk: a small 8-joint quadruped tracks a forward velocity command on flat ground."""
+
+import pathlib
+
+import mujoco
+import numpy as np
+
+from unilab_bridge.sensors import ImuSensor, set_sensors_enabled
+from unilab_bridge.tasks.base import BatchedTask, StepState
+from unilab_bridge.tasks.joint_limits import actuated_joints, joint_limits_from_model
+from unilab_bridge.tasks.mj_batch import MjBatch
+
+ASSET = pathlib.Path(__file__).resolve().parents[1] / 'assets' / 'quad8.xml'
+
+MAX_JOINT_VELOCITY = 12.0  # rad/s, hobby-quadruped class actuators
+HOME = np.array([0.5, -1.0] * 4)  # hip, knee per leg (fl, fr, hl, hr)
+EXTRAS_DIM = 12  # base lin vel (3, body), ang vel (3, body), gravity (3, body), cmd (2), h (1)
+
+# legged_gym-style terms, already multiplied by the control dt where legged_gym does so.
+REWARD_SCALES = {
+    'tracking_lin_vel': 1.0, 'tracking_yaw': 0.5, 'lin_vel_z': -2.0, 'ang_vel_xy': -0.05,
+    'orientation': -1.0, 'action_rate': -0.01, 'torques': -1e-4,
+}
+MIN_HEIGHT = 0.14  # trunk centre below this (m) ends the episode: fallen
+MIN_UPRIGHT = 0.5  # cos of the trunk tilt below this (60 deg) ends the episode
+
+
+def quat_rotate_inverse(q, v):
+    """Rotate world vectors v [N,3] into the frames of unit quaternions q [N,4] (w, x, y, z)."""
+    w, u = q[:, :1], q[:, 1:]
+    # v' = v (2w^2 - 1) - 2w (u x v) + 2u (u . v), the transpose of the rotation by q.
+    return (v * (2.0 * w ** 2 - 1.0) - 2.0 * w * np.cross(u, v)
+            + 2.0 * u * np.sum(u * v, axis=1, keepdims=True))
+
+
+class QuadWalk(BatchedTask):
+    """Batched walking task; commands are absolute joint position targets in rad."""
+
+    def __init__(self, num_envs, seed=0, max_episode_steps=500, decimation=4,
+                 command_velocity=(0.3, 0.6), reset_noise=0.1, reward_scales=None,
+                 num_threads=None):
+        """Load the quadruped and allocate ``num_envs`` simulations (call reset() next)."""
+        self.name = 'quad_walk'
+        self.num_envs = int(num_envs)
+        if self.num_envs < 1:
+            raise ValueError(f'num_envs must be >= 1, got {num_envs}')
+        self.model = mujoco.MjModel.from_xml_path(str(ASSET))
+        act_ids, jnt_ids = actuated_joints(self.model)
+        self.actuated_joint_ids = list(jnt_ids)
+        self.joint_names = [self.model.joint(j).name for j in jnt_ids]
+        self._qpos_adr = self.model.jnt_qposadr[jnt_ids]
+        self.imu = ImuSensor(self.model)
+        set_sensors_enabled([self.model], False)
+        self._batch = MjBatch(self.model, self.num_envs, decimation, self._qpos_adr,
+                              self.model.jnt_dofadr[jnt_ids], (), num_threads,
+                              root_joint=self.model.joint('root').id)
+        self.action_dim = self.model.nu
+        self.extras_dim = EXTRAS_DIM
+        self.uses_joint_state = True
+        self.command_interface = 'position'
+        self.control_dt = float(self.model.opt.timestep * decimation)
+        self.max_episode_steps = int(max_episode_steps)
+        self.joint_limits = joint_limits_from_model(
+            self.model, act_ids, jnt_ids, [MAX_JOINT_VELOCITY] * len(jnt_ids))
+        self.action_low = self.model.actuator_ctrlrange[:, 0].copy()
+        self.action_high = self.model.actuator_ctrlrange[:, 1].copy()
+        self.command_velocity = tuple(float(v) for v in command_velocity)
+        self.reset_noise = float(reset_noise)
+        self.reward_scales = dict(REWARD_SCALES if reward_scales is None else reward_scales)
+        self.reward_terms = {}
+        self._rng = np.random.default_rng(seed)
+        n = self.num_envs
+        self._cmd = np.zeros((n, 2))
+        self._prev_cmd = np.zeros((n, self.action_dim))
+        self._ep_steps = np.zeros(n, dtype=np.int32)
+        self._ep_return = np.zeros(n)
+        self._batch_steps = 0
+        self._was_reset = False
+
+    has_imu = True
+
+    @property
+    def sim(self):
+        """Return the MjBatch holding the envs' models and data."""
+        return self._batch
+
+    def enable_sensors(self, enabled=True):
+        """Compute MuJoCo sensors (the trunk IMU) while stepping; off by default."""
+        set_sensors_enabled(self._batch.models, enabled)
+
+    def imu_reading(self):
+        """Return the trunk IMU's gyro, accelerometer and orientation for every env."""
+        return self.imu.read(self._batch.data)
+
+    def reset(self, seed=None):
+        """Reset every env to the home crouch plus joint noise, with a new command each."""
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        for i in range(self.num_envs):
+            self._reset_env(i)
+        self._batch_steps = 0
+        self._was_reset = True
+        z = np.zeros(self.num_envs)
+        return self._state(z, z.astype(bool), z.astype(bool), np.full(self.num_envs, np.nan), z)
+
+    def step(self, command):
+        """Apply joint position targets [N, 8] for one control step, then auto-reset."""
+        if not self._was_reset:
+            raise RuntimeError(f'{self.name}: call reset() before step()')
+        cmd = self.check_command(command)
+        b = self._batch
+        b.step(cmd)
+        self._batch_steps += 1
+        lin, ang, grav = self._base_frame()
+        terms = {
+            'tracking_lin_vel': np.exp(-np.sum((self._cmd - lin[:, :2]) ** 2, axis=1) / 0.25),
+            'tracking_yaw': np.exp(-ang[:, 2] ** 2 / 0.25),
+            'lin_vel_z': lin[:, 2] ** 2,
+            'ang_vel_xy': np.sum(ang[:, :2] ** 2, axis=1),
+            'orientation': np.sum(grav[:, :2] ** 2, axis=1),
+            'action_rate': np.sum((cmd - self._prev_cmd) ** 2, axis=1),
+            'torques': np.sum(b.actuator_force ** 2, axis=1),
+        }
+        # legged_gym multiplies every scale by dt, so returns do not depend on the rate.
+        self.reward_terms = {k: self.reward_scales[k] * terms[k] * self.control_dt
+                             for k in self.reward_scales}
+        reward = sum(self.reward_terms.values()).astype(np.float32)
+        self._prev_cmd[:] = cmd
+        fallen = (b.root_pos[:, 2] < MIN_HEIGHT) | (-grav[:, 2] < MIN_UPRIGHT)
+        terminated = fallen | b.unstable
+        reward[b.unstable] = 0.0
+        self._ep_steps += 1
+        self._ep_return += reward
+        truncated = (self._ep_steps >= self.max_episode_steps) & ~terminated
+        done = terminated | truncated
+        ep_return = np.where(done, self._ep_return, np.nan)
+        ep_length = np.where(done, self._ep_steps, 0)
+        for i in np.flatnonzero(done):
+            self._reset_env(i)
+        return self._state(reward, terminated, truncated, ep_return, ep_length)
+
+    def close(self):
+        """Stop the stepping threads."""
+        self._batch.close()
+
+    def _base_frame(self):
+        b = self._batch
+        lin = quat_rotate_inverse(b.root_quat, b.root_linvel)
+        grav = quat_rotate_inverse(b.root_quat, np.tile([0.0, 0.0, -1.0], (self.num_envs, 1)))
+        return lin, b.root_angvel, grav
+
+    def _reset_env(self, i):
+        model, data = self._batch.models[i], self._batch.data[i]
+        mujoco.mj_resetData(model, data)
+        q0 = np.clip(HOME + self._rng.uniform(-self.reset_noise, self.reset_noise, HOME.size),
+                     self.action_low, self.action_high)
+        data.qpos[self._qpos_adr] = q0
+        # Lower the trunk to the crouch height so the feet start on the ground:
+        data.qpos[2] = 0.337  # feet (0.316 below the hips + 0.02 radius) just touch
+        data.ctrl[:] = q0
+        self._prev_cmd[i] = q0
+        self._cmd[i] = (self._rng.uniform(*self.command_velocity), 0.0)
+        mujoco.mj_forward(model, data)
+        self._ep_steps[i] = 0
+        self._ep_return[i] = 0.0
+        self._batch.read_env(i)
+
+    def _state(self, reward, terminated, truncated, ep_return, ep_length):
+        b = self._batch
+        lin, ang, grav = self._base_frame()
+        extras = np.concatenate([lin, ang, grav, self._cmd, b.root_pos[:, 2:3]], axis=1)
+        return StepState(
+            joint_position=b.qpos.copy(), joint_velocity=b.qvel.copy(),
+            joint_effort=b.actuator_force.copy(), extras=extras.astype(np.float32),
+            reward=np.asarray(reward, dtype=np.float32),
+            terminated=np.asarray(terminated, dtype=bool),
+            truncated=np.asarray(truncated, dtype=bool),
+            episode_return=np.asarray(ep_return, dtype=np.float32),
+            episode_length=np.asarray(ep_length, dtype=np.int32),
+            sim_time=self._batch_steps * self.control_dt)

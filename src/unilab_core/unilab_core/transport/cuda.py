@@ -1,0 +1,205 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+Device-memory slots shared between processes through CUDA IPC (torch).
+
+The slot payloads live in one CUDA allocation of ``n_slots`` x ``stride``
+bytes; the slot headers (seqlock generation, index, pins / cursors) stay in
+a host ring exactly as for host payloads, so both policies and the stale /
+dead-reader handling are the same code. The allocation's IPC handle and one
+interprocess event per slot are written once into the segment's extension
+area (JSON, never pickle: a segment is data, not code); a reader opens them
+once (``cudaIpcOpenMemHandle`` / ``cudaIpcOpenEventHandle`` through torch).
+
+Ordering: the writer enqueues the copy into the slot on its current stream
+and records the slot's event after it, then commits the host slot; the
+reader makes its current stream wait on that event before any kernel reads
+the views. Before a reader releases a slot it synchronises its stream, so
+the writer never overwrites device memory a queued kernel still reads.
+
+Untested here: development and CI machines have no GPU; the tests skip
+without CUDA.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+
+from unilab_core.transport import shm
+from unilab_core.transport.channel import Received
+from unilab_core.transport.descriptor import (Descriptor, DescriptorError, layout_shapes,
+                                              TensorSpec)
+from unilab_core.transport.ring import (RingReader, RingWriter, StaleSlotError,
+                                        TransportError)
+
+EXT_BYTES = 8192
+
+
+def torch_dtype_name(dtype) -> str:
+    """Return the numpy-style name of a torch dtype (``torch.float32`` -> ``float32``)."""
+    return str(dtype).replace('torch.', '')
+
+
+def cuda_available() -> bool:
+    """Return whether torch sees a CUDA device."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+class CudaTensorWriter:
+    """Write named CUDA tensors into device slots; descriptors as for host rings."""
+
+    def __init__(self, node: str, topic: str, capacity: int, n_slots: int = 4,
+                 policy: str = 'latest', timeout_s: float = 1.0, device='cuda',
+                 domain: int | None = None):
+        import torch
+        from unilab_core.transport.ring import reclaim_stale
+        domain = shm.ros_domain() if domain is None else domain
+        self.reclaimed = reclaim_stale(domain)
+        self.device = torch.device(device)
+        self.stride = (capacity + 511) // 512 * 512
+        self.buf = torch.empty((n_slots, self.stride), dtype=torch.uint8, device=self.device)
+        self.events = [torch.cuda.Event(interprocess=True) for _ in range(n_slots)]
+        for ev in self.events:
+            ev.record()  # an event must be recorded once before its handle is usable
+        self.ring = RingWriter(shm.segment_name(domain, node, topic), 64, n_slots, policy,
+                               timeout_s, ext_bytes=EXT_BYTES)
+        (dev, handle, size, offset, ref_handle, ref_offset, ev_handle,
+         ev_sync) = self.buf.untyped_storage()._share_cuda_()
+        record = {
+            'device': int(dev), 'handle': bytes(handle).hex(), 'size': int(size),
+            'offset': int(offset), 'ref_handle': bytes(ref_handle).hex(),
+            'ref_offset': int(ref_offset),
+            'event_handle': bytes(ev_handle).hex() if ev_handle else '',
+            'event_sync': bool(ev_sync), 'stride': self.stride, 'n_slots': n_slots,
+            'events': [bytes(ev.ipc_handle()).hex() for ev in self.events],
+        }
+        blob = json.dumps(record).encode()
+        if len(blob) + 4 > EXT_BYTES:
+            raise TransportError('CUDA IPC record does not fit the extension area')
+        ext = self.ring.m.ext()
+        ext[:4 + len(blob)] = struct.pack('<I', len(blob)) + blob
+        self.handle = bytes(handle)
+        self.pid = os.getpid()
+        self.boot_id = shm.boot_id()
+
+    def write(self, kind: str, seq: int, tensors: dict, version: int = 0,
+              stamp_ns: int = 0) -> Descriptor | None:
+        """Copy CUDA ``tensors`` into the next device slot; return the descriptor."""
+        import torch
+        specs, nbytes = layout_shapes({k: (tuple(t.shape), torch_dtype_name(t.dtype))
+                                       for k, t in tensors.items()})
+        if nbytes > self.stride:
+            raise ValueError(f'payload of {nbytes} B does not fit a device slot of '
+                             f'{self.stride} B')
+        got = self.ring.begin(0)
+        if got is None:
+            return None
+        slot, index, _ = got
+        row = self.buf[slot]
+        for spec, t in zip(specs, tensors.values()):
+            dst = row[spec.offset:spec.offset + spec.nbytes].view(t.dtype).view(t.shape)
+            dst.copy_(t, non_blocking=True)
+        self.events[slot].record(torch.cuda.current_stream(self.device))
+        slot, index = self.ring.commit(stamp_ns, nbytes=nbytes)
+        return Descriptor(kind=kind, seq=int(seq), segment=self.ring.name, slot=slot,
+                          slot_seq=index, payload_bytes=nbytes, tensors=specs,
+                          version=int(version), stamp_ns=int(stamp_ns),
+                          device=str(self.device), cuda_ipc_handle=self.handle,
+                          writer_pid=self.pid, boot_id=self.boot_id,
+                          publish_ns=int(self.ring.m.slot_hdr[slot, 4]))
+
+    def close(self) -> None:
+        """Unlink the segment (the device allocation goes with this object)."""
+        self.ring.close()
+
+
+class _Opened:
+    def __init__(self, reader: RingReader, record: dict):
+        import torch
+        self.reader = reader
+        dev = record['device']
+        self.device = torch.device('cuda', dev)
+        storage = torch.UntypedStorage._new_shared_cuda(
+            dev, bytes.fromhex(record['handle']), record['size'], record['offset'],
+            bytes.fromhex(record['ref_handle']), record['ref_offset'],
+            bytes.fromhex(record['event_handle']) if record['event_handle'] else None,
+            record['event_sync'])
+        flat = torch.empty(0, dtype=torch.uint8, device=self.device)
+        flat.set_(storage, 0, (record['size'],), (1,))
+        self.stride = record['stride']
+        self.buf = flat[:record['n_slots'] * self.stride].view(record['n_slots'], self.stride)
+        self.events = [torch.cuda.Event.from_ipc_handle(self.device, bytes.fromhex(h))
+                       for h in record['events']]
+
+
+class CudaTensorReader:
+    """Resolve device descriptors into CUDA tensor views (no copy)."""
+
+    def __init__(self):
+        self.opened: dict[str, _Opened] = {}
+
+    def _open(self, desc: Descriptor) -> _Opened:
+        o = self.opened.get(desc.segment)
+        if o is not None and int(o.reader.m.hdr[6]) == desc.writer_pid:
+            return o
+        if not shm.valid_name(desc.segment):
+            raise DescriptorError('unknown_segment', f'`{desc.segment}` is not a UniLab '
+                                  f'segment name')
+        try:
+            reader = RingReader(desc.segment, start=desc.slot_seq)
+        except (FileNotFoundError, TransportError) as exc:
+            raise DescriptorError('unknown_segment', f'segment `{desc.segment}`: {exc}') from None
+        ext = reader.m.ext()
+        if len(ext) < 4:
+            reader.close()
+            raise DescriptorError('unknown_segment', f'segment `{desc.segment}` has no CUDA '
+                                  f'IPC record (host ring?)')
+        (n,) = struct.unpack('<I', bytes(ext[:4]))
+        record = json.loads(bytes(ext[4:4 + n]))
+        o = _Opened(reader, record)
+        self.opened[desc.segment] = o
+        return o
+
+    def receive(self, desc: Descriptor) -> Received:
+        """Return CUDA views for ``desc`` after the writer's event; release when done."""
+        import torch
+        o = self._open(desc)
+        if desc.payload_bytes > o.stride or not 0 <= desc.slot < len(o.events):
+            raise DescriptorError('bad_size', f'descriptor ({desc.payload_bytes} B, slot '
+                                  f'{desc.slot}) does not fit segment `{desc.segment}`')
+        try:
+            msg = o.reader.take(desc.slot, desc.slot_seq)
+        except StaleSlotError as exc:
+            raise DescriptorError('stale', str(exc)) from None
+        torch.cuda.current_stream(o.device).wait_event(o.events[desc.slot])
+        row = o.buf[desc.slot]
+        tensors = {}
+        for spec in desc.tensors:
+            if spec.offset + spec.nbytes > desc.payload_bytes:
+                msg.release()
+                raise DescriptorError('bad_size', f'tensor `{spec.name}` exceeds the payload')
+            dt = getattr(torch, spec.dtype)
+            tensors[spec.name] = row[spec.offset:spec.offset + spec.nbytes].view(dt).view(
+                spec.shape)
+        return Received(desc, tensors, _SyncRelease(msg, o.device))
+
+
+class _SyncRelease:
+    """Synchronise the reader's stream before the host slot is given back."""
+
+    def __init__(self, msg, device):
+        self.msg, self.device = msg, device
+
+    def release(self) -> bool:
+        import torch
+        torch.cuda.current_stream(self.device).synchronize()
+        return self.msg.release()
+
+
+__all__ = ['CudaTensorReader', 'CudaTensorWriter', 'TensorSpec', 'cuda_available']

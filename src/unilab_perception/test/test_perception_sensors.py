@@ -1,0 +1,161 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Point cloud and IMU through PerceptionNode: a synthetic lidar node to the observation."""
+
+import array
+
+from builtin_interfaces.msg import Time
+import numpy as np
+import pytest
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import qos_profile_sensor_data, QoSProfile
+from sensor_msgs.msg import Imu, JointState, PointCloud2
+from unilab_core.config import ConfigError
+from unilab_core.ros.tensor_msg import make_batch, read_batch
+from unilab_core.testing import spin_until
+from unilab_interfaces.msg import TensorBatch
+from unilab_perception.ingest import read_cloud
+from unilab_perception.joint_obs import batched_joint_names
+from unilab_perception.messages import make_cloud
+from unilab_perception.perception_node import PerceptionNode
+from unilab_perception.synthetic import lidar_scan
+
+JOINTS = ['a', 'b']
+N = 2
+E = 1
+F = 8
+CLOUD_TOPIC = '/test_points'
+IMU_TOPIC = '/test_imu'
+
+
+def _params(**extra):
+    base = {'num_envs': N, 'joint_names': JOINTS, 'extras_dim': E,
+            'obs_dim': 2 * len(JOINTS) + E + F + 6, 'sensors.pointcloud': True,
+            'sensors.imu': True, 'pointcloud.topic': CLOUD_TOPIC, 'imu.topic': IMU_TOPIC,
+            'pointcloud.stages': ['roi', 'voxel', 'statistical_outlier'],
+            'pointcloud.voxel_size': 0.3, 'bev.feature_dim': F, 'bev.channels': 4,
+            'sync.slop_s': 0.01, 'encoder.device': 'cpu'}
+    base.update(extra)
+    return [Parameter(k, value=v) for k, v in base.items()]
+
+
+class Lidar(Node):
+    """A synthetic sensor driver: one Velodyne-style cloud per env, plus IMU and the step."""
+
+    def __init__(self, context, names):
+        super().__init__('synthetic_lidar', context=context)
+        self.cloud_pub = self.create_publisher(PointCloud2, CLOUD_TOPIC, qos_profile_sensor_data)
+        self.imu_pub = self.create_publisher(Imu, IMU_TOPIC, qos_profile_sensor_data)
+        qos = QoSProfile(depth=10)
+        self.js_pub = self.create_publisher(JointState, names.joint_states, qos)
+        self.task_pub = self.create_publisher(TensorBatch, names.task_state, qos)
+        self.received = []
+        self.create_subscription(TensorBatch, names.observation, self.received.append, qos)
+
+    def imu(self, env, stamp, gyro_z):
+        msg = Imu()
+        msg.header.stamp = Time(sec=stamp // 10**9, nanosec=stamp % 10**9)
+        msg.header.frame_id = f'env{env}/imu'
+        msg.orientation.w = 1.0
+        msg.angular_velocity.z = gyro_z
+        msg.linear_acceleration.z = 9.81
+        self.imu_pub.publish(msg)
+
+    def step(self, stamp, seq):
+        names = batched_joint_names(JOINTS, N)
+        js = JointState()
+        js.header.stamp = Time(sec=stamp // 10**9, nanosec=stamp % 10**9)
+        js.name = names
+        js.position = array.array('d', [0.5 * i for i in range(len(names))])
+        js.velocity = array.array('d', [-0.25 * i for i in range(len(names))])
+        self.js_pub.publish(js)
+        self.task_pub.publish(make_batch('task_state', seq, {
+            'extras': np.array([[1.0], [2.0]]), 'reward': np.zeros(N)}, stamp_ns=stamp))
+
+
+@pytest.fixture
+def graph(context, private_topics):
+    """Yield (perception node, synthetic lidar, executor), connected."""
+    node = PerceptionNode(context=context, cli_args=private_topics.args,
+                          parameter_overrides=_params())
+    lidar = Lidar(context, private_topics)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    executor.add_node(lidar)
+    assert spin_until(executor, lambda: (
+        lidar.cloud_pub.get_subscription_count() > 0 and lidar.imu_pub.get_subscription_count()
+        and lidar.js_pub.get_subscription_count() and lidar.task_pub.get_subscription_count()
+        and node.pub.get_subscription_count() > 0), 5.0), 'discovery timed out'
+    try:
+        yield node, lidar, executor
+    finally:
+        executor.shutdown()
+        lidar.destroy_node()
+        node.destroy_node()
+
+
+def test_cloud_and_imu_reach_the_observation(graph):
+    node, lidar, executor = graph
+    stamp = 5 * 10**9
+    clouds = [make_cloud(lidar_scan(3000, rings=8, seed=s), stamp + 2_000_000, f'env{s}/lidar')
+              for s in range(N)]
+    # IMU at +-4 ms around the step: gyro_z 0.1 and 0.3 interpolate to 0.2 (env 0).
+    for env in range(N):
+        lidar.imu(env, stamp - 4_000_000, 0.1 + env)
+        lidar.imu(env, stamp + 4_000_000, 0.3 + env)
+    lidar.step(stamp, seq=3)
+    spin_until(executor, lambda: node.imu[1].stamps and len(node.imu[1].stamps) == 2, 5.0)
+    assert lidar.received == []  # waits for the clouds
+    for c in clouds:
+        lidar.cloud_pub.publish(c)
+    assert spin_until(executor, lambda: lidar.received, 10.0), 'no observation'
+    batch = read_batch(lidar.received[0])
+    assert batch.seq == 3 and batch.stamp_ns == stamp
+    obs = batch.tensors['obs']
+    assert obs.shape == (N, 2 * len(JOINTS) + E + 6 + F)
+    # [q, qd, extras] exactly as the joint-only path builds it.
+    np.testing.assert_array_equal(obs[:, :2], [[0.0, 0.5], [1.0, 1.5]])
+    np.testing.assert_array_equal(obs[:, 2:4], [[0.0, -0.25], [-0.5, -0.75]])
+    np.testing.assert_array_equal(obs[:, 4], [1.0, 2.0])
+    # IMU [gyro, accel] interpolated to the step stamp.
+    np.testing.assert_allclose(obs[:, 5:11], [[0, 0, 0.2, 0, 0, 9.81], [0, 0, 1.2, 0, 0, 9.81]],
+                               rtol=1e-6)
+    # Cloud features: the pipeline and encoder applied to each env's cloud.
+    expected = node.pipeline.encode([node.pipeline.process(read_cloud(c)) for c in clouds])
+    np.testing.assert_allclose(obs[:, 11:], expected, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(obs[0, 11:], obs[1, 11:])
+    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0}
+    assert node.diagnostics['frame_latency_ms'] and node.sensor_counters()['pointcloud'][
+        'accepted'] == 1
+
+
+def test_malformed_cloud_is_dropped_counted_and_logged_once(graph):
+    node, lidar, executor = graph
+    bad = make_cloud(lidar_scan(500, rings=4), 10**9, 'env0/lidar')
+    bad.row_step = bad.row_step + 4  # data no longer row_step * height
+    lidar.cloud_pub.publish(bad)
+    lidar.cloud_pub.publish(bad)
+    nan = lidar_scan(200, rings=4)
+    nan['x'] = np.nan
+    lidar.cloud_pub.publish(make_cloud(nan, 10**9, 'env1/lidar'))
+    lidar.cloud_pub.publish(make_cloud(lidar_scan(200, rings=4), 10**9, 'env7/lidar'))
+    assert spin_until(executor, lambda: node.counters['invalid'] == 4, 5.0)
+    assert node.diagnostics['invalid'] == {'pointcloud/data_length': 2, 'pointcloud/empty': 1,
+                                           'pointcloud/frame_id': 1}
+    assert node._logged_kinds == {'pointcloud/data_length', 'pointcloud/empty',
+                                  'pointcloud/frame_id'}
+
+
+@pytest.mark.parametrize('key,value,match', [
+    ('pointcloud.stages', ['roi', 'blur'], 'pointcloud.stages'),
+    ('pointcloud.voxel_size', -0.1, 'pointcloud.voxel_size'),
+    ('pointcloud.roi_min', [0.0, 0.0, 5.0], 'roi_min'),
+    ('bev.x_range', [1.0, -1.0], 'x_range'),
+    ('sync.policy', 'sometimes', 'sync.policy'),
+    ('obs_dim', 99, 'obs_dim'),
+])
+def test_bad_parameters_name_the_key(context, key, value, match):
+    with pytest.raises(ConfigError, match=match):
+        PerceptionNode(context=context, parameter_overrides=_params(**{key: value}))

@@ -1,0 +1,123 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+The perception node's parameters beyond the joint path: typed sections, validated at start.
+
+Each section is declared as ROS parameters ``<section>.<field>`` with these
+defaults (``unilab_core.ros.params.declare_section``), so a node parameter
+YAML sets e.g. ``pointcloud: {voxel_size: 0.2}``; a bad value stops the node
+with an error naming ``perception: parameter `pointcloud.voxel_size```.
+Every extra sensor is off by default: the default graph's observation stays
+``[q, qd, extras]``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+from unilab_core import topics
+from unilab_core.config import _Section
+
+#: Point-cloud stages, applied in the order given in ``pointcloud.stages``.
+STAGES = ('deskew', 'roi', 'voxel', 'statistical_outlier', 'radius_outlier')
+
+
+class SensorsSection(_Section):
+    """Which sensors feed the observation (joint states and task state always do)."""
+
+    pointcloud: bool = Field(False, description='Subscribe to sensor_msgs/PointCloud2 and add '
+                             'pillar features [N, bev.feature_dim] to the observation.')
+    imu: bool = Field(False, description='Subscribe to sensor_msgs/Imu and add angular '
+                      'velocity + linear acceleration [N, 6], interpolated to the step stamp.')
+
+
+class PointCloudSection(_Section):
+    """Point-cloud ingest and CPU stages."""
+
+    topic: str = Field(topics.POINTS, description='PointCloud2 topic (frame_id `env<i>/...` '
+                       'names the env; without a prefix the cloud is env 0).')
+    nonfinite: Literal['filter', 'drop'] = Field(
+        'filter', description='NaN/Inf points: remove them, or drop the whole message.')
+    stages: list[str] = Field(
+        default_factory=lambda: ['roi', 'voxel', 'statistical_outlier'],
+        description=f'Stages in order, from {list(STAGES)}.')
+    roi_min: list[float] = Field(default_factory=lambda: [-10.0, -10.0, -3.0],
+                                 description='ROI box lower corner (m, sensor frame).')
+    roi_max: list[float] = Field(default_factory=lambda: [10.0, 10.0, 3.0],
+                                 description='ROI box upper corner (m).')
+    voxel_size: float = Field(0.1, gt=0.0, description='Voxel edge (m) for down-sampling.')
+    sor_k: int = Field(20, ge=2, le=256, description='Statistical outlier removal: neighbours.')
+    sor_std_ratio: float = Field(2.0, gt=0.0, description='Statistical outlier removal: '
+                                 'keep mean k-NN distance < mean + ratio * std.')
+    radius: float = Field(0.5, gt=0.0, description='Radius outlier removal: radius (m).')
+    radius_min_neighbors: int = Field(2, ge=1, description='Radius outlier removal: '
+                                      'other points needed within the radius.')
+
+    @field_validator('stages')
+    @classmethod
+    def _known_stages(cls, v):
+        unknown = [s for s in v if s not in STAGES]
+        if unknown:
+            raise ValueError(f'unknown stage(s) {unknown}; known: {list(STAGES)}')
+        return v
+
+    @model_validator(mode='after')
+    def _roi_box(self):
+        if len(self.roi_min) != 3 or len(self.roi_max) != 3:
+            raise ValueError('pointcloud.roi_min and pointcloud.roi_max need 3 values')
+        if any(lo >= hi for lo, hi in zip(self.roi_min, self.roi_max)):
+            raise ValueError(f'pointcloud.roi_min {self.roi_min} must be below '
+                             f'pointcloud.roi_max {self.roi_max} on every axis')
+        return self
+
+
+class BevSection(_Section):
+    """Pillar encoder grid and widths."""
+
+    x_range: list[float] = Field(default_factory=lambda: [-10.0, 10.0],
+                                 description='BEV grid x range (m).')
+    y_range: list[float] = Field(default_factory=lambda: [-10.0, 10.0],
+                                 description='BEV grid y range (m).')
+    pillar_size: float = Field(0.5, gt=0.0, description='Pillar edge (m).')
+    channels: int = Field(16, ge=1, le=512, description='Pillar feature channels.')
+    feature_dim: int = Field(32, ge=1, le=4096, description='Cloud features per env.')
+
+    @model_validator(mode='after')
+    def _ranges(self):
+        for name in ('x_range', 'y_range'):
+            r = getattr(self, name)
+            if len(r) != 2 or r[0] >= r[1]:
+                raise ValueError(f'bev.{name} must be [low, high] with low < high, got {r}')
+            if (r[1] - r[0]) / self.pillar_size > 2048:
+                raise ValueError(f'bev.{name} / bev.pillar_size gives more than 2048 cells')
+        return self
+
+
+class SyncSection(_Section):
+    """Time alignment of the extra sensors to the control step's stamp."""
+
+    slop_s: float = Field(0.05, ge=0.0, description='Largest stamp difference matched.')
+    policy: Literal['reorder', 'drop'] = Field(
+        'reorder', description='Out-of-order messages: re-order within window_s, or drop.')
+    window_s: float = Field(0.2, ge=0.0, description='Re-ordering window.')
+    max_latency_s: float = Field(0.0, ge=0.0, description='Drop messages older than this on '
+                                 'arrival (0 = off; in simulation stamps are sim time).')
+
+
+class ImuSection(_Section):
+    """IMU ingest."""
+
+    topic: str = Field(topics.IMU, description='Imu topic (frame_id `env<i>/...` names the env).')
+
+
+class EncoderSection(_Section):
+    """Torch side of the observation."""
+
+    device: Literal['auto', 'cpu', 'cuda'] = Field(
+        'auto', description='Device of the encoders (the one CPU/GPU switch).')
+    seed: int = Field(0, ge=0, description='Seed of the encoder weights.')
+
+
+SECTIONS = {'sensors': SensorsSection, 'pointcloud': PointCloudSection, 'bev': BevSection,
+            'sync': SyncSection, 'imu': ImuSection, 'encoder': EncoderSection}

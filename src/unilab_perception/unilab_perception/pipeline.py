@@ -1,0 +1,75 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+Point-cloud path from a decoded cloud to per-env features (no ROS).
+
+``CloudPipeline.process`` runs the configured CPU stages on one cloud and
+returns ``[P, 4]`` (x, y, z, intensity); ``encode`` runs the pillar encoder on
+one cloud per env in a single batch on the configured device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from unilab_perception import cloud_ops
+from unilab_perception.encoders import BevGrid, PillarEncoder, resolve_device
+from unilab_perception.ingest import cloud_field, cloud_xyz
+from unilab_perception.params import BevSection, EncoderSection, PointCloudSection
+
+
+class CloudPipeline:
+    """Configured CPU stages + batched pillar encoder."""
+
+    def __init__(self, cloud: PointCloudSection, bev: BevSection, encoder: EncoderSection):
+        self.cfg = cloud
+        self.device = resolve_device(encoder.device)
+        torch.manual_seed(encoder.seed)
+        grid = BevGrid(tuple(bev.x_range), tuple(bev.y_range), bev.pillar_size)
+        self.encoder = PillarEncoder(grid, 4, bev.channels, bev.feature_dim).to(self.device)
+        self.encoder.eval()
+        self.feature_dim = bev.feature_dim
+
+    def process(self, cloud: np.ndarray, point_rotation=None) -> np.ndarray:
+        """
+        Return the cloud after the stages as ``[P, 4]`` float32 (x, y, z, intensity).
+
+        ``point_rotation(times) -> (quats [P, 4], reference quat [4])`` supplies
+        the IMU rotation for the ``deskew`` stage (``times``: the points' ``time``
+        field, s); without it ``deskew`` is skipped.
+        """
+        c = self.cfg
+        xyz, keep = cloud_xyz(cloud, c.nonfinite)
+        intensity = cloud_field(cloud, 'intensity', keep, default=0.0)
+        for stage in c.stages:
+            if stage == 'deskew':
+                if point_rotation is not None:
+                    times = cloud_field(cloud, 'time', keep, default=0.0)
+                    quats, ref = point_rotation(times.astype(np.float64))
+                    xyz = cloud_ops.deskew(xyz, quats, ref)
+                continue
+            if stage == 'voxel':
+                if xyz.shape[0]:
+                    xyz, inverse = cloud_ops.voxel_downsample(xyz, c.voxel_size, True)
+                    intensity = (np.bincount(inverse, weights=intensity)
+                                 / np.bincount(inverse)).astype(np.float32)
+                continue
+            if stage == 'roi':
+                m = cloud_ops.roi_mask(xyz, c.roi_min, c.roi_max)
+            elif stage == 'statistical_outlier':
+                m = cloud_ops.statistical_outlier_mask(xyz, c.sor_k, c.sor_std_ratio)
+            else:
+                m = cloud_ops.radius_outlier_mask(xyz, c.radius, c.radius_min_neighbors)
+            xyz, intensity = xyz[m], intensity[m]
+        return np.concatenate([xyz, intensity[:, None]], axis=1).astype(np.float32)
+
+    def encode(self, clouds: list[np.ndarray]) -> np.ndarray:
+        """Return ``[len(clouds), feature_dim]`` float32 features (one batch, one device)."""
+        sizes = [c.shape[0] for c in clouds]
+        pts = torch.from_numpy(np.concatenate(clouds, axis=0)).to(self.device)
+        batch = torch.repeat_interleave(torch.arange(len(clouds)),
+                                        torch.tensor(sizes)).to(self.device)
+        with torch.inference_mode():
+            feats = self.encoder(pts, batch, len(clouds))
+        return feats.cpu().numpy().astype(np.float32)

@@ -1,0 +1,175 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""SafetyLoop cycle by cycle with a fake clock: watchdog, fallbacks, e-stop latch."""
+
+import numpy as np
+import pytest
+
+from unilab_safety.gate import SafetyGate
+from unilab_safety.limits import load_joint_limits
+from unilab_safety.loop import ActionIn, SafetyLoop
+from unilab_safety.slots import LatestSlot, OutputRing
+
+LIMITS = load_joint_limits({'joint_limits': {
+    'j0': {'min_position': -1.0, 'max_position': 1.0, 'max_velocity': 1.0},
+    'j1': {'min_position': 0.0, 'max_position': 2.0, 'max_velocity': 1.0},
+}}, ['j0', 'j1'])
+N = 2
+PERIOD = 1_000_000  # 1 kHz in ns
+TIMEOUT_S = 0.02
+
+
+def _loop(fallback='hold', lockstep=True, interface='position', limits=LIMITS):
+    gate = SafetyGate(limits, interface, 0.1)
+    slot, ring = LatestSlot(), OutputRing(64, N, 2)
+    return SafetyLoop(gate, N, slot, ring, TIMEOUT_S, fallback, lockstep), slot, ring
+
+
+def _action(seq, values, shape_ok=True, reset=None):
+    return ActionIn(seq, 1, seq * 10, np.asarray(values, dtype=np.float32), reset, shape_ok)
+
+
+def _drain(ring):
+    out = []
+    while (e := ring.pop()) is not None:
+        out.append(e)
+    return out
+
+
+def test_each_action_is_answered_once_with_its_seq():
+    loop, slot, ring = _loop()
+    slot.put(_action(5, [[0.5, 1.0], [0.0, 0.5]]))
+    loop.cycle(0)
+    loop.cycle(PERIOD)  # no new action: nothing (the watchdog is far from its timeout)
+    (e,) = _drain(ring)
+    assert (e.kind, e.seq, e.version, e.stamp_ns) == ('command', 5, 1, 50)
+    np.testing.assert_array_equal(e.command, [[0.5, 1.0], [0.0, 0.5]])
+    assert loop.counters()['batches'] == 1 and loop.counters()['passed'] == N
+
+
+def test_watchdog_fallback_at_first_tick_past_the_timeout_then_every_timeout():
+    loop, slot, ring = _loop()
+    slot.put(_action(3, [[0.5, 1.0], [0.0, 0.5]]))
+    t0 = 7 * PERIOD
+    loop.cycle(t0)
+    _drain(ring)
+    kinds_at = []
+    for k in range(1, 70):
+        loop.cycle(t0 + k * PERIOD)
+        kinds_at += [(k, e.kind) for e in _drain(ring)]
+    # Timeout 20 ms at 1 ms ticks: the first tick with age > 20 ms is k = 21, then
+    # every 20 ms while the silence lasts (41, 61).
+    assert kinds_at == [(21, 'fallback'), (41, 'fallback'), (61, 'fallback')]
+    assert loop.fallback_delay_ns <= TIMEOUT_S * 1e9 + PERIOD
+    c = loop.counters()
+    assert c['fallbacks'] == 3 and c['stale_events'] == 1 and c['batches'] == 1
+
+
+def test_hold_fallback_repeats_the_last_safe_command_with_its_seq():
+    loop, slot, ring = _loop()
+    slot.put(_action(9, [[5.0, 1.0], [0.0, np.nan]]))
+    loop.cycle(0)
+    (cmd,) = _drain(ring)
+    for k in range(1, 22):
+        loop.cycle(k * PERIOD)
+    (fb,) = _drain(ring)
+    assert fb.kind == 'fallback' and fb.seq == 9
+    np.testing.assert_array_equal(fb.command, cmd.command)
+
+
+def test_no_fallback_before_the_first_action():
+    loop, slot, ring = _loop()
+    for k in range(100):
+        loop.cycle(k * PERIOD)
+    assert _drain(ring) == []
+
+
+def test_fresh_action_ends_the_silence():
+    loop, slot, ring = _loop()
+    slot.put(_action(0, [[0.0, 1.0], [0.0, 1.0]]))
+    loop.cycle(0)
+    for k in range(1, 30):
+        loop.cycle(k * PERIOD)
+    slot.put(_action(1, [[0.05, 1.0], [0.0, 1.0]]))
+    loop.cycle(30 * PERIOD)
+    for k in range(31, 45):  # less than a timeout after the fresh action: quiet
+        loop.cycle(k * PERIOD)
+    assert [e.kind for e in _drain(ring)] == ['command', 'fallback', 'command']
+
+
+def test_zero_fallback_in_lockstep_leaves_the_reference_alone():
+    limits = load_joint_limits({'joint_limits': {
+        'j0': {'max_velocity': 1.0, 'max_acceleration': 1.0},
+        'j1': {'max_velocity': 1.0, 'max_acceleration': 1.0}}}, ['j0', 'j1'])
+    for lockstep, expected in ((True, 0.2), (False, 0.1)):
+        loop, slot, ring = _loop('zero', lockstep, 'velocity', limits)
+        slot.put(_action(0, [[0.5, 0.5], [0.5, 0.5]]))
+        loop.cycle(0)
+        for k in range(1, 22):
+            loop.cycle(k * PERIOD)
+        slot.put(_action(1, [[0.9, 0.9], [0.9, 0.9]]))
+        loop.cycle(22 * PERIOD)
+        cmd, fb, nxt = _drain(ring)
+        assert fb.kind == 'fallback' and np.all(fb.command == 0.0)
+        # Velocity is rate-limited by max_acceleration * dt = 0.1 from the reference:
+        # the first command went 0 -> 0.1; next the reference is that last command in
+        # lock-step (0.1 -> 0.2), the applied zero on a robot (0 -> 0.1).
+        np.testing.assert_allclose(nxt.command, expected, rtol=1e-6)
+
+
+def test_estop_latches_until_reset_and_answers_with_estop():
+    loop, slot, ring = _loop('estop')
+    slot.put(_action(0, [[0.2, 1.0], [0.0, 1.0]]))
+    loop.cycle(0)
+    first = _drain(ring)[0]
+    for k in range(1, 22):
+        loop.cycle(k * PERIOD)
+    assert [e.kind for e in _drain(ring)] == ['estop']
+    assert loop.estopped
+    # Fresh actions do not clear it: they get the hold command, kind estop.
+    slot.put(_action(1, [[0.9, 0.0], [0.9, 0.0]]))
+    loop.cycle(22 * PERIOD)
+    (e,) = _drain(ring)
+    assert e.kind == 'estop' and e.seq == 1
+    np.testing.assert_array_equal(e.command, first.command)
+    assert loop.counters()['estop_rows'] == N and loop.counters()['estopped'] == 1
+    rid = loop.request_reset()
+    assert not loop.reset_done(rid)
+    loop.cycle(23 * PERIOD)
+    assert loop.reset_done(rid) and not loop.estopped
+    assert _drain(ring) == []  # no fallback burst right after the reset
+    slot.put(_action(2, [[0.3, 1.0], [0.0, 1.0]]))
+    loop.cycle(24 * PERIOD)
+    assert [e.kind for e in _drain(ring)] == ['command']
+    assert loop.counters()['estop_events'] == 1
+
+
+def test_wrong_shape_gets_the_hold_command_and_counts_rejected_rows():
+    loop, slot, ring = _loop()
+    slot.put(_action(0, [[0.5, 1.0], [0.0, 0.5]]))
+    loop.cycle(0)
+    slot.put(_action(1, np.zeros((3, 2)), shape_ok=False))
+    loop.cycle(PERIOD)
+    a, b = _drain(ring)
+    assert b.kind == 'command' and b.seq == 1
+    np.testing.assert_array_equal(b.command, a.command)
+    c = loop.counters()
+    assert c['passed'] + c['clamped'] + c['rejected'] == c['batches'] * N
+    assert c['rejected'] == N
+
+
+def test_reset_mask_drops_the_rate_limit_of_those_rows():
+    loop, slot, ring = _loop()
+    slot.put(_action(0, [[0.0, 1.0], [0.0, 1.0]]))
+    loop.cycle(0)
+    slot.put(_action(1, [[0.9, 1.0], [0.9, 1.0]], reset=np.array([False, True])))
+    loop.cycle(PERIOD)
+    _, e = _drain(ring)
+    np.testing.assert_allclose(e.command, [[0.1, 1.0], [0.9, 1.0]], rtol=1e-6)
+
+
+def test_zero_watchdog_fallback_refused_for_positions():
+    with pytest.raises(ValueError, match='zero'):
+        _loop('zero')
+    with pytest.raises(ValueError, match='watchdog_fallback'):
+        _loop('brake')

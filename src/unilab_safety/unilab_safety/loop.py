@@ -1,0 +1,158 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+One cycle of the safety loop, without threads or ROS (tests drive it with fake time).
+
+Every cycle the loop takes the newest action batch from its input slot (once),
+gates it and pushes the command into the output ring; with no fresh action it
+runs the watchdog. After the watchdog timeout it emits the fallback (hold,
+zero or e-stop) and repeats it every timeout while the silence lasts. E-stop
+latches: actions are then answered with the hold command, kind ``estop``, until
+``request_reset`` is called (the node's std_srvs/Trigger service).
+
+Output kinds: ``command`` (the answer to an action; the only kind a lock-step
+simulator steps on), ``fallback`` (watchdog hold / zero) and ``estop``. In
+``lockstep`` mode (simulation) fallbacks are not applied by the consumer, so
+they do not become the rows' reference; on a robot (``lockstep`` false) the
+driver applies them, so the next command is rate-limited from the fallback.
+Nothing here allocates arrays or logs; the counters are plain ints.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from unilab_safety.watchdog import Watchdog
+
+WATCHDOG_FALLBACKS = ('hold', 'zero', 'estop')
+
+
+class ActionIn(NamedTuple):
+    """One action batch as the ROS callback hands it to the loop."""
+
+    seq: int
+    version: int
+    stamp_ns: int
+    action: np.ndarray  # [N, J] when shape_ok, anything otherwise
+    reset: np.ndarray | None  # bool [N] or None
+    shape_ok: bool
+    recv_ns: int = 0  # monotonic time the callback received it (latency statistics)
+
+
+class SafetyLoop:
+    """Gate actions and run the watchdog, one ``cycle(now_ns)`` at a time."""
+
+    def __init__(self, gate, num_envs, slot, ring, watchdog_timeout_s,
+                 watchdog_fallback='hold', lockstep=False):
+        if watchdog_fallback not in WATCHDOG_FALLBACKS:
+            raise ValueError(f'watchdog_fallback must be one of {WATCHDOG_FALLBACKS}, got '
+                             f'{watchdog_fallback!r}')
+        if watchdog_fallback == 'zero' and gate.interface == 'position':
+            raise ValueError("watchdog_fallback 'zero' would command position 0; use 'hold'")
+        self.gate, self.n, self.slot, self.ring = gate, int(num_envs), slot, ring
+        self.timeout_ns = int(round(watchdog_timeout_s * 1e9))
+        # Fed with integer ns (exact in a float below 2**53 ns, ~104 days of uptime),
+        # so the timeout comparison has no rounding.
+        self.watchdog = Watchdog(self.timeout_ns)
+        self.watchdog_fallback = watchdog_fallback
+        self.lockstep = bool(lockstep)
+        self._scratch = np.zeros((self.n, gate.n_joints))
+        gate.hold_command(n_rows=self.n)  # size the gate's buffers before the loop runs
+        self.batches = self.commands = self.fallbacks = 0
+        self.estop_events = self.estop_rows = 0
+        self.estopped = False
+        self.last_seq = self.last_version = self.last_stamp_ns = 0
+        self.last_action_ns = None
+        self.last_fallback_ns = None
+        # First fallback of a silence minus the last action's pick-up (loop time, ns).
+        self.fallback_delay_ns = self.fallback_delay_max_ns = 0
+        self._reset_requests = 0
+        self._reset_done = 0
+
+    # -- cross-thread requests (atomic int updates) ---------------------------------
+    def request_reset(self):
+        """Ask the loop to clear a latched e-stop at its next cycle; return the request id."""
+        self._reset_requests += 1
+        return self._reset_requests
+
+    def reset_done(self, request_id):
+        """Return True once the loop has handled request ``request_id``."""
+        return self._reset_done >= request_id
+
+    # -- the cycle ---------------------------------------------------------------------
+    def cycle(self, now_ns):
+        """Run one cycle at (logical) time ``now_ns``."""
+        if self._reset_done != self._reset_requests:
+            self._reset_done = self._reset_requests
+            self.estopped = False
+            # Until a fresh action arrives there is nothing to watch: no fallback burst.
+            self.watchdog.reset()
+            self.last_action_ns = None
+        item = self.slot.take()
+        if item is not None:
+            self._on_action(item, now_ns)
+            return
+        if self.last_action_ns is None:
+            return  # nothing to hold yet: the driver keeps its own state until then
+        if not self.watchdog.expired(now_ns):
+            return
+        due = (self.last_fallback_ns is None or now_ns - self.last_fallback_ns >= self.timeout_ns)
+        if not due:
+            return
+        if self.last_fallback_ns is None:
+            self.fallback_delay_ns = delay = now_ns - self.last_action_ns
+            if delay > self.fallback_delay_max_ns:
+                self.fallback_delay_max_ns = delay
+        self.last_fallback_ns = now_ns
+        if self.watchdog_fallback == 'estop' and not self.estopped:
+            self.estopped = True
+            self.estop_events += 1
+        kind = 'estop' if self.estopped else 'fallback'
+        zero = self.watchdog_fallback == 'zero'
+        self.gate.fill_fallback(self._scratch, zero=zero, commit=not self.lockstep)
+        self._emit(kind, self._scratch)
+        self.fallbacks += 1
+
+    def _on_action(self, item, now_ns):
+        self.batches += 1
+        self.last_seq, self.last_version = item.seq, item.version
+        self.last_stamp_ns = item.stamp_ns
+        self.watchdog.feed(now_ns)
+        self.last_action_ns = now_ns
+        self.last_fallback_ns = None
+        gate = self.gate
+        if self.estopped:
+            self.estop_rows += self.n
+            gate.fill_fallback(self._scratch, commit=not self.lockstep)
+            self._emit('estop', self._scratch, item.recv_ns)
+            return
+        if item.reset is not None:
+            gate.reset(item.reset)
+        if item.shape_ok:
+            command = gate.filter(item.action).command
+        else:
+            gate.reject_batch(self.n)
+            # Answered as a 'command', so every consumer applies it: it becomes the
+            # reference (a first hold without any last command must not be jumped from).
+            gate.fill_fallback(self._scratch, commit=True)
+            command = self._scratch
+        self._emit('command', command, item.recv_ns)
+        self.commands += 1
+
+    def _emit(self, kind, command, recv_ns=0):
+        self.ring.push(kind, self.last_seq, self.last_version, self.last_stamp_ns, command,
+                       recv_ns)
+
+    def counters(self):
+        """Return the counters of loop and gate as plain ints."""
+        g = self.gate.counters
+        return {
+            'passed': g['passed'], 'clamped': g['clamped'], 'rejected': g['rejected'],
+            'batches': self.batches, 'commands': self.commands, 'fallbacks': self.fallbacks,
+            'stale_events': self.watchdog.stale_events, 'estop_events': self.estop_events,
+            'estop_rows': self.estop_rows, 'estopped': int(self.estopped),
+            'workspace_stops': self.gate.workspace_stops,
+            'superseded_actions': self.slot.superseded, 'output_overruns': self.ring.overruns,
+        }
