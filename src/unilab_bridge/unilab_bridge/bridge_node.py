@@ -37,7 +37,9 @@ from unilab_bridge.sensors import Lidar
 from unilab_bridge.tasks import make_task, UnknownTaskError
 from unilab_core import topics
 from unilab_core.config import _Section, ConfigError, DisturbancesSection
-from unilab_core.ros.tensor_msg import make_batch, read_batch, TensorMessageError
+from unilab_core.ros.tensor_msg import as_batch, Batch, TensorMessageError
+from unilab_core.ros.transport_node import (batch_capacity, TensorPublisher,
+                                            TensorSubscription)
 from unilab_interfaces.msg import TensorBatch
 
 
@@ -106,9 +108,15 @@ class BridgeNode(Node):
         self._js.name = names
         qos = QoSProfile(depth=4)
         self.js_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos)
-        self.task_pub = self.create_publisher(TensorBatch, topics.TASK_STATE, qos)
+        # Zero-copy transport for the task state; the safe command is accepted from the
+        # transport and from a plain TensorBatch publisher alike.
+        n, e = self.num_envs, self.task.extras_dim
+        self.task_pub = TensorPublisher(
+            self, topics.TASK_STATE, batch_capacity({'extras': (n, e), 'step': (n, 5)}), qos=qos)
         self.clock_pub = self.create_publisher(Clock, topics.CLOCK, 10)
-        self.create_subscription(TensorBatch, topics.SAFE_COMMAND, self._on_command, qos)
+        self.command_sub = TensorSubscription(
+            self, topics.SAFE_COMMAND, self._on_command, qos=qos,
+            on_error=lambda exc: self._bad(f'malformed command message: {exc}'))
         self.state = self.task.reset(seed=seed)
         self.counters['episodes_logged'] = 0
         self._last_pub = 0.0
@@ -206,12 +214,12 @@ class BridgeNode(Node):
         self._js.velocity = _f64(s.joint_velocity)
         self._js.effort = _f64(s.joint_effort)
         self.js_pub.publish(self._js)
-        tensors = {
-            'extras': s.extras, 'reward': s.reward,
-            'terminated': s.terminated, 'truncated': s.truncated,
-            'episode_return': s.episode_return, 'episode_length': s.episode_length,
-        }
-        self.task_pub.publish(make_batch('task_state', self.seq, tensors, stamp_ns=stamp_ns))
+        # Fresh float32 arrays: published arrays are handed over read-only.
+        tensors = {k: np.array(v, dtype=np.float32) for k, v in (
+            ('extras', s.extras), ('reward', s.reward), ('terminated', s.terminated),
+            ('truncated', s.truncated), ('episode_return', s.episode_return),
+            ('episode_length', s.episode_length))}
+        self.task_pub.publish('task_state', self.seq, tensors, stamp_ns=stamp_ns)
         if self.imu_pub or self.points_pub or self.image_pub:
             self._publish_sensors(t)
         self._last_pub = time.monotonic()
@@ -221,9 +229,9 @@ class BridgeNode(Node):
             self.counters['republished'] += 1
             self._publish()
 
-    def _on_command(self, msg: TensorBatch) -> None:
+    def _on_command(self, msg: TensorBatch | Batch) -> None:
         try:
-            batch = read_batch(msg)
+            batch = as_batch(msg)
             command = batch.tensors['command']
         except (TensorMessageError, KeyError) as exc:
             self._bad(f'malformed command message: {exc}')
@@ -239,7 +247,9 @@ class BridgeNode(Node):
             # The safety gate never sends this; refuse rather than step with it.
             self._bad(f'command shape {command.shape} (expected {expected}) or non-finite')
             return
-        self.state = self.task.step(command)
+        # A copy: a transport view is valid only during this callback, and delay
+        # injection keeps commands for later steps.
+        self.state = self.task.step(np.array(command))
         if self._episode_log is not None or hasattr(self.task, 'pop_episode_log'):
             self._write_episode_log()
         self.seq += 1
@@ -257,6 +267,14 @@ class BridgeNode(Node):
         if self.camera is not None:
             self.camera.close()
         self.task.close()
+
+    def destroy_node(self):
+        """Release transport endpoints (unlink shared memory), then destroy the node."""
+        if getattr(self, 'task_pub', None) is not None:
+            self.task_pub.close()
+        if getattr(self, 'command_sub', None) is not None:
+            self.command_sub.close()
+        return super().destroy_node()
 
 
 def main(args=None):

@@ -23,7 +23,9 @@ from sensor_msgs.msg import Imu, JointState, PointCloud2
 from unilab_core import topics
 from unilab_core.config import ConfigError
 from unilab_core.ros.params import declare_section
-from unilab_core.ros.tensor_msg import make_batch, read_batch, TensorMessageError
+from unilab_core.ros.tensor_msg import as_batch, Batch, TensorMessageError
+from unilab_core.ros.transport_node import (batch_capacity, TensorPublisher,
+                                            TensorSubscription)
 from unilab_interfaces.msg import TensorBatch
 
 from unilab_perception import cloud_ops
@@ -88,9 +90,15 @@ class PerceptionNode(Node):
                 f'perception: parameter `obs_dim` is {self.obs_dim} but the enabled parts '
                 f'{self.assembler.layout} give {self.assembler.width}')
         qos = QoSProfile(depth=4)
-        self.pub = self.create_publisher(TensorBatch, topics.OBSERVATION, qos)
+        # Zero-copy transport for the observation batch and the task state.
+        self.pub = TensorPublisher(
+            self, topics.OBSERVATION,
+            batch_capacity({'obs': (self.num_envs, self.assembler.width),
+                            'step': (self.num_envs, len(PASS_THROUGH))}), qos=qos)
         self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state, qos)
-        self.create_subscription(TensorBatch, topics.TASK_STATE, self._on_task_state, qos)
+        self.task_sub = TensorSubscription(
+            self, topics.TASK_STATE, self._on_task_state, qos=qos,
+            on_error=lambda exc: self._invalid('task_state', str(exc)))
         if self.cloud is not None:
             self.create_subscription(PointCloud2, self.cfg['pointcloud'].topic,
                                      self._on_cloud, qos_profile_sensor_data)
@@ -137,9 +145,9 @@ class PerceptionNode(Node):
         self._bound(self._joint)
         self._try_emit(stamp)
 
-    def _on_task_state(self, msg: TensorBatch) -> None:
+    def _on_task_state(self, msg: TensorBatch | Batch) -> None:
         try:
-            batch = read_batch(msg)
+            batch = as_batch(msg)
             extras = batch.tensors['extras']
             if extras.shape != (self.num_envs, self.extras_dim):
                 raise TensorMessageError(
@@ -204,10 +212,11 @@ class PerceptionNode(Node):
             parts['extras'] = batch.tensors['extras']
             if self.uses_joint_state:
                 parts['q'], parts['qd'] = q, qd
-            obs = self.assembler(parts)
+            # A copy: the assembler reuses its buffer, published arrays are handed over.
+            obs = np.array(self.assembler(parts), dtype=np.float32)
             tensors = {'obs': obs}
             tensors.update({k: batch.tensors[k] for k in PASS_THROUGH if k in batch.tensors})
-            self.pub.publish(make_batch('observation', batch.seq, tensors, stamp_ns=stamp))
+            self.pub.publish('observation', batch.seq, tensors, stamp_ns=stamp)
             self.counters['published'] += 1
             if arrival is not None:
                 self.diagnostics['frame_latency_ms'].append(
@@ -280,6 +289,14 @@ class PerceptionNode(Node):
             self._invalid('pointcloud/non_monotonic_stamp', 'stamp older than the reorder window')
             return
         self._flush()
+
+    def destroy_node(self):
+        """Release transport endpoints (unlink shared memory), then destroy the node."""
+        if getattr(self, 'pub', None) is not None:
+            self.pub.close()
+        if getattr(self, 'task_sub', None) is not None:
+            self.task_sub.close()
+        return super().destroy_node()
 
 
 def main(args=None):

@@ -18,7 +18,9 @@ from rclpy.qos import QoSProfile
 import torch
 from unilab_core import topics
 from unilab_core.config import ConfigError
-from unilab_core.ros.tensor_msg import Batch, make_batch, read_batch, TensorMessageError
+from unilab_core.ros.tensor_msg import as_batch, Batch, TensorMessageError
+from unilab_core.ros.transport_node import (batch_capacity, TensorPublisher,
+                                            TensorSubscription)
 from unilab_interfaces.msg import TensorBatch
 from unilab_policy.chunk import ChunkBuilder
 from unilab_policy.inference import InferencePolicy
@@ -48,7 +50,7 @@ class PolicyNode(Node):
         self.steps_in_version = 0
         self.pending: Batch | None = None
         self.last_seq = -1
-        self.last_action_msg: TensorBatch | None = None
+        self.last_action_msg: tuple | None = None  # publish() arguments of the last action
         self.counters = {'steps': 0, 'chunks': 0, 'duplicates': 0, 'bad_obs': 0,
                          'weight_swaps': 0}
         self.inference = InferencePolicy(self.bundle, self.num_envs, self.device,
@@ -57,15 +59,26 @@ class PolicyNode(Node):
         self.chunk = ChunkBuilder(self.chunk_length, self.num_envs, self.setup.obs_dim,
                                   self.setup.act_dim)
         qos = QoSProfile(depth=4)
-        self.action_pub = self.create_publisher(TensorBatch, topics.ACTION, qos)
-        self.rollout_pub = self.create_publisher(TensorBatch, topics.ROLLOUT, QoSProfile(depth=64))
-        self.create_subscription(TensorBatch, topics.OBSERVATION, self._on_obs, qos)
-        self.create_subscription(TensorBatch, topics.WEIGHTS, self._on_weights, WEIGHTS_QOS)
+        n, o, a, k = self.num_envs, self.setup.obs_dim, self.setup.act_dim, self.chunk_length
+        # Zero-copy transport: in-process readers get these very arrays, other UniLab
+        # processes read a shared-memory ring, plain ROS readers get a TensorBatch.
+        self.action_pub = TensorPublisher(
+            self, topics.ACTION, batch_capacity({'a': (n, a), 'v': (n,), 'l': (n,), 'r': (n,)}),
+            qos=qos)
+        self.rollout_pub = TensorPublisher(
+            self, topics.ROLLOUT,
+            batch_capacity({'obs': (k, n, o), 'act': (k, n, 3 * a), 'f': (k, n, 7),
+                            'next_obs': (n, o)}),
+            policy='reliable', slots=16, qos=QoSProfile(depth=64), timeout_s=60.0)
+        self.obs_sub = TensorSubscription(self, topics.OBSERVATION, self._on_obs, qos=qos,
+                                          on_error=self._bad_obs)
+        self.weights_sub = TensorSubscription(self, topics.WEIGHTS, self._on_weights,
+                                              policy='reliable', depth=4, qos=WEIGHTS_QOS)
 
     # ------------------------------------------------------------------ weights
-    def _on_weights(self, msg: TensorBatch) -> None:
+    def _on_weights(self, msg: TensorBatch | Batch) -> None:
         try:
-            flat = read_batch(msg).tensors['flat']
+            flat = as_batch(msg).tensors['flat']
             if msg.version <= self.version:
                 return
             unflatten_into(self.bundle, torch.from_numpy(flat.copy()), self.spec)
@@ -83,9 +96,13 @@ class PolicyNode(Node):
             self._act(batch, continue_chunk=False)
 
     # ------------------------------------------------------------- observation
-    def _on_obs(self, msg: TensorBatch) -> None:
+    def _bad_obs(self, exc: Exception) -> None:
+        self.counters['bad_obs'] += 1
+        self.get_logger().error(f'ignored observation: {exc}', once=True)
+
+    def _on_obs(self, msg: TensorBatch | Batch) -> None:
         try:
-            batch = read_batch(msg)
+            batch = as_batch(msg)
             obs = batch.tensors['obs']
             if obs.shape != (self.num_envs, self.setup.obs_dim):
                 raise TensorMessageError(
@@ -99,14 +116,13 @@ class PolicyNode(Node):
             if not np.all(np.isfinite(obs)):
                 raise TensorMessageError('obs contains NaN or Inf')
         except (TensorMessageError, KeyError) as exc:
-            self.counters['bad_obs'] += 1
-            self.get_logger().error(f'ignored observation: {exc}', once=True)
+            self._bad_obs(exc)
             return
         if batch.seq <= self.last_seq:
             # A re-sent state (bridge timeout): answer with the same action.
             self.counters['duplicates'] += 1
             if batch.seq == self.last_seq and self.last_action_msg is not None:
-                self.action_pub.publish(self.last_action_msg)
+                self.action_pub.publish(*self.last_action_msg)
             return
         if self.pending is not None and batch.seq == self.pending.seq:
             return
@@ -141,20 +157,33 @@ class PolicyNode(Node):
         tensors = {'action': action, 'value': value, 'log_prob': log_prob}
         if 'terminated' in batch.tensors:
             tensors['reset'] = np.logical_or(batch.tensors['terminated'] > 0.5,
-                                             batch.tensors['truncated'] > 0.5)
-        msg = make_batch('action', batch.seq, tensors, version=self.version,
-                         stamp_ns=batch.stamp_ns)
-        self.action_pub.publish(msg)
+                                             batch.tensors['truncated'] > 0.5).astype(np.float32)
+        msg = ('action', batch.seq, tensors, self.version, batch.stamp_ns)
+        self.action_pub.publish(*msg)
         self.last_action_msg = msg
         self.last_seq = batch.seq
         self.counters['steps'] += 1
 
     def _send_chunk(self, next_obs: np.ndarray) -> None:
-        tensors = self.chunk.tensors(next_obs)
-        self.rollout_pub.publish(make_batch('rollout', self.chunk.first_seq, tensors,
-                                            version=self.version))
+        # Copies: the builder's buffers are reused for the next chunk, and published
+        # arrays are handed over read-only to in-process readers.
+        tensors = {k: np.array(v, dtype=np.float32)
+                   for k, v in self.chunk.tensors(next_obs).items()}
+        self.rollout_pub.publish('rollout', self.chunk.first_seq, tensors, self.version)
         self.counters['chunks'] += 1
         self.chunk.clear()
+
+    def destroy_node(self):
+        """Release transport endpoints (unlink shared memory), then destroy the node."""
+        if getattr(self, 'action_pub', None) is not None:
+            self.action_pub.close()
+        if getattr(self, 'rollout_pub', None) is not None:
+            self.rollout_pub.close()
+        if getattr(self, 'obs_sub', None) is not None:
+            self.obs_sub.close()
+        if getattr(self, 'weights_sub', None) is not None:
+            self.weights_sub.close()
+        return super().destroy_node()
 
 
 def main(args=None):

@@ -20,7 +20,9 @@ from unilab_core.atomic import atomic_write_text
 from unilab_core.config import (AdvantageSection, ConfigError, PolicyUpdateSection,
                                 RolloutSection)
 from unilab_core.ros.params import declare_section
-from unilab_core.ros.tensor_msg import make_batch, read_batch, TensorMessageError
+from unilab_core.ros.tensor_msg import as_batch, Batch, TensorMessageError
+from unilab_core.ros.transport_node import (batch_capacity, TensorPublisher,
+                                            TensorSubscription)
 from unilab_interfaces.msg import TensorBatch
 
 from unilab_policy.node_common import PolicySetup, WEIGHTS_QOS
@@ -63,9 +65,14 @@ class TrainerNode(Node):
             self.get_logger().info(f'resumed from {resume}: update {self.trainer.updates}, '
                                    f'{self.trainer.env_steps} env steps')
         self.done = False
-        self.weights_pub = self.create_publisher(TensorBatch, topics.WEIGHTS, WEIGHTS_QOS)
-        self.create_subscription(TensorBatch, topics.ROLLOUT, self._on_chunk,
-                                 QoSProfile(depth=64))
+        n_weights = self.trainer.weights().size
+        self.weights_pub = TensorPublisher(self, topics.WEIGHTS,
+                                           batch_capacity({'flat': (n_weights,)}),
+                                           policy='reliable', slots=4, qos=WEIGHTS_QOS,
+                                           timeout_s=60.0, latched=True)
+        self.chunk_sub = TensorSubscription(self, topics.ROLLOUT, self._on_chunk,
+                                            policy='reliable', depth=64,
+                                            qos=QoSProfile(depth=64), on_error=self._bad_chunk)
         self._publish_weights()
         self.get_logger().info(
             f'training on {self.setup.device}: {ro.num_envs} envs x {ro.rollout_length} steps '
@@ -74,14 +81,17 @@ class TrainerNode(Node):
 
     def _publish_weights(self) -> None:
         t = self.trainer
-        self.weights_pub.publish(make_batch('weights', t.updates, {'flat': t.weights()},
-                                            version=t.version))
+        self.weights_pub.publish('weights', t.updates, {'flat': t.weights()}, t.version)
 
-    def _on_chunk(self, msg: TensorBatch) -> None:
+    def _bad_chunk(self, exc: Exception) -> None:
+        self.trainer.bad_chunks += 1
+        self.get_logger().error(f'dropped malformed rollout chunk: {exc}')
+
+    def _on_chunk(self, msg: TensorBatch | Batch) -> None:
         if self.done:
             return
         try:
-            batch = read_batch(msg)
+            batch = as_batch(msg)
             updated = self.trainer.add_chunk(batch.tensors, batch.version)
         except BadChunkError as exc:
             self.get_logger().error(f'rejected rollout chunk ({self.trainer.bad_chunks} so far): '
@@ -123,6 +133,14 @@ class TrainerNode(Node):
             summary = dict(self.trainer.summary(), stopped_early=True)
             atomic_write_text(self.run_dir / 'summary.json', json.dumps(summary, indent=2))
         self.trainer.close()
+
+    def destroy_node(self):
+        """Release transport endpoints (unlink shared memory), then destroy the node."""
+        if getattr(self, 'weights_pub', None) is not None:
+            self.weights_pub.close()
+        if getattr(self, 'chunk_sub', None) is not None:
+            self.chunk_sub.close()
+        return super().destroy_node()
 
 
 def main(args=None):

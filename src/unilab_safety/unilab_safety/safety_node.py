@@ -28,6 +28,7 @@ import threading
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+import numpy as np
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
@@ -35,7 +36,8 @@ from std_srvs.srv import Trigger
 from unilab_core import topics
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
-from unilab_core.ros.tensor_msg import make_batch, read_batch, TensorMessageError
+from unilab_core.ros.tensor_msg import as_batch, Batch, make_batch, TensorMessageError
+from unilab_core.ros.transport_node import TensorSubscription
 from unilab_interfaces.msg import TensorBatch
 
 from unilab_safety.gate import SafetyGate
@@ -111,7 +113,9 @@ class SafetyNode(Node):
         qos = QoSProfile(depth=4)
         self.pub = self.create_publisher(TensorBatch, topics.SAFE_COMMAND, qos)
         self.diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
-        self.create_subscription(TensorBatch, topics.ACTION, self._on_action, qos)
+        # Actions through the zero-copy transport (or a plain TensorBatch publisher).
+        self.action_sub = TensorSubscription(self, topics.ACTION, self._on_action, qos=qos,
+                                             on_error=self._bad_action)
         self.create_service(Trigger, '~/reset_estop', self._on_reset)
         self.create_timer(period, self._publish_diagnostics)
         # Publisher thread, woken by the RT loop through an eventfd (a counter: the
@@ -168,11 +172,17 @@ class SafetyNode(Node):
             self._logged.add(kind)
             self.get_logger().error(text)
 
-    def _on_action(self, msg: TensorBatch) -> None:
+    def _bad_action(self, exc: Exception) -> None:
+        self.bad_messages += 1
+        self._log_once('bad_message', f'rejected malformed action message: {exc}')
+
+    def _on_action(self, msg: TensorBatch | Batch) -> None:
         recv_ns = time.monotonic_ns()
         try:
-            batch = read_batch(msg)
-            action = batch.tensors['action']
+            batch = as_batch(msg)
+            # A copy: the RT loop uses it after this callback, when a shared-memory view
+            # would already be back with the writer.
+            action = np.array(batch.tensors['action'])
         except (TensorMessageError, KeyError) as exc:
             # Without a readable seq we cannot answer this step; the bridge's
             # timeout re-sends the state and the policy answers again.
@@ -280,8 +290,10 @@ class SafetyNode(Node):
         self._write_stats(self.stats())
 
     def destroy_node(self):
-        """Stop the threads before the node's handles go away."""
+        """Stop the threads and the transport before the node's handles go away."""
         self._stop_threads()
+        if getattr(self, 'action_sub', None) is not None:
+            self.action_sub.close()
         return super().destroy_node()
 
 

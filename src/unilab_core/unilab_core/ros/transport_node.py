@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
-from unilab_core.ros.tensor_msg import Batch, make_batch
+from unilab_core.ros.tensor_msg import Batch, make_batch, read_batch, TensorMessageError
 from unilab_core.transport import inproc, shm
 from unilab_core.transport.channel import TensorReader, TensorWriter
 from unilab_core.transport.descriptor import Descriptor, DescriptorError, TensorSpec
@@ -109,8 +109,14 @@ class TensorPublisher:
     def __init__(self, node: Node, topic: str, capacity: int, *, policy: str = 'latest',
                  slots: int = 4, qos: QoSProfile | int = 10, timeout_s: float = 1.0,
                  standard_type=TensorBatch,
-                 to_standard: Callable[[Batch], Any] | None = None):
+                 to_standard: Callable[[Batch], Any] | None = None, latched: bool = False):
         self.node = node
+        # Latched (transient-local) topics such as weights: write the ring and the
+        # descriptor even with no reader yet, so a late joiner gets the last message.
+        self.latched = latched
+        # Resolve remapping once (-r /unilab/x:=/y): the in-process key, the ring and the
+        # descriptor topic all follow the standard topic's final name.
+        topic = node.resolve_topic_name(topic)
         self.topic = topic
         self.capacity = int(capacity)
         self.policy, self.slots, self.timeout_s = policy, int(slots), float(timeout_s)
@@ -120,6 +126,8 @@ class TensorPublisher:
         self.to_standard = to_standard or _default_standard
         self.writer: TensorWriter | None = None
         self.stats = collections.Counter()
+        self._plain_key: tuple[int, int] | None = None
+        self._plain = 0
 
     def _writer(self) -> TensorWriter:
         if self.writer is None:
@@ -136,6 +144,42 @@ class TensorPublisher:
             f'{self.topic}: waited {waited_s * 1e3:.1f} ms for a free slot (slow reader)',
             throttle_duration_sec=5.0)
 
+    @property
+    def topic_name(self) -> str:
+        """Return the resolved topic name (like an rclpy publisher's ``topic_name``)."""
+        return self.topic
+
+    def get_subscription_count(self) -> int:
+        """Return how many subscriptions (any path) match, like an rclpy publisher's."""
+        return (self.std_pub.get_subscription_count()
+                + self.desc_pub.get_subscription_count())
+
+    def plain_readers(self) -> int:
+        """
+        Return the number of subscriptions to ``<topic>`` by nodes that are not transport-aware.
+
+        UniLab subscriptions also listen on the standard topic (so plain
+        publishers such as a bag player reach them); a node that reads the
+        descriptor topic too gets the payload through the transport and needs
+        no serialised copy. Graph queries run only when a count changes.
+        """
+        n_std = self.std_pub.get_subscription_count()
+        if n_std == 0:
+            return 0
+        key = (n_std, self.desc_pub.get_subscription_count())
+        if key != self._plain_key:
+            def names(topic):
+                return [(i.node_namespace, i.node_name)
+                        for i in self.node.get_subscriptions_info_by_topic(topic)]
+            # Per node: each TensorSubscription holds one descriptor and one standard
+            # subscription, so standard subscriptions beyond a node's descriptor
+            # subscriptions are plain readers.
+            aware = collections.Counter(names(descriptor_topic(self.topic)))
+            std = collections.Counter(names(self.topic))
+            self._plain = sum(max(0, n - aware[node]) for node, n in std.items())
+            self._plain_key = key
+        return self._plain
+
     def remote_readers(self) -> int:
         """Return the number of transport-aware subscriptions outside this process."""
         return self.desc_pub.get_subscription_count() - inproc.REGISTRY.count(self.key)
@@ -150,7 +194,7 @@ class TensorPublisher:
         """
         batch = Batch(kind, int(seq), int(version), int(stamp_ns), inproc.freeze(tensors))
         self.stats['inproc'] += inproc.REGISTRY.publish(self.key, batch)
-        if self.remote_readers() > 0:
+        if self.latched or self.remote_readers() > 0:
             try:
                 desc = self._writer().write(kind, seq, tensors, version, stamp_ns)
             except RingFullError:
@@ -161,7 +205,7 @@ class TensorPublisher:
             else:
                 self.desc_pub.publish(to_msg(desc))
                 self.stats['descriptors'] += 1
-        if self.std_pub.get_subscription_count() > 0:
+        if self.plain_readers() > 0:
             self.std_pub.publish(self.to_standard(batch))
             self.stats['serialised'] += 1
 
@@ -176,10 +220,24 @@ class TensorSubscription:
     """Receive named arrays from TensorPublishers, in this process or others."""
 
     def __init__(self, node: Node, topic: str, callback: Callable[[Batch], None], *,
-                 policy: str = 'latest', depth: int = 1, qos: QoSProfile | int = 10):
+                 policy: str = 'latest', depth: int = 1, qos: QoSProfile | int = 10,
+                 accept_standard: bool = True,
+                 on_error: Callable[[Exception], None] | None = None):
         self.node = node
+        # Resolve remapping once (-r /unilab/x:=/y): the in-process key, the ring and the
+        # descriptor topic all follow the standard topic's final name.
+        topic = node.resolve_topic_name(topic)
         self.topic = topic
-        self.callback = callback
+        self.user_callback = callback
+        self.on_error = on_error
+        # (kind, seq, version, stamp) of messages delivered by one path and not yet
+        # seen on the other: a publisher that serialises for a plain reader elsewhere
+        # reaches us twice; the second copy is dropped once (a re-send is delivered).
+        self._pending: collections.OrderedDict = collections.OrderedDict()
+        self.std_sub = None
+        if accept_standard:
+            from unilab_interfaces.msg import TensorBatch as _TB
+            self.std_sub = node.create_subscription(_TB, topic, self._on_standard, qos)
         self.key = (_domain(node), topic)
         self.reader = TensorReader()
         self.stats = collections.Counter()
@@ -189,7 +247,40 @@ class TensorSubscription:
         self.sub = node.create_subscription(TensorDescriptor, descriptor_topic(topic),
                                             self._on_descriptor, qos)
         self._inproc = inproc.REGISTRY.subscribe(self.key, inproc.InprocSubscriber(
-            callback, depth, policy, notify=self._notify, alive=self._alive))
+            self.callback_transport, depth, policy, notify=self._notify, alive=self._alive))
+
+    def _deliver(self, batch: Batch, path: str) -> None:
+        key = (batch.kind, batch.seq, batch.version, batch.stamp_ns)
+        other = self._pending.pop(key, None)
+        if other is not None and other != path:
+            self.stats['duplicates_dropped'] += 1
+            return
+        self._pending[key] = path
+        while len(self._pending) > 64:
+            self._pending.popitem(last=False)
+        self.user_callback(batch)
+
+    def callback_transport(self, batch: Batch) -> None:
+        """Deliver a batch that came through the transport (in-process or ring)."""
+        self._deliver(batch, 'transport')
+
+    def callback(self, batch: Batch) -> None:
+        """Deliver a batch (kept for callers of the earlier API)."""
+        self.callback_transport(batch)
+
+    def _on_standard(self, msg) -> None:
+        try:
+            batch = read_batch(msg)
+        except TensorMessageError as exc:
+            self.stats['error_message'] += 1
+            if self.on_error is not None:
+                self.on_error(exc)
+            else:
+                self.node.get_logger().error(f'{self.topic}: dropped message: {exc}',
+                                             throttle_duration_sec=1.0)
+            return
+        self.stats['standard'] += 1
+        self._deliver(batch, 'standard')
 
     def _alive(self) -> bool:
         # destroy_node() empties node.subscriptions; a shut-down context delivers nothing.
@@ -227,7 +318,7 @@ class TensorSubscription:
         try:
             d = got.descriptor
             self.stats['shm'] += 1
-            self.callback(Batch(d.kind, d.seq, d.version, d.stamp_ns, got.tensors))
+            self.callback_transport(Batch(d.kind, d.seq, d.version, d.stamp_ns, got.tensors))
         finally:
             if not got.release():
                 self.stats['torn_after_use'] += 1
@@ -254,7 +345,21 @@ class TensorSubscription:
     def close(self) -> None:
         """Stop in-process delivery and unmap segments."""
         inproc.REGISTRY.unsubscribe(self.key, self._inproc)
+        if self.std_sub is not None:
+            self.node.destroy_subscription(self.std_sub)
+            self.std_sub = None
         self.reader.close()
+
+
+def batch_capacity(shapes: dict[str, tuple[int, ...]], itemsize: int = 4) -> int:
+    """Return ring-slot bytes for tensors of these shapes (64 B alignment plus headroom)."""
+    total = 0
+    for shape in shapes.values():
+        n = itemsize
+        for s in shape:
+            n *= int(s)
+        total += -(-n // 64) * 64
+    return total + 4096
 
 
 def now_ns() -> int:
