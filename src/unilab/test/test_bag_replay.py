@@ -50,8 +50,11 @@ def test_replay_publishes_in_order_with_relative_timing_and_clock(tmp_path):
     try:
         ex = rclpy.executors.SingleThreadedExecutor()
         ex.add_node(node)
-        assert spin_until(ex, lambda: len(got) == len(STAMPS_S), timeout_s=90)
+        arrived = spin_until(ex, lambda: len(got) == len(STAMPS_S), timeout_s=90)
+        if not arrived and proc.poll() is None:
+            proc.kill()
         out, _ = proc.communicate(timeout=20)
+        assert arrived, f'received {got}; player said:\n{out}'
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 
+from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rosgraph_msgs.msg import Clock
@@ -87,6 +88,10 @@ def replay(bag: str, rate: float = 1.0, loop: bool = False, remap=None, topics=N
         pass
     finally:
         counters = dict(node.counters)
+        # Reliable delivery needs the writer alive until readers acknowledged: exiting
+        # right after the last publish would lose the tail of the bag.
+        for pub in node.pubs.values():
+            pub.wait_for_all_acked(Duration(seconds=5.0))
         node.destroy_node()
         rclpy.try_shutdown()
         reader.close()
