@@ -50,3 +50,17 @@ def check_package_xml(path: str | pathlib.Path) -> list[str]:
     if name and name != path.parent.name:
         problems.append(f'{path}: <name>{name}</name> differs from folder {path.parent.name}')
     return problems
+
+
+def ament_flake8_errors(package: str | pathlib.Path) -> list[str]:
+    """Run ament_flake8 (ROS's flake8 settings: 99 columns, import order) on a package."""
+    from ament_flake8.main import main_with_errors
+    rc, errors = main_with_errors(argv=[str(package)])
+    return list(errors) if rc else []
+
+
+def ament_pep257_rc(package: str | pathlib.Path) -> int:
+    """Run ament_pep257 on a package and its tests; return its exit code."""
+    from ament_pep257.main import main
+    package = pathlib.Path(package)
+    return main(argv=[str(package), str(package / 'test')])

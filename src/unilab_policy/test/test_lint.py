@@ -5,8 +5,7 @@
 import pathlib
 
 import pytest
-
-from unilab_core.lint import check_copyright, check_package_xml
+from unilab_core import lint
 
 PKG = pathlib.Path(__file__).resolve().parents[1]
 
@@ -14,26 +13,23 @@ PKG = pathlib.Path(__file__).resolve().parents[1]
 @pytest.mark.flake8
 @pytest.mark.linter
 def test_flake8():
-    from ament_flake8.main import main_with_errors
-    rc, errors = main_with_errors(argv=[str(PKG)])
-    assert rc == 0, 'Found %d code style errors / warnings:\n' % len(errors) + '\n'.join(errors)
+    errors = lint.ament_flake8_errors(PKG)
+    assert not errors, f'{len(errors)} code style errors:\n' + '\n'.join(errors)
 
 
 @pytest.mark.linter
 @pytest.mark.pep257
 def test_pep257():
-    from ament_pep257.main import main
-    rc = main(argv=[str(PKG), str(PKG / 'test')])
-    assert rc == 0, 'Found code style errors / warnings'
+    assert lint.ament_pep257_rc(PKG) == 0, 'Found docstring style errors'
 
 
 @pytest.mark.copyright
 @pytest.mark.linter
 def test_copyright():
-    assert check_copyright(PKG) == []
+    assert lint.check_copyright(PKG) == []
 
 
 @pytest.mark.linter
 @pytest.mark.xmllint
 def test_package_xml():
-    assert check_package_xml(PKG / 'package.xml') == []
+    assert lint.check_package_xml(PKG / 'package.xml') == []

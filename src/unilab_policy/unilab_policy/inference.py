@@ -59,7 +59,8 @@ class InferencePolicy:
 
     def act(self, obs: np.ndarray) -> ActOutput:
         """Sample actions; return action, log-prob, value, mean and std (all on the device)."""
-        self.static_obs.copy_(torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32)))
+        # A private copy: published arrays are read-only, which torch.from_numpy warns about.
+        self.static_obs.copy_(torch.from_numpy(np.array(obs, dtype=np.float32)))
         with torch.inference_mode():
             if self.graph is not None:
                 self.graph.replay()
