@@ -242,6 +242,16 @@ class SafetySection(_Section):
         return v
 
 
+class PerceptionSection(_Section):
+    """Extra sensors in the policy observation (joint states and task state always)."""
+
+    pointcloud: bool = Field(
+        False, description='Lidar point cloud (bridge ray casting) -> pillar/BEV features.')
+    imu: bool = Field(False, description='IMU gyro + accelerometer (6 values per env).')
+    bev_feature_dim: int = Field(32, ge=1, le=4096, description='Cloud features per env.')
+    voxel_size: float = Field(0.1, gt=0.0, description='Voxel-grid down-sampling edge (m).')
+
+
 class LoggingSection(_Section):
     """Run directory outputs."""
 
@@ -325,7 +335,7 @@ class OfflineSection(_Section):
 SECTIONS: dict[str, type[_Section]] = {
     'run': RunSection, 'gpu': GpuSection, 'bridge': BridgeSection,
     'disturbances': DisturbancesSection,
-    'safety': SafetySection, 'logging': LoggingSection,
+    'safety': SafetySection, 'logging': LoggingSection, 'perception': PerceptionSection,
     'rollout': RolloutSection, 'advantage': AdvantageSection,
     'policy_update': PolicyUpdateSection, 'model': ModelSection,
     'normalization': NormalizationSection, 'offline': OfflineSection,
@@ -341,6 +351,7 @@ class RunConfig(_Section):
     disturbances: DisturbancesSection = Field(default_factory=DisturbancesSection)
     safety: SafetySection = Field(default_factory=SafetySection)
     logging: LoggingSection = Field(default_factory=LoggingSection)
+    perception: PerceptionSection = Field(default_factory=PerceptionSection)
     rollout: RolloutSection = Field(default_factory=RolloutSection)
     advantage: AdvantageSection = Field(default_factory=AdvantageSection)
     policy_update: PolicyUpdateSection = Field(default_factory=PolicyUpdateSection)

@@ -87,9 +87,11 @@ def describe_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
                    joint_limits_file: str | pathlib.Path, resume: str = '') -> Graph:
     """Return the training graph for a resolved config and task."""
     c = cfg.to_dict()
-    run, ro = c['run'], c['rollout']
+    run, ro, per = c['run'], c['rollout'], c['perception']
+    # Observation layout (perception's assembler): [q, qd, extras], imu (6), cloud.
+    obs_dim = task.obs_dim + 6 * per['imu'] + per['bev_feature_dim'] * per['pointcloud']
     shared_policy = {
-        'obs_dim': task.obs_dim, 'act_dim': task.action_dim, 'device': run['device'],
+        'obs_dim': obs_dim, 'act_dim': task.action_dim, 'device': run['device'],
         'torch_threads': run['torch_threads'],
         'seed': run['seed'], 'model': c['model'], 'normalization': c['normalization'],
         'gpu': c['gpu'],
@@ -98,11 +100,16 @@ def describe_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
         'bridge': {
             'task': task.name, 'num_envs': ro['num_envs'], 'seed': run['seed'],
             **c['bridge'], 'disturbances': c['disturbances'], 'run_dir': str(run_dir),
+            'lidar': c['bridge']['lidar'] or per['pointcloud'],
+            'imu': c['bridge']['imu'] or per['imu'],
         },
         'perception': {
             'num_envs': ro['num_envs'], 'joint_names': list(task.joint_names),
             'uses_joint_state': task.uses_joint_state, 'extras_dim': task.extras_dim,
-            'obs_dim': task.obs_dim,
+            'obs_dim': obs_dim,
+            'sensors': {'pointcloud': per['pointcloud'], 'imu': per['imu']},
+            'bev': {'feature_dim': per['bev_feature_dim']},
+            'pointcloud': {'voxel_size': per['voxel_size']},
         },
         'policy': {
             **shared_policy, 'num_envs': ro['num_envs'],

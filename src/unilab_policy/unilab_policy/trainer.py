@@ -16,6 +16,7 @@ import copy
 import math
 import pathlib
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -29,6 +30,12 @@ from unilab_policy.ppo import PPO, PPOParams
 from unilab_policy.run_log import RunLog
 from unilab_policy.storage import RolloutStorage
 from unilab_policy.weights import flatten_state
+
+
+# Chunks arrive as read-only arrays (handed over by the transport); the trainer
+# only reads them (copied into storage), which torch warns about needlessly.
+warnings.filterwarnings('ignore', message='The given NumPy array is not writable',
+                        category=UserWarning)
 
 
 class StaleChunkError(ValueError):
