@@ -46,7 +46,7 @@ class ProgressDisplay:
         elif steps >= self._next_line * self.total:
             while self._next_line * self.total <= steps:
                 self._next_line += 0.1
-            eta = (self.total - steps) / sps if sps > 0 else float('nan')
+            eta = max(0.0, self.total - steps) / sps if sps > 0 else float('nan')
             print(f'train: {steps:,}/{self.total:,} steps  {sps:,.0f} steps/s  '
                   f'return {ret}  ETA {eta:,.0f} s', flush=True)
 
