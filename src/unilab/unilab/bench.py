@@ -23,21 +23,21 @@ from unilab.bench_bridge import bench_bridge
 from unilab.bench_perception import bench_perception
 from unilab.bench_safety import bench_safety
 from unilab.bench_transport import bench_transport
+from unilab.timing import median_ms
 
 
 def _direct_loop(task_name: str, num_envs: int, steps: int, seed: int = 0) -> float:
     """Return control steps/s of task + policy + gate without ROS."""
     import torch
+    from unilab.direct import make_gate
     from unilab.prepare import task_info
     from unilab_bridge.tasks import make_task, observation
+    from unilab_core.config import load_run_config
     from unilab_policy.models import ActorCritic, PolicyBundle
-    from unilab_safety.gate import SafetyGate
-    from unilab_safety.limits import load_joint_limits
 
-    info, limits = task_info(task_name)
-    clean = {j: {k: v for k, v in lim.items() if v == v} for j, lim in limits.items()}
-    gate = SafetyGate(load_joint_limits({'joint_limits': clean}, list(info.joint_names)),
-                      info.command_interface, info.control_dt)
+    info, _ = task_info(task_name)
+    with tempfile.TemporaryDirectory() as tmp:
+        gate = make_gate(load_run_config([], {'run.task': task_name}), tmp)
     torch.manual_seed(seed)
     bundle = PolicyBundle(ActorCritic(info.obs_dim, info.action_dim, (128, 128))).eval()
     task = make_task(task_name, num_envs, seed=seed)
@@ -118,16 +118,6 @@ def bench_graph(args) -> dict:
     }
 
 
-def _time_ms(fn, repeats: int) -> float:
-    fn()  # warm-up (allocations, lazy imports)
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - t0) * 1e3)
-    return float(np.median(samples))
-
-
 def bench_gae(args) -> dict:
     """GAE on [2048 x 64]: log-depth scan vs reverse loop vs SB3's RolloutBuffer."""
     import torch
@@ -145,9 +135,9 @@ def bench_gae(args) -> dict:
     loop = compute_gae_reference(rewards, values, terminated, truncated, last, gamma, lam)
     out = {
         'benchmark': 'gae', 'shape': [t_len, n], 'repeats': repeats,
-        'scan_ms': round(_time_ms(lambda: compute_gae(
+        'scan_ms': round(median_ms(lambda: compute_gae(
             rewards, values, terminated, truncated, last, gamma, lam), repeats), 3),
-        'loop_ms': round(_time_ms(lambda: compute_gae_reference(
+        'loop_ms': round(median_ms(lambda: compute_gae_reference(
             rewards, values, terminated, truncated, last, gamma, lam), repeats), 3),
         'max_abs_diff': float((scan.advantages - loop.advantages).abs().max()),
     }
@@ -172,7 +162,7 @@ def bench_gae(args) -> dict:
     def sb3():
         buf.compute_returns_and_advantage(last_values=last.clone(), dones=done[-1])
 
-    out['sb3_ms'] = round(_time_ms(sb3, repeats), 3)
+    out['sb3_ms'] = round(median_ms(sb3, repeats), 3)
     sb3()
     out['max_abs_diff_sb3'] = float(np.abs(buf.advantages - scan.advantages.numpy()).max())
     out['speedup_vs_sb3'] = round(out['sb3_ms'] / out['scan_ms'], 1)

@@ -18,19 +18,9 @@ validation, stages, pillar encoder, assembly), on a real node in this process.
 from __future__ import annotations
 
 import platform
-import time
 
 import numpy as np
-
-
-def _median_ms(fn, repeats: int) -> float:
-    fn()  # warm-up: numba kernels compile or load from cache, allocations settle
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - t0) * 1e3)
-    return float(np.median(samples))
+from unilab.timing import median_ms
 
 
 def _sorted_rows(a: np.ndarray) -> np.ndarray:
@@ -97,7 +87,7 @@ def bench_perception(args) -> dict:
     out = {'benchmark': 'perception', 'points': int(xyz.shape[0]), 'voxel_size': voxel,
            'sor_k': k, 'sor_std_ratio': ratio, 'repeats': repeats}
     u_vox, u_kept = unilab()
-    out['unilab_voxel_outlier_ms'] = round(_median_ms(unilab, repeats), 2)
+    out['unilab_voxel_outlier_ms'] = round(median_ms(unilab, repeats), 2)
     out['unilab_voxels'], out['unilab_kept'] = int(u_vox.shape[0]), int(u_kept.shape[0])
     try:
         import open3d as o3d
@@ -108,7 +98,7 @@ def bench_perception(args) -> dict:
                               'requirements-bench.txt (open3d-cpu needs libusb-1.0 on Linux)')
         b_vox, b_kept = _numpy_baseline(xyz, voxel, k, ratio)
         out['numpy_reference_voxel_outlier_ms'] = round(
-            _median_ms(lambda: _numpy_baseline(xyz, voxel, k, ratio), 1), 2)
+            median_ms(lambda: _numpy_baseline(xyz, voxel, k, ratio), 1), 2)
     else:
         pc = o3d.geometry.PointCloud()
         pc.points = o3d.utility.Vector3dVector(xyz)
@@ -120,7 +110,7 @@ def bench_perception(args) -> dict:
 
         b_vox, b_kept = open3d()
         out['baseline'] = f'open3d {o3d.__version__}'
-        out['open3d_voxel_outlier_ms'] = round(_median_ms(open3d, repeats), 2)
+        out['open3d_voxel_outlier_ms'] = round(median_ms(open3d, repeats), 2)
         out['ratio_unilab_vs_open3d'] = round(
             out['unilab_voxel_outlier_ms'] / out['open3d_voxel_outlier_ms'], 3)
     out['baseline_voxels'], out['baseline_kept'] = int(b_vox.shape[0]), int(b_kept.shape[0])

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 import torch
-from unilab.prepare import task_info
+from unilab.prepare import resolve_limits_file, task_info
 from unilab_bridge.tasks import make_task, observation
 from unilab_core.config import RunConfig
 from unilab_policy.chunk import ChunkBuilder
@@ -27,12 +27,14 @@ from unilab_safety.gate import SafetyGate
 from unilab_safety.limits import load_joint_limits
 
 
-def make_gate(task_name: str) -> SafetyGate:
-    """Build the safety gate from the task's model-derived limits."""
-    info, limits = task_info(task_name)
-    clean = {j: {k: v for k, v in lim.items() if v == v} for j, lim in limits.items()}
-    return SafetyGate(load_joint_limits({'joint_limits': clean}, list(info.joint_names)),
-                      info.command_interface, info.control_dt)
+def make_gate(cfg: RunConfig, run_dir: str | pathlib.Path) -> SafetyGate:
+    """Build the safety gate from the same limits file the graph's safety node would use."""
+    info, model_limits = task_info(cfg.run.task)
+    limits_file = resolve_limits_file(cfg, info, model_limits, pathlib.Path(run_dir))
+    limits = load_joint_limits(limits_file, list(info.joint_names),
+                               allow_unlimited=cfg.safety.allow_unlimited_joints)
+    return SafetyGate(limits, info.command_interface, info.control_dt,
+                      max_delta=cfg.safety.max_delta or None, fallback=cfg.safety.fallback)
 
 
 def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path) -> dict:
@@ -56,7 +58,8 @@ def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path) -> dict:
     trainer = Trainer(bundle, params, t_len, n, torch.device('cpu'), run_dir,
                       cfg.run.total_steps, cfg.logging.checkpoint_every,
                       cfg.logging.tensorboard, normalize_obs=cfg.normalization.observations)
-    gate = make_gate(cfg.run.task)
+    pathlib.Path(run_dir).mkdir(parents=True, exist_ok=True)
+    gate = make_gate(cfg, run_dir)
     task = make_task(cfg.run.task, n, seed=cfg.run.seed)
     chunk = ChunkBuilder(k, n, info.obs_dim, info.action_dim)
     state = task.reset(seed=cfg.run.seed)

@@ -67,6 +67,16 @@ def resolve_limits_file(cfg: RunConfig, task: TaskInfo, model_limits: dict,
     return path
 
 
+def make_run_dir(task: str, run_dir: str | None, kind: str = '') -> pathlib.Path:
+    """Create (if needed) and return the run directory; default ``runs/<task>[-kind]-<time>``."""
+    if run_dir is None:
+        stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+        run_dir = f'runs/{task}-{kind + "-" if kind else ""}{stamp}'
+    rd = pathlib.Path(run_dir).resolve()
+    rd.mkdir(parents=True, exist_ok=True)
+    return rd
+
+
 def prepare_run(config_files: list[str] | None = None, overrides: dict | None = None,
                 run_dir: str | None = None, resume: str = '') -> PreparedRun:
     """Validate configuration, create the run directory and write the parameter file."""
@@ -83,11 +93,7 @@ def prepare_run(config_files: list[str] | None = None, overrides: dict | None = 
     files.extend(config_files or [])
     cfg = load_run_config(files, overrides)
     info, limits = task_info(cfg.run.task)
-    if run_dir is None:
-        stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
-        run_dir = f'runs/{cfg.run.task}-{stamp}'
-    rd = pathlib.Path(run_dir).resolve()
-    rd.mkdir(parents=True, exist_ok=True)
+    rd = make_run_dir(cfg.run.task, run_dir)
     dump_config(cfg, rd / 'config.yaml')
     limits_file = resolve_limits_file(cfg, info, limits, rd)
     graph = describe_graph(cfg, info, rd, limits_file, resume=str(rd) if resume else '')

@@ -37,10 +37,9 @@ from unilab_bridge.sensors import Lidar
 from unilab_bridge.tasks import make_task, UnknownTaskError
 from unilab_core import topics
 from unilab_core.config import _Section, ConfigError, DisturbancesSection
-from unilab_core.ros.tensor_msg import as_batch, Batch, TensorMessageError
-from unilab_core.ros.transport_node import (batch_capacity, TensorPublisher,
-                                            TensorSubscription)
-from unilab_interfaces.msg import TensorBatch
+from unilab_core.ros.tensor_msg import Batch, TensorMessageError
+from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
+                                            TensorPublisher, TensorSubscription)
 
 
 def _f64(a: np.ndarray) -> array.array:
@@ -229,9 +228,8 @@ class BridgeNode(Node):
             self.counters['republished'] += 1
             self._publish()
 
-    def _on_command(self, msg: TensorBatch | Batch) -> None:
+    def _on_command(self, batch: Batch) -> None:
         try:
-            batch = as_batch(msg)
             command = batch.tensors['command']
         except (TensorMessageError, KeyError) as exc:
             self._bad(f'malformed command message: {exc}')
@@ -270,10 +268,7 @@ class BridgeNode(Node):
 
     def destroy_node(self):
         """Release transport endpoints (unlink shared memory), then destroy the node."""
-        if getattr(self, 'task_pub', None) is not None:
-            self.task_pub.close()
-        if getattr(self, 'command_sub', None) is not None:
-            self.command_sub.close()
+        close_endpoints(self)
         return super().destroy_node()
 
 

@@ -30,9 +30,24 @@ def atomic_path(path: str | pathlib.Path) -> Iterator[pathlib.Path]:
         with open(tmp_path, 'rb+') as f:
             os.fsync(f.fileno())
         os.replace(tmp_path, path)
+        _fsync_dir(path.parent)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def _fsync_dir(directory: pathlib.Path) -> None:
+    """Persist a rename (best effort: not every file system lets a directory be fsynced)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def atomic_write_text(path: str | pathlib.Path, text: str) -> None:

@@ -16,15 +16,25 @@ import rclpy
 from unilab_core import topics
 
 
-@pytest.fixture(scope='module')
-def context():
-    """Yield a fresh, initialised rclpy context; shut it down after the module."""
+def _new_context():
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     try:
         yield ctx
     finally:
         ctx.try_shutdown()
+
+
+@pytest.fixture(scope='module')
+def context():
+    """Yield a fresh, initialised rclpy context; shut it down after the module."""
+    yield from _new_context()
+
+
+@pytest.fixture
+def fresh_context():
+    """Yield an rclpy context of this test alone; shut it down afterwards."""
+    yield from _new_context()
 
 
 @pytest.fixture

@@ -23,10 +23,9 @@ from sensor_msgs.msg import Imu, JointState, PointCloud2
 from unilab_core import topics
 from unilab_core.config import ConfigError
 from unilab_core.ros.params import declare_section
-from unilab_core.ros.tensor_msg import as_batch, Batch, TensorMessageError
-from unilab_core.ros.transport_node import (batch_capacity, TensorPublisher,
-                                            TensorSubscription)
-from unilab_interfaces.msg import TensorBatch
+from unilab_core.ros.tensor_msg import Batch, TensorMessageError
+from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
+                                            TensorPublisher, TensorSubscription)
 
 from unilab_perception import cloud_ops
 from unilab_perception.assembler import ObservationAssembler
@@ -145,9 +144,8 @@ class PerceptionNode(Node):
         self._bound(self._joint)
         self._try_emit(stamp)
 
-    def _on_task_state(self, msg: TensorBatch | Batch) -> None:
+    def _on_task_state(self, batch: Batch) -> None:
         try:
-            batch = as_batch(msg)
             extras = batch.tensors['extras']
             if extras.shape != (self.num_envs, self.extras_dim):
                 raise TensorMessageError(
@@ -292,10 +290,7 @@ class PerceptionNode(Node):
 
     def destroy_node(self):
         """Release transport endpoints (unlink shared memory), then destroy the node."""
-        if getattr(self, 'pub', None) is not None:
-            self.pub.close()
-        if getattr(self, 'task_sub', None) is not None:
-            self.task_sub.close()
+        close_endpoints(self)
         return super().destroy_node()
 
 

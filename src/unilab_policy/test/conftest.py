@@ -10,6 +10,8 @@ from unilab_core.testing import isolate_ros_domain
 # or another package's tests cannot see this process's topics.
 isolate_ros_domain()
 
+from unilab_core.pytest_fixtures import fresh_context  # noqa: E402,F401,I100
+
 # The test tensors are tiny; intra-op threads only add contention on shared CI machines
 # (a 32x32 MLP backward went from ~3 ms to ~100 ms with 2 threads under load).
 torch.set_num_threads(1)

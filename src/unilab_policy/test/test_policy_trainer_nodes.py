@@ -12,7 +12,6 @@ import time
 
 import numpy as np
 import pytest
-import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -90,19 +89,9 @@ class FakeEnv(Node):
 
 
 @pytest.fixture
-def context():
-    """Yield a fresh, initialised rclpy Context per test; shut it down afterwards."""
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    try:
-        yield ctx
-    finally:
-        ctx.try_shutdown()
-
-
-@pytest.fixture
-def graph(context, tmp_path):
+def graph(fresh_context, tmp_path):
     """Build (executor, env, policy, make_trainer); destroy every node afterwards."""
+    context = fresh_context
     executor = SingleThreadedExecutor(context=context)
     nodes = []
 
@@ -200,8 +189,8 @@ def test_waits_for_weights_then_trains_on_policy(graph, tmp_path):
     assert len((run / 'metrics.csv').read_text().splitlines()) == 1 + updates
 
     # Chunks arriving after the end are ignored.
-    trainer._on_chunk(make_batch('rollout', 0, {'rewards': np.zeros((K, N))},
-                                 version=updates))
+    trainer._on_chunk(read_batch(make_batch('rollout', 0, {'rewards': np.zeros((K, N))},
+                                            version=updates)))
     assert trainer.trainer.updates == updates
 
 

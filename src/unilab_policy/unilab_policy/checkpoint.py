@@ -14,11 +14,11 @@ Only tensors, numbers, strings, bools, None and dict/list/tuple containers are a
 
 import os
 import random
-import tempfile
 from typing import Optional, Union
 
 import numpy as np
 import torch
+from unilab_core.atomic import atomic_path
 
 CHECKPOINT_VERSION = 1
 
@@ -29,43 +29,15 @@ class CheckpointError(RuntimeError):
 
 def save_checkpoint(path: Union[str, os.PathLike], state: dict) -> None:
     """
-    Write ``state`` atomically: temp file in the same directory, fsync, ``os.replace``.
+    Write ``state`` atomically (``unilab_core.atomic.atomic_path``: temp file, fsync, rename).
 
-    A crash leaves either the old file or the new one, never a partial file; the temp file
-    is removed on failure. ``version`` is added (``CHECKPOINT_VERSION``) when missing.
+    A crash leaves either the old file or the new one, never a partial file. ``version``
+    is added (``CHECKPOINT_VERSION``) when missing.
     """
-    path = os.fspath(path)
     state = dict(state)
     state.setdefault('version', CHECKPOINT_VERSION)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp',
-                               dir=directory)
-    try:
-        with os.fdopen(fd, 'wb') as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory: str) -> None:
-    """Persist the rename itself (best effort; not supported on every OS / filesystem)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    with atomic_path(path) as tmp, open(tmp, 'wb') as f:
+        torch.save(state, f)
 
 
 def load_checkpoint(path: Union[str, os.PathLike],

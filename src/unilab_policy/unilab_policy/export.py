@@ -4,12 +4,12 @@
 
 import copy
 import os
-import tempfile
-from typing import Callable, Optional, Union
+from typing import Optional, Union
 import warnings
 
 import torch
 from torch import nn
+from unilab_core.atomic import atomic_path
 
 from .models import ActorCritic
 from .normalizer import EmpiricalNormalization
@@ -46,25 +46,6 @@ class DeployablePolicy(nn.Module):
         return self.actor(x)
 
 
-def _atomic_write(path: Union[str, os.PathLike], writer: Callable[[str], None]) -> None:
-    """Run ``writer(tmp_path)`` then fsync and ``os.replace`` onto ``path``."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp',
-                               dir=directory)
-    os.close(fd)
-    try:
-        writer(tmp)
-        with open(tmp, 'rb') as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def export_onnx(actor_critic: ActorCritic, normalizer: Optional[EmpiricalNormalization],
                 path: Union[str, os.PathLike], obs_dim: int,
                 opset: int = ONNX_OPSET) -> DeployablePolicy:
@@ -84,7 +65,8 @@ def export_onnx(actor_critic: ActorCritic, normalizer: Optional[EmpiricalNormali
                               input_names=['obs'], output_names=['action'],
                               dynamic_axes={'obs': {0: 'batch'}, 'action': {0: 'batch'}})
 
-    _atomic_write(path, write)
+    with atomic_path(path) as tmp:
+        write(str(tmp))
     return module
 
 
@@ -104,7 +86,8 @@ def export_torchscript(actor_critic: ActorCritic,
             traced = torch.jit.trace(module, torch.zeros(1, obs_dim))
             traced.save(tmp)
 
-    _atomic_write(path, write)
+    with atomic_path(path) as tmp:
+        write(str(tmp))
     return module
 
 

@@ -37,37 +37,13 @@ class GAEResult(NamedTuple):
 
 def _deltas_and_discounts(rewards, values, terminated, truncated, last_values, gamma, lam,
                           truncation_values):
-    """Return (delta_t, c_t = gamma * lam * (1 - done_t)), both ``[T, N]``."""
-    if rewards.ndim != 2:
-        raise ValueError(f'rewards must be [T, N], got {tuple(rewards.shape)}')
-    for name, t in (('values', values), ('terminated', terminated), ('truncated', truncated)):
-        if t.shape != rewards.shape:
-            raise ValueError(f'{name} shape {tuple(t.shape)} != rewards {tuple(rewards.shape)}')
-    if last_values.shape != rewards.shape[1:]:
-        raise ValueError(f'last_values must be [N], got {tuple(last_values.shape)}')
-    dtype = rewards.dtype
-    term = terminated.to(dtype)
-    trunc = truncated.to(dtype) * (1.0 - term)
-    not_done = (1.0 - term) * (1.0 - trunc)
-    tail = values if truncation_values is None else truncation_values.to(dtype)
-    # Time-out bootstrap: r'_t = r_t + gamma * V(s_final_t) on truncated, non-terminal steps.
-    rewards = rewards + gamma * tail * trunc
-    # V_{t+1} for t < T-1 is values[t+1]; V_T = last_values.
-    next_values = torch.cat([values[1:], last_values.unsqueeze(0).to(dtype)], dim=0)
-    # GAE eq. (16) TD residual: delta_t = r'_t + gamma (1 - done_t) V_{t+1} - V_t.
-    deltas = rewards + gamma * not_done * next_values - values
-    return deltas, gamma * lam * not_done
-
-
-def _deltas_and_discounts_inplace(rewards, values, terminated, truncated, last_values, gamma,
-                                  lam, truncation_values):
     """
-    Return the same (delta_t, c_t) as ``_deltas_and_discounts``, in two float allocations.
+    Return (delta_t, c_t = gamma * lam * (1 - done_t)), both ``[T, N]``, in two allocations.
 
-    Same equations and validation, fused with in-place ops: each fresh [T, N] temporary of the
-    plain version costs page faults once the allocator hands freed memory back to the OS, which
-    made it ~10x slower than the scan itself. Both results are fresh, so the caller may
-    overwrite them.
+    Fused with in-place ops: each fresh [T, N] temporary costs page faults once the
+    allocator hands freed memory back to the OS, which made a plain version ~10x slower
+    than the scan itself. Both results are fresh, so the caller may overwrite them.
+    Termination wins over truncation on a step that has both (no bootstrap).
     """
     if rewards.ndim != 2:
         raise ValueError(f'rewards must be [T, N], got {tuple(rewards.shape)}')
@@ -130,8 +106,8 @@ def compute_gae(rewards: torch.Tensor, values: torch.Tensor, terminated: torch.T
     b-part is carried down, as A_t never needs the suffix products of a.
     Matches ``compute_gae_reference`` to float rounding (the summation order differs).
     """
-    b, a = _deltas_and_discounts_inplace(rewards, values, terminated, truncated, last_values,
-                                         gamma, lam, truncation_values)
+    b, a = _deltas_and_discounts(rewards, values, terminated, truncated, last_values,
+                                 gamma, lam, truncation_values)
     advantages = b  # overwritten in place with A_t
     # Up-sweep: level k holds the 2^k-fold compositions, as strided views into a and b.
     levels = []

@@ -18,10 +18,9 @@ from rclpy.qos import QoSProfile
 import torch
 from unilab_core import topics
 from unilab_core.config import ConfigError
-from unilab_core.ros.tensor_msg import as_batch, Batch, TensorMessageError
-from unilab_core.ros.transport_node import (batch_capacity, TensorPublisher,
-                                            TensorSubscription)
-from unilab_interfaces.msg import TensorBatch
+from unilab_core.ros.tensor_msg import Batch, TensorMessageError
+from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
+                                            TensorPublisher, TensorSubscription)
 from unilab_policy.chunk import ChunkBuilder
 from unilab_policy.inference import InferencePolicy
 from unilab_policy.node_common import PolicySetup, WEIGHTS_QOS
@@ -76,16 +75,16 @@ class PolicyNode(Node):
                                               policy='reliable', depth=4, qos=WEIGHTS_QOS)
 
     # ------------------------------------------------------------------ weights
-    def _on_weights(self, msg: TensorBatch | Batch) -> None:
+    def _on_weights(self, batch: Batch) -> None:
         try:
-            flat = as_batch(msg).tensors['flat']
-            if msg.version <= self.version:
+            flat = batch.tensors['flat']
+            if batch.version <= self.version:
                 return
             unflatten_into(self.bundle, torch.from_numpy(flat.copy()), self.spec)
         except (TensorMessageError, KeyError, ValueError) as exc:
-            self.get_logger().error(f'ignored weights version {msg.version}: {exc}')
+            self.get_logger().error(f'ignored weights version {batch.version}: {exc}')
             return
-        self.version = int(msg.version)
+        self.version = int(batch.version)
         self.steps_in_version = 0
         # Steps of the old version not yet sent (a swap mid-rollout, e.g. a resumed
         # trainer) must not go out tagged with the new one: drop them.
@@ -100,9 +99,8 @@ class PolicyNode(Node):
         self.counters['bad_obs'] += 1
         self.get_logger().error(f'ignored observation: {exc}', once=True)
 
-    def _on_obs(self, msg: TensorBatch | Batch) -> None:
+    def _on_obs(self, batch: Batch) -> None:
         try:
-            batch = as_batch(msg)
             obs = batch.tensors['obs']
             if obs.shape != (self.num_envs, self.setup.obs_dim):
                 raise TensorMessageError(
@@ -175,14 +173,7 @@ class PolicyNode(Node):
 
     def destroy_node(self):
         """Release transport endpoints (unlink shared memory), then destroy the node."""
-        if getattr(self, 'action_pub', None) is not None:
-            self.action_pub.close()
-        if getattr(self, 'rollout_pub', None) is not None:
-            self.rollout_pub.close()
-        if getattr(self, 'obs_sub', None) is not None:
-            self.obs_sub.close()
-        if getattr(self, 'weights_sub', None) is not None:
-            self.weights_sub.close()
+        close_endpoints(self)
         return super().destroy_node()
 
 

@@ -20,10 +20,9 @@ from unilab_core.atomic import atomic_write_text
 from unilab_core.config import (AdvantageSection, ConfigError, PolicyUpdateSection,
                                 RolloutSection)
 from unilab_core.ros.params import declare_section
-from unilab_core.ros.tensor_msg import as_batch, Batch, TensorMessageError
-from unilab_core.ros.transport_node import (batch_capacity, TensorPublisher,
-                                            TensorSubscription)
-from unilab_interfaces.msg import TensorBatch
+from unilab_core.ros.tensor_msg import Batch, TensorMessageError
+from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
+                                            TensorPublisher, TensorSubscription)
 
 from unilab_policy.node_common import PolicySetup, WEIGHTS_QOS
 from unilab_policy.ppo import num_mini_batches_for, PPOParams
@@ -87,11 +86,10 @@ class TrainerNode(Node):
         self.trainer.bad_chunks += 1
         self.get_logger().error(f'dropped malformed rollout chunk: {exc}')
 
-    def _on_chunk(self, msg: TensorBatch | Batch) -> None:
+    def _on_chunk(self, batch: Batch) -> None:
         if self.done:
             return
         try:
-            batch = as_batch(msg)
             updated = self.trainer.add_chunk(batch.tensors, batch.version)
         except BadChunkError as exc:
             self.get_logger().error(f'rejected rollout chunk ({self.trainer.bad_chunks} so far): '
@@ -136,10 +134,7 @@ class TrainerNode(Node):
 
     def destroy_node(self):
         """Release transport endpoints (unlink shared memory), then destroy the node."""
-        if getattr(self, 'weights_pub', None) is not None:
-            self.weights_pub.close()
-        if getattr(self, 'chunk_sub', None) is not None:
-            self.chunk_sub.close()
+        close_endpoints(self)
         return super().destroy_node()
 
 

@@ -36,8 +36,8 @@ from std_srvs.srv import Trigger
 from unilab_core import topics
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
-from unilab_core.ros.tensor_msg import as_batch, Batch, make_batch, TensorMessageError
-from unilab_core.ros.transport_node import TensorSubscription
+from unilab_core.ros.tensor_msg import Batch, make_batch, TensorMessageError
+from unilab_core.ros.transport_node import close_endpoints, TensorSubscription
 from unilab_interfaces.msg import TensorBatch
 
 from unilab_safety.gate import SafetyGate
@@ -176,10 +176,9 @@ class SafetyNode(Node):
         self.bad_messages += 1
         self._log_once('bad_message', f'rejected malformed action message: {exc}')
 
-    def _on_action(self, msg: TensorBatch | Batch) -> None:
+    def _on_action(self, batch: Batch) -> None:
         recv_ns = time.monotonic_ns()
         try:
-            batch = as_batch(msg)
             # A copy: the RT loop uses it after this callback, when a shared-memory view
             # would already be back with the writer.
             action = np.array(batch.tensors['action'])
@@ -292,8 +291,7 @@ class SafetyNode(Node):
     def destroy_node(self):
         """Stop the threads and the transport before the node's handles go away."""
         self._stop_threads()
-        if getattr(self, 'action_sub', None) is not None:
-            self.action_sub.close()
+        close_endpoints(self)
         return super().destroy_node()
 
 

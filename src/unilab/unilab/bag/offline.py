@@ -13,10 +13,8 @@ parameters, so ``unilab export`` works), ``metrics.csv``,
 
 from __future__ import annotations
 
-import datetime
 import json
 import math
-import pathlib
 import time
 
 import numpy as np
@@ -24,7 +22,7 @@ import torch
 from unilab.bag.dataset import build_dataset
 from unilab.direct import make_gate
 from unilab.paths import default_config_files
-from unilab.prepare import task_info
+from unilab.prepare import make_run_dir, task_info
 from unilab_bridge.tasks import make_task, observation
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError, dump_config, load_run_config, RunConfig
@@ -40,15 +38,15 @@ import yaml
 
 
 def evaluate(policy, task_name: str, num_envs: int, episodes: int, seed: int,
-             device: torch.device) -> float:
+             device: torch.device, gate) -> float:
     """
     Return the mean return of the first ``episodes`` finished episodes.
 
     ``policy`` maps raw observations ``[N, obs]`` (torch) to actions, or is
-    None for the zero action. Commands pass the task's safety gate, as in the graph.
+    None for the zero action. Commands pass ``gate`` (``unilab.direct.make_gate``: the
+    same limits the graph's safety node enforces).
     """
     task = make_task(task_name, num_envs, seed=seed)
-    gate = make_gate(task_name)
     state = task.reset(seed=seed)
     returns: list[float] = []
     try:
@@ -98,11 +96,7 @@ def train_offline(bags: list[str], config_files: list[str] | None = None,
     cfg = load_run_config(list(default_config_files()) + list(config_files or []), overrides)
     off = cfg.offline
     info, _ = task_info(cfg.run.task)
-    if run_dir is None:
-        stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
-        run_dir = f'runs/{cfg.run.task}-offline-{stamp}'
-    rd = pathlib.Path(run_dir).resolve()
-    rd.mkdir(parents=True, exist_ok=True)
+    rd = make_run_dir(cfg.run.task, run_dir, 'offline')
     dump_config(cfg, rd / 'config.yaml')
     atomic_write_text(rd / 'graph_params.yaml', yaml.safe_dump(
         _policy_params(cfg, info.obs_dim, info.action_dim), sort_keys=False))
@@ -133,10 +127,10 @@ def train_offline(bags: list[str], config_files: list[str] | None = None,
 
     def ev(bundle):
         return evaluate(bundle.eval(), cfg.run.task, off.eval_envs, off.eval_episodes,
-                        cfg.run.seed + 1, device)
+                        cfg.run.seed + 1, device, make_gate(cfg, rd))
 
     zero_return = evaluate(None, cfg.run.task, off.eval_envs, off.eval_episodes,
-                           cfg.run.seed + 1, device)
+                           cfg.run.seed + 1, device, make_gate(cfg, rd))
     runlog = RunLog(rd, tensorboard=cfg.logging.tensorboard)
     history: list[tuple[int, float, float]] = []
     train_s = 0.0

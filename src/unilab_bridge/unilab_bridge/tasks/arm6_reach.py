@@ -8,7 +8,7 @@ import mujoco
 import numpy as np
 
 from unilab_bridge.sensors import ImuSensor, set_sensors_enabled
-from unilab_bridge.tasks.base import BatchedTask, StepState
+from unilab_bridge.tasks.base import BatchedTask, EpisodeCounter, StepState
 from unilab_bridge.tasks.joint_limits import actuated_joints, joint_limits_from_model
 from unilab_bridge.tasks.mj_batch import MjBatch
 from unilab_bridge.tasks.reach_reward import combine, reach_terms, REWARD_SCALES
@@ -70,8 +70,7 @@ class Arm6Reach(BatchedTask):
         n = self.num_envs
         self._target = np.zeros((n, 3))
         self._prev_cmd = np.zeros((n, self.action_dim))
-        self._ep_steps = np.zeros(n, dtype=np.int32)
-        self._ep_return = np.zeros(n, dtype=np.float64)
+        self._episodes = EpisodeCounter(n, self.max_episode_steps)
         self._batch_steps = 0
         self._was_reset = False
 
@@ -103,12 +102,7 @@ class Arm6Reach(BatchedTask):
         # The arm cannot fall or fail; only a diverged simulation ends an episode early.
         terminated = batch.unstable.copy()
         reward[terminated] = 0.0
-        self._ep_steps += 1
-        self._ep_return += reward
-        truncated = (self._ep_steps >= self.max_episode_steps) & ~terminated
-        done = terminated | truncated
-        ep_return = np.where(done, self._ep_return, np.nan)
-        ep_length = np.where(done, self._ep_steps, 0)
+        truncated, done, ep_return, ep_length = self._episodes.end_step(reward, terminated)
         for i in np.flatnonzero(done):
             self._reset_env(i)
         return self._state(reward, terminated, truncated, ep_return, ep_length)
@@ -158,8 +152,7 @@ class Arm6Reach(BatchedTask):
         self._target[i] = self.sample_targets(1)[0]
         data.mocap_pos[self._mocap] = self._target[i]
         mujoco.mj_forward(self._batch.models[i], data)
-        self._ep_steps[i] = 0
-        self._ep_return[i] = 0.0
+        self._episodes.reset(i)
         self._batch.read_env(i)
 
     def _state(self, reward, terminated, truncated, ep_return, ep_length):

@@ -43,6 +43,35 @@ class StepState:
         return self.terminated | self.truncated
 
 
+class EpisodeCounter:
+    """
+    Per-env episode length and return, and the time limit that truncates an episode.
+
+    Every task ends a control step with ``end_step`` and resets an env's counters
+    with ``reset(i)``; a time-out never overrides a termination.
+    """
+
+    def __init__(self, num_envs: int, max_episode_steps: int):
+        self.max_episode_steps = max_episode_steps
+        self.steps = np.zeros(num_envs, dtype=np.int32)
+        self.returns = np.zeros(num_envs, dtype=np.float64)
+
+    def end_step(self, reward, terminated, truncated=None):
+        """Count one step; return (truncated, done, episode_return, episode_length)."""
+        self.steps += 1
+        self.returns += reward
+        time_out = (self.steps >= self.max_episode_steps) & ~terminated
+        truncated = time_out if truncated is None else truncated | time_out
+        done = terminated | truncated
+        return (truncated, done, np.where(done, self.returns, np.nan),
+                np.where(done, self.steps, 0))
+
+    def reset(self, i) -> None:
+        """Start a new episode for env(s) ``i``."""
+        self.steps[i] = 0
+        self.returns[i] = 0.0
+
+
 def observation(state, task):
     """
     Build the policy observation [N, obs_dim] float32 from a state.

@@ -5,7 +5,7 @@
 import gymnasium
 import numpy as np
 
-from unilab_bridge.tasks.base import BatchedTask, StepState
+from unilab_bridge.tasks.base import BatchedTask, EpisodeCounter, StepState
 from unilab_bridge.tasks.joint_limits import (
     actuated_joints, is_position_actuator, joint_limits_from_model)
 
@@ -65,8 +65,7 @@ class GymBatchedTask(BatchedTask):
         self._qpos = np.zeros((n, j))
         self._qvel = np.zeros((n, j))
         self._force = np.zeros((n, j))
-        self._ep_steps = np.zeros(n, dtype=np.int32)
-        self._ep_return = np.zeros(n, dtype=np.float64)
+        self._episodes = EpisodeCounter(n, self.max_episode_steps)
         self._batch_steps = 0
         self._was_reset = False
 
@@ -96,12 +95,8 @@ class GymBatchedTask(BatchedTask):
             self._obs[i] = np.ravel(obs)
             self._read_env(i)
         self._batch_steps += 1
-        self._ep_steps += 1
-        self._ep_return += reward
-        truncated |= (self._ep_steps >= self.max_episode_steps) & ~terminated
-        done = terminated | truncated
-        ep_return = np.where(done, self._ep_return, np.nan)
-        ep_length = np.where(done, self._ep_steps, 0)
+        truncated, done, ep_return, ep_length = self._episodes.end_step(
+            reward, terminated, truncated)
         for i in np.flatnonzero(done):
             self._reset_env(i, None)
         return self._state(reward, terminated, truncated, ep_return, ep_length)
@@ -114,8 +109,7 @@ class GymBatchedTask(BatchedTask):
     def _reset_env(self, i, seed):
         obs, _ = self.envs[i].reset(seed=seed)
         self._obs[i] = np.ravel(obs)
-        self._ep_steps[i] = 0
-        self._ep_return[i] = 0.0
+        self._episodes.reset(i)
         self._read_env(i)
 
     def _read_env(self, i):

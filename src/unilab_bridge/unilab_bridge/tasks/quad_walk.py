@@ -8,7 +8,7 @@ import mujoco
 import numpy as np
 
 from unilab_bridge.sensors import ImuSensor, set_sensors_enabled
-from unilab_bridge.tasks.base import BatchedTask, StepState
+from unilab_bridge.tasks.base import BatchedTask, EpisodeCounter, StepState
 from unilab_bridge.tasks.joint_limits import actuated_joints, joint_limits_from_model
 from unilab_bridge.tasks.mj_batch import MjBatch
 
@@ -74,8 +74,7 @@ class QuadWalk(BatchedTask):
         n = self.num_envs
         self._cmd = np.zeros((n, 2))
         self._prev_cmd = np.zeros((n, self.action_dim))
-        self._ep_steps = np.zeros(n, dtype=np.int32)
-        self._ep_return = np.zeros(n)
+        self._episodes = EpisodeCounter(n, self.max_episode_steps)
         self._batch_steps = 0
         self._was_reset = False
 
@@ -131,12 +130,7 @@ class QuadWalk(BatchedTask):
         fallen = (b.root_pos[:, 2] < MIN_HEIGHT) | (-grav[:, 2] < MIN_UPRIGHT)
         terminated = fallen | b.unstable
         reward[b.unstable] = 0.0
-        self._ep_steps += 1
-        self._ep_return += reward
-        truncated = (self._ep_steps >= self.max_episode_steps) & ~terminated
-        done = terminated | truncated
-        ep_return = np.where(done, self._ep_return, np.nan)
-        ep_length = np.where(done, self._ep_steps, 0)
+        truncated, done, ep_return, ep_length = self._episodes.end_step(reward, terminated)
         for i in np.flatnonzero(done):
             self._reset_env(i)
         return self._state(reward, terminated, truncated, ep_return, ep_length)
@@ -163,8 +157,7 @@ class QuadWalk(BatchedTask):
         self._prev_cmd[i] = q0
         self._cmd[i] = (self._rng.uniform(*self.command_velocity), 0.0)
         mujoco.mj_forward(model, data)
-        self._ep_steps[i] = 0
-        self._ep_return[i] = 0.0
+        self._episodes.reset(i)
         self._batch.read_env(i)
 
     def _state(self, reward, terminated, truncated, ep_return, ep_length):

@@ -66,8 +66,3 @@ def read_batch(msg: TensorBatch) -> Batch:
         tensors[t.name] = data.reshape(shape)
     stamp_ns = msg.stamp_sec * 1_000_000_000 + msg.stamp_nanosec
     return Batch(msg.kind, int(msg.seq), int(msg.version), stamp_ns, tensors)
-
-
-def as_batch(msg) -> Batch:
-    """Return ``msg`` decoded (a TensorBatch message) or as is (already a Batch)."""
-    return msg if isinstance(msg, Batch) else read_batch(msg)

@@ -103,6 +103,21 @@ def _default_standard(batch: Batch) -> TensorBatch:
     return make_batch(batch.kind, batch.seq, batch.tensors, batch.version, batch.stamp_ns)
 
 
+def _register(node: Node, endpoint) -> None:
+    node.__dict__.setdefault('_unilab_transport_endpoints', []).append(endpoint)
+
+
+def close_endpoints(node: Node) -> None:
+    """
+    Close every TensorPublisher / TensorSubscription created for ``node``.
+
+    Call it from the node's ``destroy_node``: segments are unlinked and
+    in-process subscriptions removed before the node's handles go away.
+    """
+    for endpoint in node.__dict__.pop('_unilab_transport_endpoints', []):
+        endpoint.close()
+
+
 class TensorPublisher:
     """Publish named arrays through the transport (in-process, shared memory, plain ROS)."""
 
@@ -126,6 +141,7 @@ class TensorPublisher:
         self.to_standard = to_standard or _default_standard
         self.writer: TensorWriter | None = None
         self.stats = collections.Counter()
+        _register(node, self)
         self._plain_key: tuple[int, int] | None = None
         self._plain = 0
 
@@ -248,6 +264,7 @@ class TensorSubscription:
                                             self._on_descriptor, qos)
         self._inproc = inproc.REGISTRY.subscribe(self.key, inproc.InprocSubscriber(
             self.callback_transport, depth, policy, notify=self._notify, alive=self._alive))
+        _register(node, self)
 
     def _deliver(self, batch: Batch, path: str) -> None:
         key = (batch.kind, batch.seq, batch.version, batch.stamp_ns)
