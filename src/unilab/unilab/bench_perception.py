@@ -41,7 +41,7 @@ def _frame_latency(frames: int, num_points: int, seed: int) -> list[float]:
     import rclpy
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import JointState
-    from unilab_core.ros.tensor_msg import make_batch
+    from unilab_core.ros.tensor_msg import make_batch, read_batch
     from unilab_perception.messages import make_cloud
     from unilab_perception.perception_node import PerceptionNode
     from unilab_perception.synthetic import lidar_scan
@@ -60,8 +60,8 @@ def _frame_latency(frames: int, num_points: int, seed: int) -> list[float]:
             js.header.stamp.sec, js.header.stamp.nanosec = divmod(stamp, 10**9)
             js.name, js.position, js.velocity = ['env0/j0'], [0.0], [0.0]
             node._on_joint_state(js)
-            node._on_task_state(make_batch('task_state', i, {'extras': np.zeros((1, 1))},
-                                           stamp_ns=stamp))
+            node._on_task_state(read_batch(make_batch(
+                'task_state', i, {'extras': np.zeros((1, 1))}, stamp_ns=stamp)))
             node._on_cloud(make_cloud(scans[i % 4], stamp, 'env0/lidar'))
         assert node.counters['published'] == frames + 3, node.counters
         return node.diagnostics['frame_latency_ms'][3:]  # first frames compile / warm up

@@ -30,6 +30,8 @@ class SensorsSection(_Section):
                              'pillar features [N, bev.feature_dim] to the observation.')
     imu: bool = Field(False, description='Subscribe to sensor_msgs/Imu and add angular '
                       'velocity + linear acceleration [N, 6], interpolated to the step stamp.')
+    image: bool = Field(False, description='Subscribe to sensor_msgs/Image and add CNN '
+                        'features [N, image.feature_dim] (one image per env and step).')
 
 
 class PointCloudSection(_Section):
@@ -111,6 +113,42 @@ class ImuSection(_Section):
     topic: str = Field(topics.IMU, description='Imu topic (frame_id `env<i>/...` names the env).')
 
 
+class ImageSection(_Section):
+    """Image ingest, CPU stages (undistortion, ROI crop) and the CNN encoder."""
+
+    topic: str = Field(topics.IMAGE, description='Image topic (frame_id `env<i>/...` names '
+                       'the env).')
+    channels: int = Field(3, ge=1, le=4, description='Channels the encoder takes; an image '
+                          'with another channel count is dropped as invalid.')
+    width: int = Field(64, ge=1, le=8192, description='Expected image width (px); others '
+                       'are dropped as invalid.')
+    height: int = Field(48, ge=1, le=8192, description='Expected image height (px).')
+    roi: list[int] = Field(default_factory=list, description='Crop [x, y, width, height] '
+                           'after undistortion; empty = the whole image.')
+    camera_k: list[float] = Field(default_factory=list, description='Camera matrix (9 values, '
+                                  'row-major, as CameraInfo.k); empty = no undistortion.')
+    camera_d: list[float] = Field(default_factory=list, description='plumb_bob distortion '
+                                  '[k1, k2, p1, p2, k3] (as CameraInfo.d).')
+    feature_dim: int = Field(32, ge=1, le=4096, description='Image features per env.')
+
+    @model_validator(mode='after')
+    def _geometry(self):
+        if self.roi:
+            if len(self.roi) != 4:
+                raise ValueError(f'image.roi must be [x, y, width, height], got {self.roi}')
+            x, y, w, h = self.roi
+            if x < 0 or y < 0 or w <= 0 or h <= 0 or x + w > self.width or y + h > self.height:
+                raise ValueError(f'image.roi {self.roi} leaves the {self.width}x{self.height} '
+                                 'image')
+        if self.camera_k and len(self.camera_k) != 9:
+            raise ValueError(f'image.camera_k needs 9 values, got {len(self.camera_k)}')
+        if len(self.camera_d) > 5:
+            raise ValueError(f'image.camera_d takes at most 5 values, got {len(self.camera_d)}')
+        if self.camera_d and not self.camera_k:
+            raise ValueError('image.camera_d is set but image.camera_k is empty')
+        return self
+
+
 class EncoderSection(_Section):
     """Torch side of the observation."""
 
@@ -120,4 +158,5 @@ class EncoderSection(_Section):
 
 
 SECTIONS = {'sensors': SensorsSection, 'pointcloud': PointCloudSection, 'bev': BevSection,
-            'sync': SyncSection, 'imu': ImuSection, 'encoder': EncoderSection}
+            'sync': SyncSection, 'imu': ImuSection, 'image': ImageSection,
+            'encoder': EncoderSection}

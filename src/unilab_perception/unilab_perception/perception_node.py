@@ -1,14 +1,14 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-Perception node: JointState + task state (+ optional point cloud, IMU) -> observation batch.
+Perception node: joint state + task state (+ cloud, IMU, image) -> observation batch.
 
 The joint path is the lock-step path of training: a JointState and a task
 state with the same stamp make one observation ``[q, qd, extras]``. With
-``sensors.pointcloud`` / ``sensors.imu`` on, the step waits until every env's
-cloud within ``sync.slop_s`` (and IMU samples around the stamp) are there and
-appends their features. Invalid messages are dropped, counted per kind in
-``diagnostics`` and logged once per kind.
+``sensors.pointcloud`` / ``sensors.image`` / ``sensors.imu`` on, the step waits
+until every env's cloud and image within ``sync.slop_s`` (and IMU samples
+around the stamp) are there and appends their features. Invalid messages are
+dropped, counted per kind in ``diagnostics`` and logged once per kind.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 import numpy as np
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data, QoSProfile
-from sensor_msgs.msg import Imu, JointState, PointCloud2
+from sensor_msgs.msg import Image, Imu, JointState, PointCloud2
 from unilab_core import topics
 from unilab_core.config import ConfigError
 from unilab_core.ros.params import declare_section
@@ -29,7 +29,7 @@ from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
 
 from unilab_perception import cloud_ops
 from unilab_perception.assembler import ObservationAssembler
-from unilab_perception.ingest import InvalidMessage, read_cloud, read_imu, stamp_ns
+from unilab_perception.ingest import InvalidMessage, read_cloud, read_image, read_imu, stamp_ns
 from unilab_perception.joint_obs import JointLayoutError, JointStateIndex
 from unilab_perception.params import SECTIONS
 from unilab_perception.timesync import (
@@ -68,6 +68,7 @@ class PerceptionNode(Node):
         buf_args = dict(window_ns=int(sync.window_s * 1e9), policy=sync.policy,
                         max_latency_ns=int(sync.max_latency_s * 1e9) or None)
         self.cloud = None
+        self.image = None
         self.imu = None
         if sensors.imu:
             self.imu = [SensorBuffer(f'imu/env{i}', capacity=256, **buf_args)
@@ -83,6 +84,15 @@ class PerceptionNode(Node):
             self.cloud = SensorBuffer('pointcloud', capacity=MAX_PENDING, **buf_args)
             self._cloud_parts: dict[int, dict[int, tuple[np.ndarray, float]]] = {}
             widths['cloud'] = self.cfg['bev'].feature_dim
+        if sensors.image:
+            from unilab_perception.pipeline import ImagePipeline
+            try:
+                self.image_pipeline = ImagePipeline(self.cfg['image'], self.cfg['encoder'])
+            except ValueError as exc:
+                raise ConfigError(f'perception: parameter `encoder.device`: {exc}') from None
+            self.image = SensorBuffer('image', capacity=MAX_PENDING, **buf_args)
+            self._image_parts: dict[int, dict[int, tuple[np.ndarray, float]]] = {}
+            widths['image'] = self.cfg['image'].feature_dim
         self.assembler = ObservationAssembler(self.num_envs, widths)
         if self.obs_dim and self.obs_dim != self.assembler.width:
             raise ConfigError(
@@ -104,6 +114,9 @@ class PerceptionNode(Node):
         if self.imu is not None:
             self.create_subscription(Imu, self.cfg['imu'].topic, self._on_imu,
                                      qos_profile_sensor_data)
+        if self.image is not None:
+            self.create_subscription(Image, self.cfg['image'].topic, self._on_image,
+                                     qos_profile_sensor_data)
 
     # -- bookkeeping -----------------------------------------------------
     def _invalid(self, kind: str, why: str) -> None:
@@ -118,7 +131,7 @@ class PerceptionNode(Node):
     def sensor_counters(self) -> dict:
         """Return per-sensor sync counters and latency (for diagnostics and the summary)."""
         out = {}
-        bufs = ([self.cloud] if self.cloud is not None else []) + (self.imu or [])
+        bufs = ([b for b in (self.cloud, self.image) if b is not None]) + (self.imu or [])
         for b in bufs:
             out[b.name] = {**b.counters, 'latency_ms': b.latency_ms()}
         return out
@@ -187,6 +200,12 @@ class PerceptionNode(Node):
             if hit is None:
                 return None
             parts['cloud'], arrival = hit[1]
+        if self.image is not None:
+            hit = self.image.nearest(stamp, self.slop_ns)
+            if hit is None:
+                return None
+            parts['image'], image_arrival = hit[1]
+            arrival = image_arrival if arrival is None else min(arrival, image_arrival)
         if self.imu is not None:
             rows = []
             for buf in self.imu:
@@ -272,19 +291,48 @@ class PerceptionNode(Node):
         except InvalidMessage as exc:
             self._invalid(f'pointcloud/{exc.kind}', exc.reason)
             return
-        parts = self._cloud_parts.setdefault(stamp, {})
-        parts[env] = (points, min(arrival, parts.get(env, (None, arrival))[1]))
-        while len(self._cloud_parts) > MAX_PENDING:
-            del self._cloud_parts[min(self._cloud_parts)]
+        feats = self._collect(self._cloud_parts, stamp, env, points, arrival,
+                              self.pipeline.encode)
+        self._push('pointcloud', self.cloud, stamp, feats)
+
+    def _on_image(self, msg: Image) -> None:
+        arrival = time.perf_counter()
+        stamp = stamp_ns(msg.header)
+        env = self._env_of(msg.header.frame_id)
+        try:
+            if env is None:
+                raise InvalidMessage('frame_id', f'frame_id `{msg.header.frame_id}` names no '
+                                     f'env < {self.num_envs}')
+            image = self.image_pipeline.process(read_image(msg))
+        except InvalidMessage as exc:
+            self._invalid(f'image/{exc.kind}', exc.reason)
+            return
+        feats = self._collect(self._image_parts, stamp, env, image, arrival,
+                              self.image_pipeline.encode)
+        self._push('image', self.image, stamp, feats)
+
+    def _collect(self, pending: dict, stamp: int, env: int, item, arrival: float, encode):
+        """
+        Keep one env's processed item; when every env has one for ``stamp``, encode them.
+
+        Returns ``(features [N, d], first arrival)`` or None while envs are missing.
+        """
+        parts = pending.setdefault(stamp, {})
+        parts[env] = (item, min(arrival, parts.get(env, (None, arrival))[1]))
+        while len(pending) > MAX_PENDING:
+            del pending[min(pending)]
             self.counters['unmatched'] += 1
         if len(parts) < self.num_envs:
-            return
-        del self._cloud_parts[stamp]
+            return None
+        del pending[stamp]
         first = min(a for _, a in parts.values())
-        feats = self.pipeline.encode([parts[i][0] for i in range(self.num_envs)])
-        outcome = self.cloud.push(stamp, (feats, first))
-        if outcome == 'dropped_out_of_order':
-            self._invalid('pointcloud/non_monotonic_stamp', 'stamp older than the reorder window')
+        return encode([parts[i][0] for i in range(self.num_envs)]), first
+
+    def _push(self, kind: str, buffer, stamp: int, feats) -> None:
+        if feats is None:
+            return
+        if buffer.push(stamp, feats) == 'dropped_out_of_order':
+            self._invalid(f'{kind}/non_monotonic_stamp', 'stamp older than the reorder window')
             return
         self._flush()
 

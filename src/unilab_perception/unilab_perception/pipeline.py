@@ -1,11 +1,13 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-Point-cloud path from a decoded cloud to per-env features (no ROS).
+Point-cloud and image paths from a decoded message to per-env features (no ROS).
 
 ``CloudPipeline.process`` runs the configured CPU stages on one cloud and
 returns ``[P, 4]`` (x, y, z, intensity); ``encode`` runs the pillar encoder on
 one cloud per env in a single batch on the configured device.
+``ImagePipeline`` does the same for images: undistortion and ROI crop on the
+CPU, then one batched CNN pass.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ import numpy as np
 import torch
 
 from unilab_perception import cloud_ops
-from unilab_perception.encoders import BevGrid, PillarEncoder, resolve_device
-from unilab_perception.ingest import cloud_field, cloud_xyz
-from unilab_perception.params import BevSection, EncoderSection, PointCloudSection
+from unilab_perception.encoders import BevGrid, ImageEncoder, PillarEncoder, resolve_device
+from unilab_perception.image_ops import crop, UndistortMap
+from unilab_perception.ingest import cloud_field, cloud_xyz, InvalidMessage
+from unilab_perception.params import (BevSection, EncoderSection, ImageSection,
+                                      PointCloudSection)
 
 
 class CloudPipeline:
@@ -72,4 +76,55 @@ class CloudPipeline:
                                         torch.tensor(sizes)).to(self.device)
         with torch.inference_mode():
             feats = self.encoder(pts, batch, len(clouds))
+        return feats.cpu().numpy().astype(np.float32)
+
+
+class ImagePipeline:
+    """Configured image stages (undistortion, ROI crop, scaling to 0..1) + batched CNN."""
+
+    def __init__(self, image: ImageSection, encoder: EncoderSection):
+        self.cfg = image
+        self.device = resolve_device(encoder.device)
+        torch.manual_seed(encoder.seed)
+        self.encoder = ImageEncoder(image.channels, image.feature_dim).to(self.device)
+        self.encoder.eval()
+        self.feature_dim = image.feature_dim
+        self.undistort = None
+        if image.camera_k:  # the map folds in the ROI: only kept pixels are computed
+            k = np.asarray(image.camera_k, np.float64).reshape(3, 3)
+            self.undistort = UndistortMap((image.width, image.height), k,
+                                          image.camera_d or None,
+                                          roi=tuple(image.roi) if image.roi else None)
+
+    def process(self, image: np.ndarray) -> np.ndarray:
+        """
+        Return one image ``[H, W, C]`` as ``[C, h, w]`` float32 in 0..1 after the stages.
+
+        Raises InvalidMessage when its size or channel count is not the configured one.
+        Integer images are scaled by their type's maximum, float images are taken as is.
+        """
+        c = self.cfg
+        h, w, ch = image.shape
+        if (w, h) != (c.width, c.height):
+            raise InvalidMessage('size', f'image is {w}x{h}, image.width x image.height is '
+                                 f'{c.width}x{c.height}')
+        if ch != c.channels:
+            raise InvalidMessage('channels', f'image has {ch} channels, image.channels is '
+                                 f'{c.channels}')
+        scale = (np.float32(1.0 / np.iinfo(image.dtype).max)
+                 if np.issubdtype(image.dtype, np.integer) else np.float32(1.0))
+        if self.undistort is not None:
+            image = self.undistort(image)
+        elif c.roi:
+            image = crop(image, *c.roi)
+        out = image.astype(np.float32) * scale
+        if not np.isfinite(out).all():
+            raise InvalidMessage('nonfinite', 'image has NaN or Inf pixels')
+        return np.ascontiguousarray(out.transpose(2, 0, 1))
+
+    def encode(self, images: list[np.ndarray]) -> np.ndarray:
+        """Return ``[len(images), feature_dim]`` float32 features (one batch, one device)."""
+        batch = torch.from_numpy(np.stack(images)).to(self.device)
+        with torch.inference_mode():
+            feats = self.encoder(batch)
         return feats.cpu().numpy().astype(np.float32)
