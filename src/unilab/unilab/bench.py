@@ -22,6 +22,7 @@ import numpy as np
 from unilab.bench_bridge import bench_bridge
 from unilab.bench_perception import bench_perception
 from unilab.bench_safety import bench_safety
+from unilab.bench_sim2real import bench_sim2real
 from unilab.bench_transport import bench_transport
 from unilab.timing import median_ms
 
@@ -232,7 +233,8 @@ def bench_train(args) -> dict:
 
 BENCHMARKS = {'graph': bench_graph, 'gae': bench_gae, 'train': bench_train,
               'bridge': bench_bridge, 'safety': bench_safety,
-              'perception': bench_perception, 'transport': bench_transport}
+              'perception': bench_perception, 'transport': bench_transport,
+              'sim2real': bench_sim2real}
 
 
 def run_benchmark(name: str, args) -> dict:

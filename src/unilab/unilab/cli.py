@@ -41,6 +41,20 @@ def _train(args) -> int:
     return 0
 
 
+def _check_robot(args) -> int:
+    from unilab.paths import default_config_files
+    from unilab.prepare import task_info
+    from unilab_bridge.robot_probe import run_check
+    from unilab_core.config import load_run_config
+    task = args.task or load_run_config(list(default_config_files())).run.task
+    info, _ = task_info(task)
+    want = set(args.require or [])
+    ok, report = run_check(1.0 / info.control_dt, args.timeout, imu='imu' in want,
+                           points='points' in want, camera='camera' in want)
+    print(report)
+    return 0 if ok else 1
+
+
 def _train_offline(args) -> int:
     from unilab.bag.offline import train_offline
     overrides = {'run.task': args.task, 'offline.gradient_steps': args.steps,
@@ -194,6 +208,14 @@ def build_parser() -> argparse.ArgumentParser:
     br.add_argument('out', nargs='?', help='default BAG-recovered')
     bg.set_defaults(func=_bag)
 
+    cr = sub.add_parser('check-robot', help='check a live graph against the real-robot '
+                        'topic contract (exit 1 if a required item is missing)')
+    cr.add_argument('--timeout', type=float, default=3.0, help='seconds to observe (3)')
+    cr.add_argument('--task', help='task whose control rate applies (default: run.task)')
+    cr.add_argument('--require', action='append', choices=['imu', 'points', 'camera'],
+                    help='make this sensor topic required (repeatable)')
+    cr.set_defaults(func=_check_robot)
+
     s = sub.add_parser('tasks', help='list available tasks')
     s.set_defaults(func=_tasks)
 
@@ -206,7 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument('--json', help='write the result to this file')
     b.add_argument('--steps', type=int, default=None,
                    help='graph: control steps to time (300); train: env steps (50000); '
-                   'transport: messages per path and rate (100)')
+                   'transport: messages per path and rate (100); '
+                   'sim2real: env steps per trained policy (600000)')
     b.add_argument('--num-envs', type=int, default=None, help='envs (graph: 64)')
     b.add_argument('--task', help='task (graph: arm6_reach, train: Hopper-v5)')
     b.add_argument('--seed', type=int, default=0)

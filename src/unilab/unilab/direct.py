@@ -60,7 +60,7 @@ def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path) -> dict:
                       cfg.logging.tensorboard, normalize_obs=cfg.normalization.observations)
     pathlib.Path(run_dir).mkdir(parents=True, exist_ok=True)
     gate = make_gate(cfg, run_dir)
-    task = make_task(cfg.run.task, n, seed=cfg.run.seed)
+    task = make_task(cfg.run.task, n, seed=cfg.run.seed, disturbances=cfg.disturbances)
     chunk = ChunkBuilder(k, n, info.obs_dim, info.action_dim)
     state = task.reset(seed=cfg.run.seed)
     obs_t = torch.zeros(n, info.obs_dim)

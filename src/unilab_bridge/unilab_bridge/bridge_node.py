@@ -28,8 +28,10 @@ import time
 from builtin_interfaces.msg import Time
 import numpy as np
 from pydantic import ValidationError
+from rcl_interfaces.msg import ParameterEvent
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
+from rclpy.type_support import check_for_type_support
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, Imu, JointState, PointCloud2
 from unilab_bridge.sensor_msgs_out import make_imu, make_pointcloud
@@ -40,6 +42,14 @@ from unilab_core.config import _Section, ConfigError, DisturbancesSection
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
 from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
                                             TensorPublisher, TensorSubscription)
+from unilab_interfaces.msg import TensorBatch, TensorDescriptor
+
+# rosidl loads a message type's C type support on first use (~30 ms for the first type of a
+# process: rosidl_generator_py pulls in its code generator and lark). It does not depend on
+# the model, so it is done with the other imports, at process start, rather than inside the
+# model-to-first-observation path (``unilab bench bridge`` reports both).
+for _msg_type in (ParameterEvent, JointState, Clock, TensorBatch, TensorDescriptor):
+    check_for_type_support(_msg_type)
 
 
 def _f64(a: np.ndarray) -> array.array:
@@ -117,9 +127,16 @@ class BridgeNode(Node):
             self, topics.SAFE_COMMAND, self._on_command, qos=qos,
             on_error=lambda exc: self._bad(f'malformed command message: {exc}'))
         self.state = self.task.reset(seed=seed)
+        sim = getattr(self.task, 'sim', None)
         self.counters['episodes_logged'] = 0
         self._last_pub = 0.0
         self._publish()
+        #: time.monotonic() when observation seq 0 was out (``unilab bench bridge`` reads it).
+        self.first_observation_at = self._last_pub
+        # Now build what only stepping needs (the envs' MjData, see MjBatch) while the
+        # policy computes the first action in its own process.
+        if sim is not None and hasattr(sim, 'materialize'):
+            sim.materialize()
         for level, text in self._later:
             getattr(self.get_logger(), level)(text)
         self.create_timer(self.timeout / 2.0, self._check_timeout)

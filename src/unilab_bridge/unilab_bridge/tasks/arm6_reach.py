@@ -11,6 +11,7 @@ from unilab_bridge.sensors import ImuSensor, set_sensors_enabled
 from unilab_bridge.tasks.base import BatchedTask, EpisodeCounter, StepState
 from unilab_bridge.tasks.joint_limits import actuated_joints, joint_limits_from_model
 from unilab_bridge.tasks.mj_batch import MjBatch
+from unilab_bridge.tasks.model_cache import load_model
 from unilab_bridge.tasks.reach_reward import combine, reach_terms, REWARD_SCALES
 
 ASSET = pathlib.Path(__file__).resolve().parents[1] / 'assets' / 'arm6.xml'
@@ -39,7 +40,7 @@ class Arm6Reach(BatchedTask):
         self.num_envs = int(num_envs)
         if self.num_envs < 1:
             raise ValueError(f'num_envs must be >= 1, got {num_envs}')
-        self.model = mujoco.MjModel.from_xml_path(str(ASSET))
+        self.model = load_model(ASSET)
         act_ids, jnt_ids = actuated_joints(self.model)
         self.joint_names = [self.model.joint(j).name for j in jnt_ids]
         self._qpos_adr = self.model.jnt_qposadr[jnt_ids]
@@ -141,7 +142,7 @@ class Arm6Reach(BatchedTask):
         return out
 
     def _reset_env(self, i):
-        data = self._batch.data[i]
+        data = self._batch.env_data(i)
         mujoco.mj_resetData(self._batch.models[i], data)
         q0 = self._rng.uniform(-self.reset_noise, self.reset_noise, self.action_dim)
         q0 = np.clip(q0, self.action_low, self.action_high)

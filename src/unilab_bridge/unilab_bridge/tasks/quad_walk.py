@@ -11,6 +11,7 @@ from unilab_bridge.sensors import ImuSensor, set_sensors_enabled
 from unilab_bridge.tasks.base import BatchedTask, EpisodeCounter, StepState
 from unilab_bridge.tasks.joint_limits import actuated_joints, joint_limits_from_model
 from unilab_bridge.tasks.mj_batch import MjBatch
+from unilab_bridge.tasks.model_cache import load_model
 
 ASSET = pathlib.Path(__file__).resolve().parents[1] / 'assets' / 'quad8.xml'
 
@@ -46,7 +47,7 @@ class QuadWalk(BatchedTask):
         self.num_envs = int(num_envs)
         if self.num_envs < 1:
             raise ValueError(f'num_envs must be >= 1, got {num_envs}')
-        self.model = mujoco.MjModel.from_xml_path(str(ASSET))
+        self.model = load_model(ASSET)
         act_ids, jnt_ids = actuated_joints(self.model)
         self.actuated_joint_ids = list(jnt_ids)
         self.joint_names = [self.model.joint(j).name for j in jnt_ids]
@@ -146,7 +147,7 @@ class QuadWalk(BatchedTask):
         return lin, b.root_angvel, grav
 
     def _reset_env(self, i):
-        model, data = self._batch.models[i], self._batch.data[i]
+        model, data = self._batch.models[i], self._batch.env_data(i)
         mujoco.mj_resetData(model, data)
         q0 = np.clip(HOME + self._rng.uniform(-self.reset_noise, self.reset_noise, HOME.size),
                      self.action_low, self.action_high)

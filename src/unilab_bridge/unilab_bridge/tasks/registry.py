@@ -42,11 +42,13 @@ def make_task(name, num_envs, seed=0, disturbances=None, **options):
     if task is not None:
         if disturbances is None:
             return task
-        from unilab_bridge.tasks.disturbed import DisturbedTask
         from unilab_core.config import DisturbancesSection
         if isinstance(disturbances, dict):
             disturbances = DisturbancesSection.model_validate(disturbances)
-        return DisturbedTask(task, disturbances, seed=seed) if disturbances.enabled else task
+        if not disturbances.enabled:
+            return task  # the wrapper's module is not even imported (bridge cold start)
+        from unilab_bridge.tasks.disturbed import DisturbedTask
+        return DisturbedTask(task, disturbances, seed=seed)
     examples = [k for k in gym_mujoco_ids() if k.endswith('-v5')][:6]
     raise UnknownTaskError(
         f'unknown task {name!r}; available tasks: {", ".join(available_tasks())}; '
