@@ -7,8 +7,9 @@ Cold start runs in a fresh Python process: ``process_start_ms`` is from spawning
 to the first observation published by a real BridgeNode (imports, rclpy/DDS start-up,
 model load, reset, first publish); ``cold_start_ms`` is from "model path known" (the node is
 constructed with the task name) to that first publish (the node's ``first_observation_at``);
-``node_ready_ms`` is to the constructor's return (envs' MjData built, start-up logged). One
-run with an empty compiled-model cache (``*_empty_cache``), then ``repeats`` cached runs. Throughput: env-steps/s of MjBatch
+``node_ready_ms`` is to the constructor's return (envs' MjData built, start-up logged).
+One run with an empty compiled-model cache (``*_empty_cache``), then ``repeats`` cached
+runs. Throughput: env-steps/s of MjBatch
 stepping N copies of gymnasium's own Hopper-v5 model with random controls, against
 ``gymnasium.make('Hopper-v5')`` stepped with random actions in one plain loop, same frame
 skip, same run. Our arm and quadruped tasks are reported too.
