@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """TensorPublisher / TensorSubscription on real rclpy: in-process, cross-process, interop."""
 
+import json
 import os
 import select
 import subprocess
@@ -87,12 +88,16 @@ def test_bad_descriptor_logged_counted_dropped_and_node_keeps_running(ros):
 
 
 CHILD = r'''
+import json
 import sys
 import rclpy
+from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from unilab_core.ros.transport_node import TensorSubscription
 rclpy.init()
 node = Node('tx_child')
+ex = EventsExecutor()
+ex.add_node(node)
 seen = []
 def cb(batch):
     x = batch.tensors['x']
@@ -100,9 +105,10 @@ def cb(batch):
     seen.append(batch.seq)
 sub = TensorSubscription(node, '/t/x', cb, policy='reliable', depth=8, qos=16)
 print('ready', flush=True)
-while rclpy.ok() and len(seen) < 3:
-    rclpy.spin_once(node, timeout_sec=0.1)
-print('counters', sub.counters(), flush=True)
+while rclpy.ok() and len(seen) < 6:
+    ex.spin_once(timeout_sec=0.1)
+print('counters', json.dumps(sub.counters()), flush=True)
+sub.close()
 '''
 
 
@@ -114,20 +120,33 @@ def test_cross_process_through_shared_memory(ros):
         assert child.stdout.readline().startswith('ready')
         pub = TensorPublisher(a, '/t/x', 1 << 16, policy='reliable', slots=8, qos=16)
         assert spin_until(ex, lambda: pub.remote_readers() > 0, 20.0)
-        lines, seq = [], 0
+        lines, seq, counters = [], 0, None
         deadline = time.monotonic() + 20
-        while len(lines) < 3 and time.monotonic() < deadline:
-            seq += 1
-            pub.publish('k', seq, {'x': np.full(1000, seq, np.float32)})
+        while counters is None and time.monotonic() < deadline:
+            if len(lines) < 6:
+                seq += 1
+                pub.publish('k', seq, {'x': np.full(1000, seq, np.float32)})
             ex.spin_once(timeout_sec=0.05)
             while select.select([child.stdout], [], [], 0.05)[0]:
                 line = child.stdout.readline()
                 if line.startswith('got'):
                     lines.append(line.split())
-        assert len(lines) == 3
+                elif line.startswith('counters'):
+                    counters = json.loads(line.split(' ', 1)[1])
+                    break
+        assert len(lines) == 6
+        # reliable: every message, in order, each intact and read-only
+        assert [int(s) for _, s, _, _ in lines] == list(range(1, 7))
         for _, s, total, writeable in lines:
             assert float(total) == 1000.0 * int(s) and writeable == 'False'
-        assert pub.stats['descriptors'] >= 3 and pub.stats['serialised'] == 0
+        # The first message arrives by descriptor (discovery: the reader maps the segment);
+        # then the reader's thread sleeps on the ring's futex and reads the ring directly,
+        # and the publisher stops sending descriptors the reader no longer needs.
+        assert counters['shm'] >= 1 and counters['shm_wake'] >= 1
+        assert counters['shm'] + counters['shm_wake'] == 6
+        assert counters['wake_threads'] == 1
+        assert pub.stats['descriptors_skipped'] >= 1 and pub.stats['serialised'] == 0
+        assert pub.writer.ring.wakes >= 1
         segment = pub.writer.name
         assert os.path.exists('/dev/shm/' + segment)
         pub.close()

@@ -25,25 +25,42 @@ token starts with an underscore, so ``ros2 topic list`` hides it by default.
 
 Views from the ring are valid only inside the callback (the slot is given
 back when it returns): copy what you keep (``arr.copy()``, ``tensor.copy_``).
+
+Wake-up without DDS: once a subscription has mapped a writer's segment (on
+its first descriptor), a thread of its own sleeps on the ring's futex word
+and reads new messages straight from the ring; the layout travels in the
+slot header. By default the callback still runs on the node's executor
+(the thread only schedules it: ``deliver='executor'``); ``deliver='thread'``
+runs it on the wake thread itself, one thread hop less, for callbacks that
+are thread-safe. Descriptors then serve discovery, interop and readers that
+have not mapped the segment yet: the publisher sends one only while some
+remote descriptor subscriber does not read on wake-ups, for latched topics,
+and at least every ``DESCRIPTOR_HEARTBEAT_S`` otherwise.
 """
 
 from __future__ import annotations
 
 import collections
 import os
+import threading
 import time
 from typing import Any, Callable
 
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from unilab_core.ros.tensor_msg import Batch, make_batch, read_batch, TensorMessageError
-from unilab_core.transport import inproc, shm
-from unilab_core.transport.channel import TensorReader, TensorWriter
+from unilab_core.transport import futex, inproc, shm
+from unilab_core.transport.channel import Received, TensorReader, TensorWriter
 from unilab_core.transport.descriptor import Descriptor, DescriptorError, TensorSpec
-from unilab_core.transport.ring import RingFullError
+from unilab_core.transport.ring import RingFullError, TransportError
 from unilab_interfaces.msg import TensorBatch, TensorDescriptor
 
 DESC_SUFFIX = '/_tensor_desc'
+#: a publisher whose remote readers all read on futex wake-ups still sends a descriptor
+#: this often (discovery for a reader that joined while another one died unnoticed)
+DESCRIPTOR_HEARTBEAT_S = 0.5
+#: how long a wake thread sleeps in one futex wait before re-checking for shutdown
+WAKE_TIMEOUT_S = 0.5
 
 
 def descriptor_topic(topic: str) -> str:
@@ -144,6 +161,8 @@ class TensorPublisher:
         _register(node, self)
         self._plain_key: tuple[int, int] | None = None
         self._plain = 0
+        self._last_desc = 0.0
+        self._lock = threading.Lock()
 
     def _writer(self) -> TensorWriter:
         if self.writer is None:
@@ -200,27 +219,100 @@ class TensorPublisher:
         """Return the number of transport-aware subscriptions outside this process."""
         return self.desc_pub.get_subscription_count() - inproc.REGISTRY.count(self.key)
 
-    def publish(self, kind: str, seq: int, tensors: dict[str, Any], version: int = 0,
+    def publish(self, kind: str | TensorBatch, seq: int = 0,
+                tensors: dict[str, Any] | None = None, version: int = 0,
                 stamp_ns: int = 0) -> None:
         """
         Publish ``tensors`` (numpy arrays; made read-only: do not write them afterwards).
 
+        ``publish(msg)`` with a ready ``TensorBatch`` also works (a drop-in for
+        an rclpy publisher): it is decoded into views, and plain readers get
+        ``msg`` itself. Thread-safe (a node may publish from its own thread).
         Raises RingFullError when a ``reliable`` topic's readers hold every
         slot for longer than ``timeout_s`` (the message is not lost silently).
         """
+        with self._lock:
+            if isinstance(kind, TensorBatch):
+                msg = kind
+                b = read_batch(msg)
+                self._publish(b.kind, b.seq, b.tensors, b.version, b.stamp_ns, msg)
+            else:
+                self._publish(kind, seq, tensors, version, stamp_ns, None)
+
+    def _publish(self, kind, seq, tensors, version, stamp_ns, msg) -> None:
         batch = Batch(kind, int(seq), int(version), int(stamp_ns), inproc.freeze(tensors))
         self.stats['inproc'] += inproc.REGISTRY.publish(self.key, batch)
-        if self.latched or self.remote_readers() > 0:
+        remote = self.remote_readers()
+        if self.latched or remote > 0:
             try:
                 desc = self._writer().write(kind, seq, tensors, version, stamp_ns)
             except RingFullError:
                 self.stats['ring_full'] += 1
                 raise
-            if desc is None:
+            self._send_descriptor(desc, remote)
+        if self.plain_readers() > 0:
+            plain = msg is not None and self.to_standard is _default_standard
+            self.std_pub.publish(msg if plain else self.to_standard(batch))
+            self.stats['serialised'] += 1
+
+    def _send_descriptor(self, desc: Descriptor | None, remote: int) -> None:
+        if desc is None:
+            self.stats['dropped_all_pinned'] += 1
+            return
+        # Readers that sleep on the ring's futex already have the message; a descriptor
+        # is needed by readers that have not mapped the segment (or do not wake).
+        now = time.monotonic()
+        if (self.latched or remote > self.writer.ring.wake_reader_count()
+                or now - self._last_desc > DESCRIPTOR_HEARTBEAT_S):
+            self._last_desc = now
+            self.desc_pub.publish(to_msg(desc))
+            self.stats['descriptors'] += 1
+        else:
+            self.stats['descriptors_skipped'] += 1
+
+    def loan(self, shapes: dict[str, tuple]) -> 'PublisherLoan':
+        """
+        Return writable arrays ``{name: (shape, dtype)}`` to fill, then ``publish_loan``.
+
+        With a remote reader the arrays are views of the next ring slot, so
+        the payload is never copied (rclcpp's loaned messages); in-process
+        subscribers then get a copy (the slot is reused later). Without a
+        remote reader (or when every slot is pinned) they are fresh arrays,
+        handed to in-process subscribers as they are. A ``reliable`` ring
+        may wait here for a free slot (RingFullError after ``timeout_s``).
+        """
+        remote = self.remote_readers()
+        ring_loan = None
+        if self.latched or remote > 0:
+            try:
+                ring_loan = self._writer().loan(shapes)
+            except RingFullError:
+                self.stats['ring_full'] += 1
+                raise
+            if ring_loan is None:
                 self.stats['dropped_all_pinned'] += 1
-            else:
-                self.desc_pub.publish(to_msg(desc))
-                self.stats['descriptors'] += 1
+        if ring_loan is not None:
+            return PublisherLoan(ring_loan.tensors, ring_loan, remote)
+        import numpy as np
+        return PublisherLoan({k: np.empty(shape, dtype) for k, (shape, dtype) in shapes.items()},
+                             None, remote)
+
+    def publish_loan(self, loan: 'PublisherLoan', kind: str, seq: int, version: int = 0,
+                     stamp_ns: int = 0) -> None:
+        """Publish a loan from ``loan()``: commit its slot (no copy) and hand it over."""
+        if loan.done:
+            raise TransportError('this loan was already published')
+        loan.done = True
+        if loan.ring is not None:
+            desc = loan.ring.publish(kind, seq, version, stamp_ns)
+            self._send_descriptor(desc, loan.remote)
+            self.stats['loaned'] += 1
+        tensors = loan.tensors
+        if loan.ring is not None and (inproc.REGISTRY.count(self.key)
+                                      or self.plain_readers() > 0):
+            tensors = {k: v.copy() for k, v in tensors.items()}  # the slot is reused later
+        batch = Batch(kind, int(seq), int(version), int(stamp_ns), inproc.freeze(tensors))
+        self.stats['inproc'] += inproc.REGISTRY.publish(self.key, batch)
         if self.plain_readers() > 0:
             self.std_pub.publish(self.to_standard(batch))
             self.stats['serialised'] += 1
@@ -232,14 +324,33 @@ class TensorPublisher:
             self.writer = None
 
 
+class PublisherLoan:
+    """Writable arrays from ``TensorPublisher.loan``; fill ``tensors``, then ``publish_loan``."""
+
+    __slots__ = ('tensors', 'ring', 'remote', 'done')
+
+    def __init__(self, tensors, ring, remote):
+        self.tensors, self.ring, self.remote, self.done = tensors, ring, remote, False
+
+
 class TensorSubscription:
     """Receive named arrays from TensorPublishers, in this process or others."""
 
     def __init__(self, node: Node, topic: str, callback: Callable[[Batch], None], *,
                  policy: str = 'latest', depth: int = 1, qos: QoSProfile | int = 10,
                  accept_standard: bool = True,
-                 on_error: Callable[[Exception], None] | None = None):
+                 on_error: Callable[[Exception], None] | None = None,
+                 wake: bool = True, deliver: str = 'executor'):
+        if deliver not in ('executor', 'thread'):
+            raise ValueError(f"deliver must be 'executor' or 'thread', got `{deliver}`")
         self.node = node
+        # Futex wake-ups from mapped rings (see the module docstring); ``deliver`` says
+        # which thread runs the callback for messages read that way.
+        self.wake = bool(wake) and futex.available()
+        self.deliver = deliver
+        self._lock = threading.Lock()   # one ring reader, two threads (wake, executor)
+        self._watchers: dict[str, tuple] = {}
+        self._closed = False
         # Resolve remapping once (-r /unilab/x:=/y): the in-process key, the ring and the
         # descriptor topic all follow the standard topic's final name.
         topic = node.resolve_topic_name(topic)
@@ -255,7 +366,9 @@ class TensorSubscription:
             from unilab_interfaces.msg import TensorBatch as _TB
             self.std_sub = node.create_subscription(_TB, topic, self._on_standard, qos)
         self.key = (_domain(node), topic)
-        self.reader = TensorReader()
+        # A restarted writer's old mapping is dropped inside _on_descriptor (lock held).
+        self.reader = TensorReader(
+            before_close=lambda name, ring: self._stop_watcher(name, holding_lock=True))
         self.stats = collections.Counter()
         self._last_error = ''
         self._scheduled = False
@@ -320,30 +433,121 @@ class TensorSubscription:
         self._scheduled = False
         self.stats['inproc'] += self._inproc.drain()
 
-    def _on_descriptor(self, msg: TensorDescriptor) -> None:
-        if msg.writer_pid == self._pid and msg.device == 'cpu':
-            return  # published in this process: already handed over in-process
-        try:
-            got = self.reader.receive(from_msg(msg))
-        except DescriptorError as exc:
-            self.stats[f'error_{exc.kind}'] += 1
-            self._last_error = f'{exc.kind}: {exc}'
-            self.node.get_logger().error(
-                f'{self.topic}: dropped descriptor ({exc.kind}): {exc}',
-                throttle_duration_sec=1.0)
-            return
+    def _bad(self, exc: DescriptorError, what: str) -> None:
+        self.stats[f'error_{exc.kind}'] += 1
+        self._last_error = f'{exc.kind}: {exc}'
+        self.node.get_logger().error(f'{self.topic}: dropped {what} ({exc.kind}): {exc}',
+                                     throttle_duration_sec=1.0)
+
+    def _hand_over(self, got: Received, path: str) -> None:
         try:
             d = got.descriptor
-            self.stats['shm'] += 1
+            self.stats[path] += 1
             self.callback_transport(Batch(d.kind, d.seq, d.version, d.stamp_ns, got.tensors))
         finally:
             if not got.release():
                 self.stats['torn_after_use'] += 1
 
+    def _on_descriptor(self, msg: TensorDescriptor) -> None:
+        if msg.writer_pid == self._pid and msg.device == 'cpu':
+            return  # published in this process: already handed over in-process
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                desc = from_msg(msg)
+                if self.reader.already_taken(desc):
+                    self.stats['descriptor_after_wake'] += 1  # read on a futex wake-up
+                    return
+                got = self.reader.receive(desc)
+            except DescriptorError as exc:
+                self._bad(exc, 'descriptor')
+                return
+            try:
+                self._hand_over(got, 'shm')
+            finally:
+                self._start_watcher(desc.segment)
+
+    # -- futex wake-ups ------------------------------------------------------------------
+    def _start_watcher(self, name: str) -> None:
+        ring = self.reader.readers.get(name)
+        if (not self.wake or name in self._watchers or ring is None or ring.row is None
+                or not ring.self_describing):
+            return
+        ring.set_wake_mode(True)
+        stop = threading.Event()
+        th = threading.Thread(target=self._watch, args=(name, ring, stop), daemon=True,
+                              name=f'unilab_wake{self.topic}')
+        self._watchers[name] = (ring, stop, th)
+        th.start()
+
+    def _stop_watcher(self, name: str, holding_lock: bool = False) -> None:
+        entry = self._watchers.pop(name, None)
+        if entry is None:
+            return
+        ring, stop, th = entry
+        stop.set()
+        ring.interrupt()
+        if th is not threading.current_thread():
+            # The wake thread may be waiting for the lock we hold: let it see `stop`.
+            if holding_lock:
+                self._lock.release()
+            try:
+                th.join(2.0)
+            finally:
+                if holding_lock:
+                    self._lock.acquire()
+
+    def _watch(self, name: str, ring, stop: threading.Event) -> None:
+        # Sleep on the ring's futex word; on news, read in this thread (deliver='thread')
+        # or let the executor read (one task at a time: the ring reader holds one pin).
+        done = threading.Event()
+        while not stop.is_set():
+            try:
+                if not ring.wait(WAKE_TIMEOUT_S) or stop.is_set():
+                    continue
+            except (AttributeError, TypeError):
+                return  # unmapped under us (closing)
+            if self.deliver == 'thread':
+                self._drain_woken(name, ring)
+                continue
+            ex = self.node.executor
+            if ex is None or not self._alive():
+                stop.wait(0.05)
+                continue
+            done.clear()
+            ex.create_task(self._drain_woken, name, ring, done)
+            while not done.wait(0.1):
+                if stop.is_set():
+                    return
+
+    def _drain_woken(self, name: str, ring, done: threading.Event | None = None) -> None:
+        try:
+            for _ in range(ring.n_slots):  # bounded: a reliable backlog drains over tasks
+                with self._lock:
+                    if self._closed or self.reader.readers.get(name) is not ring:
+                        return
+                    try:
+                        got = self.reader.read_woken(name)
+                    except DescriptorError as exc:
+                        self._bad(exc, 'message')
+                        continue
+                    except TransportError as exc:
+                        self.stats['wake_retry'] += 1
+                        self._last_error = f'wake: {exc}'
+                        return
+                    if got is None:
+                        return
+                    self._hand_over(got, 'shm_wake')
+        finally:
+            if done is not None:
+                done.set()
+
     def counters(self) -> dict[str, int]:
         """Return the delivery and error counters, with the skips of each path."""
         out = dict(self.stats)
         out['inproc_skipped'] = self._inproc.stats.skipped
+        out['wake_threads'] = len(self._watchers)
         for r in self.reader.readers.values():
             out['shm_skipped'] = out.get('shm_skipped', 0) + r.stats.skipped
         return out
@@ -360,12 +564,16 @@ class TensorSubscription:
         return st
 
     def close(self) -> None:
-        """Stop in-process delivery and unmap segments."""
+        """Stop in-process delivery and the wake threads, unmap segments."""
         inproc.REGISTRY.unsubscribe(self.key, self._inproc)
         if self.std_sub is not None:
             self.node.destroy_subscription(self.std_sub)
             self.std_sub = None
-        self.reader.close()
+        for name in list(self._watchers):
+            self._stop_watcher(name)
+        with self._lock:
+            self._closed = True
+            self.reader.close()
 
 
 def batch_capacity(shapes: dict[str, tuple[int, ...]], itemsize: int = 4) -> int:

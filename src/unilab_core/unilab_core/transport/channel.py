@@ -8,21 +8,52 @@ moves descriptors. ``TensorReader.receive`` checks a descriptor against the
 segment it names (name, owner, slot, message index, sizes, layout) and raises
 ``DescriptorError`` (kinds: ``unknown_segment``, ``bad_size``,
 ``bad_layout``, ``stale``) instead of ever building a view from a bad one.
+
+Every slot also carries its own layout (kind, tensor names, dtypes, shapes,
+offsets as compact JSON, plus seq / version / stamp in slot-header words),
+so a reader woken through the ring's futex (``TensorReader.read_woken``)
+builds the same views without any descriptor. The layout bytes are written
+only when they differ from what the slot already holds, and readers cache
+the decoded layout by its 64-bit key.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import hashlib
+import json
 import os
 from typing import Any
 
 import numpy as np
 from unilab_core.transport import shm
-from unilab_core.transport.descriptor import (Descriptor, DescriptorError, layout_shapes,
-                                              unpack)
+from unilab_core.transport.descriptor import (Descriptor, DescriptorError, DTYPES,
+                                              layout_shapes, TensorSpec, unpack)
 from unilab_core.transport.ring import (Message, reclaim_stale, RingReader, RingWriter,
                                         StaleSlotError, TransportError)
+
+
+def encode_layout(kind: str, specs: list[TensorSpec]) -> tuple[int, bytes]:
+    """Return ``(key, bytes)`` of a message layout (key: 64-bit BLAKE2b of the bytes, never 0)."""
+    blob = json.dumps([kind, [[t.name, t.dtype, list(t.shape), t.offset] for t in specs]],
+                      separators=(',', ':')).encode()
+    key = int.from_bytes(hashlib.blake2b(blob, digest_size=8).digest(), 'little') or 1
+    return key, blob
+
+
+def decode_layout(blob: bytes) -> tuple[str, list[TensorSpec]]:
+    """Decode ``encode_layout`` bytes; DescriptorError('bad_layout') if malformed."""
+    try:
+        kind, items = json.loads(blob.decode())
+        specs = [TensorSpec(str(n), str(dt), tuple(int(x) for x in shape), int(off))
+                 for n, dt, shape, off in items]
+    except (ValueError, TypeError, UnicodeDecodeError) as exc:
+        raise DescriptorError('bad_layout', f'slot layout is not readable: {exc}') from None
+    for t in specs:
+        if t.dtype not in DTYPES:
+            raise DescriptorError('bad_layout', f'tensor `{t.name}`: unknown dtype `{t.dtype}`')
+    return str(kind), specs
 
 
 class TensorWriter:
@@ -35,10 +66,11 @@ class TensorWriter:
         # Start-up reclaim: segments of crashed owners (SIGKILL, power loss) in our domain.
         self.reclaimed = reclaim_stale(domain)
         self.ring = RingWriter(shm.segment_name(domain, node, topic), capacity, n_slots,
-                               policy, timeout_s, on_stall=on_stall)
+                               policy, timeout_s, on_stall=on_stall, self_describing=True)
         self.reclaimed += self.ring.reclaimed
         self.boot_id = shm.boot_id()
         self.pid = os.getpid()
+        self._layouts: dict = {}
 
     @property
     def name(self) -> str:
@@ -69,6 +101,8 @@ class TensorWriter:
         rclcpp). None when the message is dropped (latest, every slot pinned).
         """
         fixed, off = layout_shapes(shapes)
+        if len(fixed) > 256:
+            raise ValueError(f'{len(fixed)} tensors in one message; at most 256')
         got = self.ring.begin(off)
         if got is None:
             return None
@@ -94,9 +128,16 @@ class Loan:
     tensors: dict[str, np.ndarray]
 
     def publish(self, kind: str, seq: int, version: int = 0, stamp_ns: int = 0) -> Descriptor:
-        """Commit the slot and return its descriptor."""
+        """Commit the slot (waking futex readers) and return its descriptor."""
         w = self.writer
-        slot, index = w.ring.commit(stamp_ns)
+        cache_key = (kind, tuple(self.specs))
+        layout = w._layouts.get(cache_key)
+        if layout is None:
+            layout = w._layouts[cache_key] = encode_layout(kind, self.specs)
+            if len(w._layouts) > 64:  # a writer whose shapes change every message
+                w._layouts.pop(next(iter(w._layouts)))
+        slot, index = w.ring.commit(stamp_ns, seq=int(seq), version=int(version),
+                                    meta_key=layout[0], meta=layout[1])
         return Descriptor(kind=kind, seq=int(seq), segment=w.ring.name, slot=slot,
                           slot_seq=index, payload_bytes=self.nbytes, tensors=self.specs,
                           version=int(version), stamp_ns=int(stamp_ns), writer_pid=w.pid,
@@ -127,9 +168,12 @@ class Received:
 class TensorReader:
     """Resolve descriptors into zero-copy views; maps each segment once."""
 
-    def __init__(self):
+    def __init__(self, before_close=None):
         self.readers: dict[str, RingReader] = {}
         self.errors: collections.Counter = collections.Counter()
+        #: called with (name, RingReader) before a mapping is dropped (writer restarted)
+        self.before_close = before_close
+        self._layouts: dict[int, tuple[str, list[TensorSpec]]] = {}
 
     def _reader(self, desc: Descriptor) -> RingReader:
         name = desc.segment
@@ -140,6 +184,8 @@ class TensorReader:
             owner = int(reader.m.hdr[6])
             if desc.writer_pid and owner != desc.writer_pid:
                 # The writer restarted: the name now points at a new segment.
+                if self.before_close is not None:
+                    self.before_close(name, reader)
                 reader.close()
                 reader = None
                 del self.readers[name]
@@ -183,6 +229,53 @@ class TensorReader:
         except BaseException:
             msg.release()
             raise
+        return Received(desc, tensors, msg)
+
+    def already_taken(self, desc: Descriptor) -> bool:
+        """Return whether the message ``desc`` names was already read from its ring (woken)."""
+        reader = self.readers.get(desc.segment)
+        if reader is None or reader.row is None or (
+                desc.writer_pid and int(reader.m.hdr[6]) != desc.writer_pid):
+            return False
+        if reader.policy == 'reliable':
+            return desc.slot_seq < int(reader.row[3])
+        return desc.slot_seq <= reader._last_index
+
+    def read_woken(self, name: str) -> Received | None:
+        """
+        Read the next message of mapped segment ``name`` without a descriptor; None if none.
+
+        ``latest``: the newest message (older ones count as skipped);
+        ``reliable``: the next one in order. The layout comes from the slot
+        header; DescriptorError (counted) if it is unusable.
+        """
+        reader = self.readers[name]
+        msg = reader.read_next() if reader.policy == 'reliable' else reader.read_latest()
+        if msg is None:
+            return None
+        try:
+            if not msg.meta_len:
+                raise DescriptorError('bad_layout', f'segment `{name}` slot {msg.slot}: message '
+                                      f'{msg.index} carries no layout')
+            layout = self._layouts.get(msg.meta_key)
+            if layout is None:
+                layout = decode_layout(msg.meta())
+                if len(self._layouts) > 256:
+                    self._layouts.clear()
+                self._layouts[msg.meta_key] = layout
+            kind, specs = layout
+            tensors = unpack(msg.data, specs, msg.nbytes, reader.capacity)
+        except DescriptorError as exc:
+            msg.release()
+            self.errors[exc.kind] += 1
+            raise
+        except BaseException:
+            msg.release()
+            raise
+        desc = Descriptor(kind=kind, seq=msg.seq, segment=name, slot=msg.slot,
+                          slot_seq=msg.index, payload_bytes=msg.nbytes, tensors=specs,
+                          version=msg.version, stamp_ns=msg.stamp_ns,
+                          writer_pid=int(reader.m.hdr[6]), publish_ns=msg.publish_ns)
         return Received(desc, tensors, msg)
 
     def close(self) -> None:

@@ -8,8 +8,10 @@ Layout (all counters are aligned little-endian uint64 words)::
     [header page: 4096 B]  magic, version, policy, n_slots, capacity, stride,
                            owner pid / start time / boot id, head, latest,
                            reader table (MAX_READERS x 8 words)
-    [slot 0] [slot 1] ...  each: 64 B slot header (gen, index, nbytes, stamp,
-                           publish time) + payload, stride rounded to 4096 B
+    [slot 0] [slot 1] ...  each: 4096 B slot header (gen, index, nbytes, stamp,
+                           publish time, seq, version, meta key / length, then
+                           the message's layout as bytes) + payload, stride
+                           rounded to 4096 B
 
 Seqlock (Lamport; Linux ``include/linux/seqlock.h``): the writer makes the
 slot's generation odd, writes the payload and the slot header, then makes it
@@ -47,6 +49,14 @@ Delivery policies:
 
 Readers that die (even by SIGKILL) are detected by pid + start time and
 their pins / cursors dropped, so they never block the writer.
+
+Wake-up without DDS: the writer stores ``index + 1`` into the header's
+*notify* word after every commit and, if any reader's table entry says it
+is waiting, issues a shared ``FUTEX_WAKE`` on that word (``futex.py``). A
+reader sets its waiting flag, fences, re-checks for news and then sleeps in
+``FUTEX_WAIT`` (which fails at once if the word already moved). The same
+Dekker argument as for pins: either the writer sees the flag and wakes, or
+the reader sees the new word and does not sleep.
 """
 
 from __future__ import annotations
@@ -60,13 +70,16 @@ import time
 from typing import Callable
 
 import numpy as np
-from unilab_core.transport import shm
+from unilab_core.transport import futex, shm
 
 MAGIC = 0x31474E4952424C55  # b'ULBRING1' little-endian
-VERSION = 1
+VERSION = 2  # 2: notify word, waiting flags, 4 KiB slot headers with the layout
 POLICIES = {'latest': 1, 'reliable': 2}
 HEADER_BYTES = 4096
-SLOT_HEADER_BYTES = 64
+SLOT_HEADER_BYTES = 4096
+#: the message layout (channel.py) lives in the slot header from this byte on
+META_OFFSET = 128
+META_BYTES = SLOT_HEADER_BYTES - META_OFFSET
 PAGE = 4096
 MAX_READERS = 32
 
@@ -74,12 +87,16 @@ MAX_READERS = 32
 H_MAGIC, H_VERSION, H_POLICY, H_NSLOTS, H_CAPACITY, H_STRIDE = 0, 1, 2, 3, 4, 5
 H_OWNER_PID, H_OWNER_START, H_BOOT0, H_BOOT1 = 6, 7, 8, 9
 H_HEAD, H_LATEST, H_READY, H_EXT_BYTES = 10, 11, 12, 13
+H_NOTIFY = 14              # futex word (low 32 bits): index + 1 of the newest commit
+H_SELF_DESCRIBING = 15     # 1: every slot carries its layout (readers need no descriptor)
 READER_TABLE = 64          # first word of the reader table
 READER_WORDS = 8
 # reader-table fields
 R_STATE, R_PID, R_START, R_CURSOR, R_PIN, R_PIN_INDEX = 0, 1, 2, 3, 4, 5
+R_WAITING, R_WAKE = 6, 7   # asleep in FUTEX_WAIT; reads by futex wake-ups (not descriptors)
 # slot-header words
 S_GEN, S_INDEX, S_NBYTES, S_STAMP, S_PUB_NS, S_CLAIM = 0, 1, 2, 3, 4, 5
+S_SEQ, S_VERSION, S_META_KEY, S_META_LEN = 6, 7, 8, 9
 
 _ARCH_X86 = platform.machine().lower() in ('x86_64', 'amd64', 'i686', 'i386')
 _fence_local = threading.local()
@@ -171,6 +188,10 @@ class _Mapped:
         self.payload = np.ndarray((self.n_slots, self.capacity), np.uint8, self.seg.mm,
                                   self.slots_base + SLOT_HEADER_BYTES,
                                   strides=(self.stride, 1))
+        self.slot_meta = np.ndarray((self.n_slots, META_BYTES), np.uint8, self.seg.mm,
+                                    self.slots_base + META_OFFSET, strides=(self.stride, 1))
+        # Address of the futex word (the mapping stays put while these views live).
+        self.notify_addr = self.hdr.ctypes.data + H_NOTIFY * 8
 
     def ext(self) -> memoryview:
         """Return the extension area (CUDA IPC handles live there)."""
@@ -181,7 +202,7 @@ class _Mapped:
         return _Flock(self.seg.fd)
 
     def release_views(self):
-        self.hdr = self.readers = self.slot_hdr = self.payload = None
+        self.hdr = self.readers = self.slot_hdr = self.payload = self.slot_meta = None
 
 
 class _Flock:
@@ -251,7 +272,8 @@ class RingWriter:
 
     def __init__(self, name: str, capacity: int, n_slots: int = 4, policy: str = 'latest',
                  timeout_s: float = 1.0, ext_bytes: int = 0,
-                 on_stall: Callable[[float], None] | None = None):
+                 on_stall: Callable[[float], None] | None = None,
+                 self_describing: bool = False):
         if policy not in POLICIES:
             raise ValueError(f'policy must be one of {sorted(POLICIES)}, got `{policy}`')
         if not 2 <= n_slots <= 256:
@@ -285,6 +307,7 @@ class RingWriter:
         hdr[H_CAPACITY] = capacity
         hdr[H_STRIDE] = stride
         hdr[H_EXT_BYTES] = ext
+        hdr[H_SELF_DESCRIBING] = int(self_describing)
         pid = os.getpid()
         hdr[H_OWNER_PID] = pid
         hdr[H_OWNER_START] = shm.process_start_time(pid)
@@ -298,6 +321,7 @@ class RingWriter:
         self.capacity = capacity
         self._pids_checked_at = -1.0
         self._pending = None
+        self.wakes = 0  # FUTEX_WAKE calls issued (only when a reader was waiting)
 
     # -- reader bookkeeping ------------------------------------------------------------
     def _active(self) -> np.ndarray:
@@ -311,6 +335,7 @@ class RingWriter:
                 row = self.m.readers[i]
                 if not shm.process_alive(int(row[R_PID]), int(row[R_START])):
                     row[R_PIN] = 0
+                    row[R_WAITING] = 0
                     row[R_STATE] = 0
                     n += 1
         self.stats.readers_reaped += n
@@ -435,29 +460,60 @@ class RingWriter:
         self._pending = (slot, index, g, nbytes)
         return slot, index, self.m.payload[slot, :nbytes]
 
-    def commit(self, stamp_ns: int = 0, nbytes: int | None = None) -> tuple[int, int]:
+    def commit(self, stamp_ns: int = 0, nbytes: int | None = None, seq: int = 0,
+               version: int = 0, meta_key: int = 0,
+               meta: bytes | None = None) -> tuple[int, int]:
         """
         Publish the slot claimed by ``begin``; return ``(slot, index)``.
 
         ``nbytes`` overrides the recorded payload size (device rings keep the
-        payload in GPU memory and only the slot header here).
+        payload in GPU memory and only the slot header here). ``seq``,
+        ``version``, ``meta_key`` and ``meta`` (at most ``META_BYTES``; the
+        layout of the payload, see channel.py) go into the slot header so a
+        reader woken through the futex needs no descriptor. Readers asleep
+        on the notify word are woken.
         """
         slot, index, g, claimed = self._pending
-        self._pending = None
         nbytes = claimed if nbytes is None else int(nbytes)
         sh = self.m.slot_hdr[slot]
+        if meta is not None:
+            if len(meta) > META_BYTES:
+                self._abort()
+                raise ValueError(f'ring `{self.name}`: message layout of {len(meta)} B does not '
+                                 f'fit the slot header ({META_BYTES} B): fewer tensors or '
+                                 f'shorter names')
+            if int(sh[S_META_KEY]) != meta_key or int(sh[S_META_LEN]) != len(meta):
+                self.m.slot_meta[slot, :len(meta)] = np.frombuffer(meta, np.uint8)
+        self._pending = None
         sh[S_INDEX] = index
         sh[S_NBYTES] = nbytes
         sh[S_STAMP] = stamp_ns
+        sh[S_SEQ] = seq & 0xFFFFFFFFFFFFFFFF
+        sh[S_VERSION] = version & 0xFFFFFFFFFFFFFFFF
+        sh[S_META_KEY] = meta_key
+        sh[S_META_LEN] = 0 if meta is None else len(meta)
         sh[S_PUB_NS] = time.monotonic_ns()
         if not _ARCH_X86:
             fence()  # release: payload and slot header before the even generation
         sh[S_GEN] = g + 2
         sh[S_CLAIM] = 0
-        self.m.hdr[H_HEAD] = index + 1
-        self.m.hdr[H_LATEST] = ((index + 1) << 8) | slot
+        hdr = self.m.hdr
+        hdr[H_HEAD] = index + 1
+        hdr[H_LATEST] = ((index + 1) << 8) | slot
+        # Stored last: a reader that sees this value also sees head / latest above (TSO;
+        # the fence orders it elsewhere) and the futex compares exactly this word.
+        hdr[H_NOTIFY] = (index + 1) & 0xFFFFFFFF
+        fence()  # Dekker: the notify word before loading the readers' waiting flags
+        if self.m.readers[:, R_WAITING].any():
+            self.wakes += 1
+            futex.wake(self.m.notify_addr)
         self.stats.writes += 1
         return slot, index
+
+    def wake_reader_count(self) -> int:
+        """Return the number of live registered readers that read on futex wake-ups."""
+        r = self.m.readers
+        return int(((r[:, R_STATE] == 1) & (r[:, R_WAKE] == 1)).sum())
 
     def write(self, parts: list[np.ndarray] | None = None, nbytes: int | None = None,
               stamp_ns: int = 0,
@@ -518,12 +574,19 @@ class Message:
     """A delivered message: a read-only zero-copy view of the payload plus its slot metadata."""
 
     __slots__ = ('reader', 'slot', 'index', 'gen', 'nbytes', 'stamp_ns', 'publish_ns', 'data',
-                 'released')
+                 'released', 'seq', 'version', 'meta_key', 'meta_len')
 
-    def __init__(self, reader, slot, index, gen, nbytes, stamp_ns, publish_ns, data):
+    def __init__(self, reader, slot, index, gen, nbytes, stamp_ns, publish_ns, data,
+                 seq=0, version=0, meta_key=0, meta_len=0):
         self.reader, self.slot, self.index, self.gen = reader, slot, index, gen
         self.nbytes, self.stamp_ns, self.publish_ns, self.data = nbytes, stamp_ns, publish_ns, data
+        self.seq, self.version, self.meta_key, self.meta_len = seq, version, meta_key, meta_len
         self.released = False
+
+    def meta(self) -> bytes:
+        """Return the layout bytes the writer stored with this message (b'' if none)."""
+        n = min(self.meta_len, META_BYTES)
+        return self.reader.m.slot_meta[self.slot, :n].tobytes() if n else b''
 
     def still_valid(self) -> bool:
         """Return whether the slot still holds this message (it should while held)."""
@@ -573,6 +636,8 @@ class RingReader:
             row[R_PID] = pid
             row[R_START] = shm.process_start_time(pid)
             row[R_PIN] = 0
+            row[R_WAITING] = 0
+            row[R_WAKE] = 0
             head = int(self.m.hdr[H_HEAD])
             # A reader that attaches on its first descriptor starts at that message (if the
             # slot still holds it, ``take`` succeeds; otherwise it is reported stale).
@@ -607,7 +672,55 @@ class RingReader:
         nbytes = int(sh[S_NBYTES])
         data = self.m.payload[slot, :min(nbytes, self.capacity)]
         data.flags.writeable = False
-        return Message(self, slot, index, g, nbytes, int(sh[S_STAMP]), int(sh[S_PUB_NS]), data)
+        return Message(self, slot, index, g, nbytes, int(sh[S_STAMP]), int(sh[S_PUB_NS]), data,
+                       int(sh[S_SEQ]), int(sh[S_VERSION]), int(sh[S_META_KEY]),
+                       int(sh[S_META_LEN]))
+
+    # -- waiting (futex) ---------------------------------------------------------------
+    @property
+    def self_describing(self) -> bool:
+        """Return whether every slot carries its layout (a futex-woken reader can decode it)."""
+        return bool(int(self.m.hdr[H_SELF_DESCRIBING]))
+
+    def set_wake_mode(self, on: bool) -> None:
+        """Mark this reader as reading on futex wake-ups (the writer then may skip descriptors)."""
+        if self.row is not None:
+            self.row[R_WAKE] = int(on)
+
+    def has_news(self) -> bool:
+        """Return whether a message this reader has not taken yet is in the ring."""
+        if self.policy == 'reliable':
+            return self.row is not None and int(self.row[R_CURSOR]) < int(self.m.hdr[H_HEAD])
+        return (int(self.m.hdr[H_LATEST]) >> 8) - 1 > self._last_index
+
+    def wait(self, timeout_s: float) -> bool:
+        """
+        Block (GIL released) until ``has_news()`` or ``timeout_s``; return ``has_news()``.
+
+        Needs a registered reader (its waiting flag tells the writer to wake it).
+        Without futexes (not Linux x86-64 / AArch64) it polls every millisecond.
+        """
+        if self.has_news():
+            return True
+        if not futex.available():
+            deadline = time.monotonic() + timeout_s
+            while not self.has_news() and time.monotonic() < deadline:
+                time.sleep(0.001)
+            return self.has_news()
+        word = int(self.m.hdr[H_NOTIFY])
+        self.row[R_WAITING] = 1
+        fence()  # Dekker: my waiting flag before loading the notify word (in has_news/futex)
+        try:
+            if not self.has_news():
+                futex.wait(self.m.notify_addr, word, timeout_s)
+        finally:
+            self.row[R_WAITING] = 0
+        return self.has_news()
+
+    def interrupt(self) -> None:
+        """Wake every thread waiting on this ring's notify word (used to stop a waiter)."""
+        if futex.available() and self.m is not None:
+            futex.wake(self.m.notify_addr)
 
     # -- latest ------------------------------------------------------------------------
     def pin(self, slot: int, index: int) -> Message:
@@ -746,6 +859,8 @@ class RingReader:
         if self.row is not None:
             with self.m.registration_lock():
                 self.row[R_PIN] = 0
+                self.row[R_WAITING] = 0
+                self.row[R_WAKE] = 0
                 self.row[R_STATE] = 0
         self.row = None
         seg = self.m.seg

@@ -6,8 +6,10 @@ Helper processes for the transport's reliability tests (and for trying it by han
 ``python -m unilab_core.transport.stress write NAME ...`` writes patterned
 payloads at random speeds; ``hold NAME`` takes one message and sleeps with it
 (to be SIGKILLed mid-read); ``own NAME`` creates a ring and sleeps (to be
-killed as a writer). Every payload is a uint64 pattern derived from its
-message index, so a reader can verify every byte it was handed.
+killed as a writer); ``sleep NAME`` registers a reader and blocks in the
+ring's futex wait, printing ``woke`` and the message index it then reads.
+Every payload is a uint64 pattern derived from its message index, so a
+reader can verify every byte it was handed.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def _sleep_while_parent_lives(limit_s: float = 120.0) -> None:
 def main(argv=None) -> int:
     """Run one helper role."""
     p = argparse.ArgumentParser(prog='unilab_core.transport.stress')
-    p.add_argument('role', choices=('write', 'hold', 'own'))
+    p.add_argument('role', choices=('write', 'hold', 'own', 'sleep'))
     p.add_argument('name')
     p.add_argument('--count', type=int, default=1000)
     p.add_argument('--capacity', type=int, default=65536)
@@ -83,6 +85,16 @@ def main(argv=None) -> int:
     if a.role == 'own':
         RingWriter(a.name, a.capacity, a.slots, a.policy)
         print('ready', flush=True)
+        _sleep_while_parent_lives()
+        return 0
+    if a.role == 'sleep':
+        reader = _wait_segment(a.name, start=None)
+        print('waiting', flush=True)
+        while not reader.wait(a.timeout_s):
+            pass
+        msg = reader.read_next() if reader.policy == 'reliable' else reader.read_latest()
+        print(f'woke {msg.index} {check_pattern(msg.data, msg.index)}', flush=True)
+        msg.release()
         _sleep_while_parent_lives()
         return 0
     if a.role == 'hold':
