@@ -3,25 +3,43 @@
 """
 ``unilab bench safety``: wake-up timing of the safety loop against an rclpy timer.
 
-Four variants, each ``--duration`` seconds at ``--rate`` Hz (1 kHz, 30 s by
-default), all in one run: the UniLab RT loop (rt.RtLoop: clock_nanosleep to
-absolute deadlines, SCHED_FIFO, CPU affinity, mlockall) and an rclpy timer on
-a steady clock spun by a SingleThreadedExecutor in a thread with the same
-SCHED_FIFO priority and affinity; each without and with a CPU load generator
-(one busy-loop subprocess pinned to every other CPU). Both run the same work
-per tick: one SafetyLoop cycle (6-joint gate + watchdog) while a feeder thread
-hands in a fresh action every millisecond, as the node's callback would.
+Variants, each ``--duration`` seconds at ``--rate`` Hz (1 kHz, 30 s by
+default), all in one run, each without and with a CPU load generator (one
+busy-loop subprocess pinned to every CPU other than the RT CPU):
 
+- ``unilab``: the safety node's default, the RT loop in its own process
+  (rt_process.RtProcess: clock_nanosleep to absolute deadlines, SCHED_FIFO,
+  pinned to the RT CPU, mlockall of the small child), fed through the
+  shared-memory action slot by this process and drained from the shared
+  output ring, as the node does;
+- ``unilab_thread``: the same loop as a thread of this process
+  (``rt_mode: thread``), sharing the GIL with the feeder and drain threads;
+- ``rclpy``: an rclpy timer on a steady clock spun by a SingleThreadedExecutor
+  in a thread with the same SCHED_FIFO priority and affinity;
+- ``c``: a plain C ``clock_nanosleep`` loop with SCHED_FIFO, affinity and
+  mlockall (compiled with ``cc`` at run time; skipped without a compiler): the
+  floor this machine allows any loop, Python or not;
+- under load only, ``unilab_gilhog`` and ``unilab_thread_gilhog``: the process
+  and thread modes while a pure-Python busy thread in this process holds the
+  GIL whenever it can (an rclpy executor busy with callbacks): the GIL's share
+  of the tail.
+
+The Python variants run the same work per tick: one SafetyLoop cycle (6-joint
+gate + watchdog) while a feeder hands in a fresh action every millisecond.
 Period error = actual wake minus deadline; a tick that ends after the next
-deadline skips the deadlines already past (``deadline_misses``), for both.
+deadline skips the deadlines already past (``deadline_misses``). The variants
+run in interleaved rounds of 2 s (load generator off, then on, per round) so
+that the drifting noise of a shared machine falls on all of them alike.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -30,23 +48,33 @@ import numpy as np
 JOINTS = 6
 
 
+LIMITS = {'joint_limits': {
+    f'j{i}': {'min_position': -3.0, 'max_position': 3.0, 'max_velocity': 3.0,
+              'max_acceleration': 50.0} for i in range(JOINTS)}}
+
+
+def _spec(rate, priority, cpus, busy_us, mlock):
+    return {'joint_limits_file': LIMITS, 'joint_names': list(LIMITS['joint_limits']),
+            'allow_unlimited_joints': False, 'interface': 'position', 'dt': 0.001,
+            'max_delta': 0.0, 'fallback': 'hold', 'workspace_box': [],
+            'workspace_model_file': '', 'lookahead_s': 0.1, 'num_envs': 1,
+            'watchdog_timeout_s': 0.02, 'watchdog_fallback': 'hold', 'lockstep': False,
+            'rate_hz': rate, 'busy_wait_us': busy_us, 'rt_priority': priority,
+            'cpu_affinity': list(cpus), 'mlockall': mlock}
+
+
 def _safety_loop():
-    from unilab_safety.gate import SafetyGate
-    from unilab_safety.limits import load_joint_limits
-    from unilab_safety.loop import SafetyLoop
+    from unilab_safety.build import build_loop
     from unilab_safety.slots import LatestSlot, OutputRing
-    spec = {f'j{i}': {'min_position': -3.0, 'max_position': 3.0, 'max_velocity': 3.0,
-                      'max_acceleration': 50.0} for i in range(JOINTS)}
-    names = list(spec)
-    gate = SafetyGate(load_joint_limits({'joint_limits': spec}, names), 'position', 0.001)
     slot, ring = LatestSlot(), OutputRing(1024, 1, JOINTS)
-    return SafetyLoop(gate, 1, slot, ring, 0.02, 'hold', lockstep=False), slot, ring
+    return build_loop(_spec(1000.0, 0, (), 0.0, False), slot, ring), slot, ring
 
 
 class _Feeder:
     """Hand in a fresh action about every millisecond (a normal-priority thread)."""
 
     def __init__(self, slot):
+        # ``slot``: anything with ``put(ActionIn)`` (LatestSlot or RtProcess).
         from unilab_safety.loop import ActionIn
         self.slot, self._stop = slot, False
         rng = np.random.default_rng(0)
@@ -70,6 +98,29 @@ class _Feeder:
         self.thread.join()
 
 
+class _GilHog:
+    """A pure-Python busy thread in this process (an executor busy with callbacks)."""
+
+    def __init__(self, on):
+        self.on, self._stop = on, False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        x = 0
+        while not self._stop:
+            x += 1
+
+    def __enter__(self):
+        if self.on:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop = True
+        if self.on:
+            self.thread.join()
+
+
 def _drain(ring):
     n = 0
     while ring.pop() is not None:
@@ -77,12 +128,12 @@ def _drain(ring):
     return n
 
 
-def _run_unilab(rate, duration, priority, cpus, busy_us):
+def _run_unilab_thread(rate, duration, priority, cpus, busy_us, hog=False):
     from unilab_safety.rt import RtLoop
     loop, slot, ring = _safety_loop()
     rt = RtLoop(loop.cycle, rate, busy_us, priority, cpus, mlock=False,
                 stats_size=1 << 20)
-    with _Feeder(slot):
+    with _Feeder(slot), _GilHog(hog):
         granted = rt.start()
         t_end = time.monotonic() + duration
         emitted = 0
@@ -91,7 +142,90 @@ def _run_unilab(rate, duration, priority, cpus, busy_us):
             emitted += _drain(ring)
         rt.stop()
     emitted += _drain(ring)
-    return _result(rt.stats.window(), rt.deadline_misses, rt.cycles, granted, loop, emitted)
+    return _result(rt.stats.window(), rt.deadline_misses, rt.cycles, granted,
+                   loop.counters(), emitted)
+
+
+def _run_unilab_process(rate, duration, priority, cpus, busy_us, hog=False):
+    from unilab_safety.rt_process import RtProcess
+    stats_size = 1 << max(16, int(np.ceil(np.log2(duration * rate * 1.1 + 1))))
+    rt = RtProcess(_spec(rate, priority, cpus, busy_us, True), capacity=1024,
+                   stats_size=stats_size)
+    try:
+        granted = rt.start()
+        with _Feeder(rt), _GilHog(hog):
+            t_end = time.monotonic() + duration
+            emitted = 0
+            while time.monotonic() < t_end:
+                rt.wait_output(0.05)
+                emitted += _drain(rt)
+        rt.stop()
+        emitted += _drain(rt)
+        rt.period_summary()  # syncs the error ring's count and max from the child
+        errors = rt.stats.window()
+        if rt.error is not None:
+            raise RuntimeError(rt.error)
+        return _result(errors, rt.deadline_misses, rt.cycles, granted, rt.counters(), emitted)
+    finally:
+        rt.stop()
+        rt.close()
+
+
+C_LOOP = r"""
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+/* cyclictest-style loop: absolute-deadline clock_nanosleep, wake minus deadline in ns. */
+int main(int argc, char **argv) {
+  long n = atol(argv[1]), period = atol(argv[2]); int cpu = atoi(argv[3]);
+  int prio = atoi(argv[4]); long *e = calloc(n, sizeof(long)); long misses = 0;
+  int ml = mlockall(MCL_CURRENT | MCL_FUTURE);
+  cpu_set_t set; CPU_ZERO(&set); CPU_SET(cpu, &set);
+  int af = sched_setaffinity(0, sizeof set, &set);
+  struct sched_param sp = {.sched_priority = prio};
+  int ff = sched_setscheduler(0, SCHED_FIFO, &sp);
+  struct timespec t, now; clock_gettime(CLOCK_MONOTONIC, &t);
+  for (long i = 0; i < n; i++) {
+    t.tv_nsec += period;
+    while (t.tv_nsec >= 1000000000L) { t.tv_nsec -= 1000000000L; t.tv_sec++; }
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    e[i] = (now.tv_sec - t.tv_sec) * 1000000000L + now.tv_nsec - t.tv_nsec;
+    if (e[i] > period) { long k = e[i] / period; misses += k;
+      t.tv_nsec += k * period; }
+  }
+  printf("%d %d %d %ld\n", ml, af, ff, misses);
+  for (long i = 0; i < n; i++) printf("%ld\n", e[i]);
+  return 0;
+}
+"""
+
+
+def _build_c_loop(tmp):
+    cc = shutil.which('cc') or shutil.which('gcc')
+    if cc is None:
+        return None
+    src, exe = os.path.join(tmp, 'loop.c'), os.path.join(tmp, 'loop')
+    with open(src, 'w', encoding='utf-8') as f:
+        f.write(C_LOOP)
+    r = subprocess.run([cc, '-O2', '-o', exe, src], capture_output=True, text=True)
+    return exe if r.returncode == 0 else None
+
+
+def _run_c(exe, rate, duration, priority, cpus):
+    period = int(round(1e9 / rate))
+    n = int(duration * rate)
+    out = subprocess.run([exe, str(n), str(period), str(cpus[0]), str(priority)],
+                         capture_output=True, text=True, check=True).stdout.split()
+    ml, af, ff, misses = (int(v) for v in out[:4])
+    errors = np.array(out[4:], dtype=np.int64)
+    grant = {'mlockall': 'granted' if ml == 0 else 'refused',
+             'cpu_affinity': 'granted' if af == 0 else 'refused',
+             'sched_fifo': 'granted' if ff == 0 else 'refused'}
+    return _result(errors, misses, n, grant, None, 0)
 
 
 def _run_rclpy(rate, duration, priority, cpus):
@@ -147,24 +281,40 @@ def _run_rclpy(rate, duration, priority, cpus):
     node.destroy_node()
     ctx.try_shutdown()
     n = min(st['n'], len(errors))
-    return _result(errors[:n], st['misses'], st['n'], st['granted'], loop, emitted)
+    return _result(errors[:n], st['misses'], st['n'], st['granted'], loop.counters(), emitted)
 
 
-def _result(errors_ns, misses, cycles, granted, loop, emitted):
+def _result(errors_ns, misses, cycles, granted, counters, emitted):
     us = errors_ns / 1e3
-    c = loop.counters()
     p50, p99, p999 = (np.percentile(us, [50, 99, 99.9]) if len(us) else (0.0, 0.0, 0.0))
-    return {
+    out = {
         'cycles': int(cycles), 'deadline_misses': int(misses),
         'p50_us': round(float(p50), 1), 'p99_us': round(float(p99), 1),
         'p999_us': round(float(p999), 1), 'max_us': round(float(us.max()), 1) if len(us) else 0,
-        'rt': granted,
-        # Every action the loop took was gated: outputs = gated batches (+ fallbacks).
-        'actions_gated': c['batches'], 'actions_superseded': c['superseded_actions'],
-        'outputs': emitted, 'outputs_not_from_gate': emitted - c['commands'] - c['fallbacks'],
-        'fallbacks': c['fallbacks'],
-        '_errors_us': us,
+        'rt': granted, '_errors_us': us,
     }
+    if counters is not None:
+        c = counters
+        # Every action the loop took was gated: outputs = gated batches (+ fallbacks).
+        out.update({'actions_gated': c['batches'], 'actions_superseded': c['superseded_actions'],
+                    'outputs': emitted,
+                    'outputs_not_from_gate': emitted - c['commands'] - c['fallbacks'],
+                    'fallbacks': c['fallbacks']})
+    return out
+
+
+def _merge(parts):
+    """Join the rounds of one variant: errors concatenated, counts summed."""
+    errors_ns = np.concatenate([p['_errors_us'] for p in parts]) * 1e3
+    first = parts[0]
+    merged = _result(errors_ns, sum(p['deadline_misses'] for p in parts),
+                     sum(p['cycles'] for p in parts), first['rt'], None, 0)
+    for key in ('actions_gated', 'actions_superseded', 'outputs', 'outputs_not_from_gate',
+                'fallbacks'):
+        if key in first:
+            merged[key] = sum(p[key] for p in parts)
+    merged['rounds'] = len(parts)
+    return merged
 
 
 def _start_load(rt_cpus):
@@ -190,19 +340,26 @@ def _plot(results, path):
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), sharey=True)
     top = max(max(r['_errors_us'].max(), 1.0) for r in results.values())
-    bins = np.logspace(0, np.log10(top * 1.5), 80)
-    for name, r in results.items():
-        e = np.maximum(r['_errors_us'], 1.0)
-        ax.hist(e, bins=bins, histtype='step', linewidth=1.5,
-                label=f"{name}: p99 {r['p99_us']:.0f} us, max {r['max_us']:.0f} us")
-    ax.set_xscale('log')
-    ax.set_yscale('log')
-    ax.set_xlabel('period error: wake-up minus deadline [us] (values < 1 us shown at 1)')
-    ax.set_ylabel('ticks')
-    ax.set_title('Safety loop at 1 kHz: UniLab RT loop vs rclpy timer')
-    ax.legend(fontsize=8)
+    bins = np.logspace(0, np.log10(top * 1.5), 70)
+    for ax, tag, title in ((axes[0], 'idle', 'no load generator'),
+                           (axes[1], 'load', 'load generator on the other core')):
+        for name, r in results.items():
+            if not name.endswith(tag):
+                continue
+            e = np.maximum(r['_errors_us'], 1.0)
+            ax.hist(e, bins=bins, histtype='step', linewidth=1.4,
+                    label=f"{name[:-len(tag) - 1]}: p99 {r['p99_us']:.0f}, "
+                          f"max {r['max_us']:.0f} us")
+        ax.set_xscale('log')
+        ax.set_yscale('log')
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel('wake-up minus deadline [us] (< 1 us shown at 1)')
+        ax.legend(fontsize=7, loc='upper right')
+    axes[0].set_ylabel('ticks')
+    fig.suptitle('Safety loop period error at 1 kHz: UniLab RT process (unilab), '
+                 'thread mode, rclpy timer, plain C loop', fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -225,36 +382,77 @@ def bench_safety(args) -> dict:
     switch_us = float(getattr(args, 'gil_switch_us', None) or 100.0)
     old_switch = sys.getswitchinterval()
     sys.setswitchinterval(switch_us * 1e-6)
-    results = {}
-    for loaded in (False, True):
-        procs = _start_load(rt_cpus) if loaded else []
-        try:
-            tag = 'load' if loaded else 'idle'
-            results[f'unilab_{tag}'] = _run_unilab(rate, duration, priority, rt_cpus, busy_us)
-            results[f'rclpy_{tag}'] = _run_rclpy(rate, duration, priority, rt_cpus)
-        finally:
-            _stop_load(procs)
+    # The machine's noise drifts within minutes (shared VM): run the variants in
+    # interleaved rounds of ``chunk`` seconds so that each sees the same conditions.
+    chunk = min(duration, float(getattr(args, 'chunk_s', None) or 2.0))
+    rounds = max(1, int(round(duration / chunk)))
+    parts: dict[str, list] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        c_exe = _build_c_loop(tmp)
+        for _ in range(rounds):
+            for loaded in (False, True):
+                procs = _start_load(rt_cpus) if loaded else []
+                try:
+                    tag = 'load' if loaded else 'idle'
+                    runs = {
+                        f'unilab_{tag}': lambda: _run_unilab_process(
+                            rate, chunk, priority, rt_cpus, busy_us),
+                        f'unilab_thread_{tag}': lambda: _run_unilab_thread(
+                            rate, chunk, priority, rt_cpus, busy_us),
+                        f'rclpy_{tag}': lambda: _run_rclpy(rate, chunk, priority, rt_cpus),
+                    }
+                    if c_exe is not None:
+                        runs[f'c_{tag}'] = lambda: _run_c(c_exe, rate, chunk, priority, rt_cpus)
+                    if loaded:
+                        # Where the thread mode's tail comes from: a Python thread of the
+                        # node's process that keeps the GIL busy (as rclpy's executor does).
+                        runs['unilab_gilhog_load'] = lambda: _run_unilab_process(
+                            rate, chunk, priority, rt_cpus, busy_us, hog=True)
+                        runs['unilab_thread_gilhog_load'] = lambda: _run_unilab_thread(
+                            rate, chunk, priority, rt_cpus, busy_us, hog=True)
+                    for name, run in runs.items():
+                        parts.setdefault(name, []).append(run())
+                finally:
+                    _stop_load(procs)
+    order = ['unilab_idle', 'unilab_thread_idle', 'rclpy_idle', 'c_idle', 'unilab_load',
+             'unilab_thread_load', 'rclpy_load', 'c_load', 'unilab_gilhog_load',
+             'unilab_thread_gilhog_load']
+    results = {k: _merge(parts[k]) for k in order if k in parts}
     sys.setswitchinterval(old_switch)
     png = getattr(args, 'png', None)
     if png:
         _plot(results, png)
     u, r = results['unilab_load'], results['rclpy_load']
+    t = results['unilab_thread_load']
+    c = results.get('c_load')
     out = {
-        'benchmark': 'safety', 'rate_hz': rate, 'duration_s_per_variant': duration,
+        'benchmark': 'safety', 'rate_hz': rate, 'duration_s_per_variant': rounds * chunk,
+        'interleaved_rounds': rounds, 'round_s': chunk,
         'rt_priority': priority, 'busy_wait_us': busy_us, 'rt_cpu': rt_cpus[0],
-        'load_cpus': [c for c in cpus_all if c not in rt_cpus], 'mlockall': mlock,
-        'gil_switch_interval_us': switch_us,
+        'load_cpus': [x for x in cpus_all if x not in rt_cpus], 'mlockall': mlock,
+        'gil_switch_interval_us': switch_us, 'unilab_rt_mode': 'process',
         'unilab_p99_us': u['p99_us'], 'unilab_max_us': u['max_us'],
         'rclpy_p99_us': r['p99_us'], 'rclpy_max_us': r['max_us'],
         'deadline_misses': u['deadline_misses'],
         'rclpy_deadline_misses': r['deadline_misses'],
+        'unilab_thread_p99_us': t['p99_us'], 'unilab_thread_max_us': t['max_us'],
+        'c_baseline_p99_us': c['p99_us'] if c else None,
+        'c_baseline_max_us': c['max_us'] if c else None,
         'ratio_rclpy_vs_unilab_p99': round(r['p99_us'] / max(u['p99_us'], 1e-3), 2),
+        'ratio_thread_vs_process_p99': round(t['p99_us'] / max(u['p99_us'], 1e-3), 2),
+        'gilhog_process_p99_us': results['unilab_gilhog_load']['p99_us'],
+        'gilhog_process_max_us': results['unilab_gilhog_load']['max_us'],
+        'gilhog_thread_p99_us': results['unilab_thread_gilhog_load']['p99_us'],
+        'gilhog_thread_max_us': results['unilab_thread_gilhog_load']['max_us'],
         'target_met': bool(u['p99_us'] <= 50.0 and u['max_us'] <= 500.0),
+        # Whether the machine allowed it at all: the C loop under the same load.
+        'target_met_by_c_baseline': (bool(c['p99_us'] <= 50.0 and c['max_us'] <= 500.0)
+                                     if c else None),
         'variants': {k: {kk: vv for kk, vv in v.items() if kk != '_errors_us'}
                      for k, v in results.items()},
         'png': png or None,
         'machine': f'{platform.machine()} {os.cpu_count()} cpus {platform.python_version()}',
         'note': 'timings on a shared machine are noisy; the load generator is one busy '
-                'loop per CPU other than the RT CPU',
+                'loop per CPU other than the RT CPU; c = plain C clock_nanosleep loop',
     }
     return out

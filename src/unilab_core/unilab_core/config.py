@@ -11,6 +11,7 @@ after each merge, so an error names the file that introduced it and the key
 
 from __future__ import annotations
 
+import math
 import pathlib
 from typing import Any, Literal
 
@@ -216,7 +217,30 @@ class SafetySection(_Section):
         'look-ahead ([] = off; needs workspace_model_file).')
     workspace_model_file: str = Field(
         '', description='MJCF model for the look-ahead forward kinematics.')
-    lookahead_s: float = Field(0.1, ge=0.0, description='Look-ahead horizon of the workspace.')
+    lookahead_s: float = Field(
+        0.1, ge=0.0, description='Look-ahead horizon (ceil(lookahead_s / dt) control steps).')
+    lookahead_model: Literal['velocity', 'acceleration'] = Field(
+        'velocity', description='Look-ahead extrapolation: constant velocity or acceleration.')
+    lookahead_joint_limits: bool = Field(
+        False, description='Look ahead for joint position limits too without a workspace box '
+        '(with a box they are always checked).')
+    rt_mode: Literal['process', 'thread'] = Field(
+        'process', description='Run the RT loop in its own process (own GIL; default) or as '
+        'a thread of the safety node.')
+    pid_kp: list[float] = Field(
+        default_factory=list, description='PID compensation P gain per joint (1 or J values; '
+        'all pid_k* empty = off).')
+    pid_ki: list[float] = Field(default_factory=list, description='PID I gain per joint.')
+    pid_kd: list[float] = Field(default_factory=list, description='PID D gain per joint.')
+    pid_i_max: list[float] = Field(
+        default_factory=list, description='PID integral clamp per joint ([] = none).')
+
+    @field_validator('pid_kp', 'pid_ki', 'pid_kd', 'pid_i_max')
+    @classmethod
+    def _gains(cls, v):
+        if any(not math.isfinite(g) or g < 0 for g in v):
+            raise ValueError(f'must be finite gains >= 0, got {v}')
+        return v
 
     @field_validator('cpu_affinity')
     @classmethod

@@ -131,7 +131,10 @@ def describe_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
             'diagnostics_period_s': c['safety']['diagnostics_period_s'],
             **{k: c['safety'][k] for k in (
                 'rate_hz', 'watchdog_timeout_s', 'watchdog_fallback', 'rt_priority', 'mlockall',
-                'busy_wait_us', 'workspace_model_file', 'lookahead_s')},
+                'busy_wait_us', 'workspace_model_file', 'lookahead_s', 'lookahead_model',
+                'lookahead_joint_limits', 'rt_mode')},
+            **{k: [float(v) for v in c['safety'][k]]
+               for k in ('pid_kp', 'pid_ki', 'pid_kd', 'pid_i_max')},
             'cpu_affinity': [int(v) for v in c['safety']['cpu_affinity']],
             'workspace_box': [float(v) for v in c['safety']['workspace_box']],
             'lockstep': True,  # the bridge steps on 'command' batches only

@@ -45,10 +45,11 @@ class ScriptedPolicy(Node):
         self.answered = set()
         self.pending = None
         self.paused_once = False
+        self.stopped = False  # set by the test: no more answers, so nothing is in flight
         self.create_timer(0.15, self._release)
 
     def _on_state(self, msg):
-        if msg.seq in self.answered:
+        if msg.seq in self.answered or self.stopped:
             return
         if msg.seq == PAUSE_AT and not self.paused_once:
             self.paused_once = True
@@ -93,7 +94,9 @@ def test_bridge_applies_only_safe_commands(context, private_topics, tmp_path):
         executor.add_node(n)
     try:
         assert spin_until(executor, lambda: bridge.seq >= STEPS, 60.0), bridge.counters
-        # Let the last command and any fallbacks in flight arrive.
+        # Stop answering, then let the last command and any fallbacks in flight arrive
+        # (the gate runs in its own process: a snapshot mid-step would race it).
+        policy.stopped = True
         spin_until(executor, lambda: False, 0.3)
         stats, counters = safety.stats(), bridge.counters
     finally:

@@ -100,3 +100,67 @@ def test_arm6_model_forward_kinematics():
     assert la.violation(np.zeros(6)) == 0.0
     tight = WorkspaceLookahead(model, joints, [-1, -1, 0.0, 0.3, 1, 1.2], 0.1, 0.02)
     assert tight.violation(np.zeros(6)) > 0.0
+
+
+def _one_joint_lookahead(horizon_s, model):
+    # Range [-1, 1], dt 0.1: horizon 0.3 s = 3 steps. No box: joint limits only.
+    return WorkspaceLookahead(None, ['q'], None, horizon_s, 0.1, np.array([-1.0]),
+                              np.array([1.0]), model=model)
+
+
+def test_multi_step_velocity_prediction_stops_before_the_joint_limit():
+    la = _one_joint_lookahead(0.3, 'velocity')
+    assert la.steps == 3
+    ok = np.array([True])
+    # ref 0.5 -> cmd 0.6: v = 0.1, q_3 = 0.9 < 1: passes.
+    cmd = np.array([[0.6]])
+    assert la.stop_rows(cmd, np.array([[0.5]]), ok) == 0 and cmd[0, 0] == 0.6
+    # ref 0.5 -> cmd 0.7: v = 0.2, q_2 = 1.1 > 1: stopped, held at 0.5.
+    cmd = np.array([[0.7]])
+    assert la.stop_rows(cmd, np.array([[0.5]]), ok) == 1 and cmd[0, 0] == 0.5
+    # A one-step horizon (the old behaviour at 0.1 s) would have let it through: q_1 = 0.9.
+    cmd = np.array([[0.7]])
+    assert _one_joint_lookahead(0.1, 'velocity').stop_rows(cmd, np.array([[0.5]]), ok) == 0
+
+
+def test_constant_acceleration_prediction_by_hand():
+    ok = np.array([True])
+    prev, ref = np.array([[0.5]]), np.array([[0.55]])
+    # v = 0.65 - 0.55 = 0.1, a = 0.1 - 0.05 = 0.05: q_1 = 0.8, q_2 = 1.0, q_3 = 1.25.
+    la = _one_joint_lookahead(0.3, 'acceleration')
+    np.testing.assert_allclose(la.predict(np.array([0.65]), ref[0], prev[0]),
+                               [[0.8], [1.0], [1.25]])
+    cmd = np.array([[0.65]])
+    assert la.stop_rows(cmd, ref, ok, prev, np.array([True])) == 1 and cmd[0, 0] == 0.55
+    # Constant velocity sees q_3 = 0.95 and lets it pass.
+    cmd = np.array([[0.65]])
+    assert _one_joint_lookahead(0.3, 'velocity').stop_rows(cmd, ref, ok, prev) == 0
+    # Without a previous output the acceleration is taken as zero.
+    cmd = np.array([[0.65]])
+    assert la.stop_rows(cmd, ref, ok, prev, np.array([False])) == 0
+
+
+def test_first_command_and_rejected_rows_are_not_extrapolated():
+    la = _one_joint_lookahead(0.3, 'velocity')
+    cmd = np.array([[0.9], [0.9]])
+    ref = np.array([[0.0], [0.0]])  # v = 0.9 would cross, but row 0 has no reference yet
+    assert la.stop_rows(cmd, ref, np.array([True, False]), has_ref=np.array([False, True])) == 0
+
+
+def test_box_is_checked_at_every_step_of_the_horizon(planar):
+    # Tip at (1, 1) with q2 = 90 deg; steps of -0.1 rad on q2 swing the tip toward +x.
+    # Horizon 0.2 s = 2 steps: q2 = pi/2 - 0.3 at step 2, tip x = 1 + cos(pi/2 - 0.3)
+    # = 1.296 < 1.5: inside. Horizon 0.6 s = 6 steps: q2 = pi/2 - 0.7, x = 1.644: out.
+    ref, cmd = np.array([[0.0, np.pi / 2]]), np.array([[0.0, np.pi / 2 - 0.1]])
+    short = WorkspaceLookahead(planar, ['q1', 'q2'], BOX, 0.2, 0.1)
+    assert short.steps == 2 and short.stop_rows(cmd.copy(), ref, np.array([True])) == 0
+    long = WorkspaceLookahead(planar, ['q1', 'q2'], BOX, 0.6, 0.1)
+    assert long.stop_rows(cmd.copy(), ref, np.array([True])) == 1
+
+
+def test_lookahead_config_errors():
+    with pytest.raises(ValueError, match='model'):
+        WorkspaceLookahead(None, ['q'], None, 0.3, 0.1, np.array([-1.0]), np.array([1.0]),
+                           model='jerk')
+    with pytest.raises(ValueError, match='joint position limits'):
+        WorkspaceLookahead(None, ['q'], None, 0.3, 0.1)

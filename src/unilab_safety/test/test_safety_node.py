@@ -3,6 +3,8 @@
 """SafetyNode over real topics: action in, safe command and diagnostics out."""
 
 import json
+import os
+import signal
 
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
@@ -211,8 +213,10 @@ def test_diagnostics_carry_the_counters(graph, tmp_path):
 def test_close_writes_stats(context, limits_file, tmp_path):
     run_dir = tmp_path / 'run'
     run_dir.mkdir()
+    # Thread mode: the test drives the loop's own gate directly (in process mode the
+    # gate lives in the RT process; test_process_mode_close_writes_stats covers that).
     node = SafetyNode(context=context, parameter_overrides=_params(
-        limits_file, run_dir, diagnostics_period_s=60.0))
+        limits_file, run_dir, diagnostics_period_s=60.0, rt_mode='thread'))
     try:
         node.gate.filter(np.float32([[5.0, 1.0, 0.0], [0.0, 1.0, 0.0]]))
         node.close()
@@ -365,3 +369,82 @@ def test_joint_without_any_limit_raises(context, tmp_path):
 def test_invalid_loop_parameter_raises_config_error(context, limits_file, tmp_path, override,
                                                     fragment):
     _expect_config_error(context, _params(limits_file, tmp_path, **override), fragment)
+
+
+@pytest.mark.parametrize('node_params', [{'diagnostics_period_s': 60.0}])
+def test_process_mode_close_writes_stats(graph, tmp_path):
+    node, probe, executor = graph
+    assert node.rt_mode == 'process' and node.stats()['rt_loop'] == 'running'
+    probe.send(executor, 0, np.float32([[5.0, 1.0, 0.0], [0.0, 1.0, 0.0]]))
+    node.close()
+    stats = json.loads((tmp_path / 'safety_stats.json').read_text())
+    assert {k: stats[k] for k in ('passed', 'clamped', 'rejected', 'batches', 'commands',
+                                  'published_command')} == {
+        'passed': 1, 'clamped': 1, 'rejected': 0, 'batches': 1, 'commands': 1,
+        'published_command': 1}
+    assert stats['rt_loop'] == 'stopped' and stats['loop_cycles'] > 0
+    assert stats['rt_process'].startswith('pid ')
+
+
+@pytest.mark.parametrize('node_params', [{'watchdog_timeout_s': 10.0}])
+def test_rt_process_death_publishes_the_estop_hold(graph):
+    node, probe, executor = graph
+    good = np.float32([[0.25, 0.75, 0.0], [-0.5, 1.25, 0.125]])
+    first = probe.send(executor, 0, good)
+    assert first.kind == 'command'
+    os.kill(node.rt.pid, signal.SIGKILL)
+    assert spin_until(executor, lambda: 'estop' in _kinds(probe), 10.0), 'no e-stop'
+    hold = read_batch(next(c for c in probe.commands if c.kind == 'estop'))
+    np.testing.assert_array_equal(hold.tensors['command'], good)  # the last safe command
+    # Later actions never reach the topic unchecked: each gets the same hold, kind 'estop'.
+    answer = probe.send(executor, 1, np.float32([[0.9, 0.9, 0.9], [0.9, 0.9, 0.9]]))
+    assert answer.kind == 'estop' and answer.seq == 1
+    np.testing.assert_array_equal(answer.tensors['command'], good)
+    stats = node.stats()
+    assert stats['rt_loop'].startswith('failed') and 'code -9' in stats['rt_loop']
+    probe.diagnostics.clear()
+    assert spin_until(executor, lambda: probe.diagnostics, 5.0)
+    status = probe.diagnostics[-1].status[0]
+    assert status.level == status.ERROR and 'loop stopped' in status.message
+
+
+def test_unknown_rt_mode_raises(context, limits_file, tmp_path):
+    _expect_config_error(context, _params(limits_file, tmp_path, rt_mode='fiber'), 'rt_mode')
+
+
+@pytest.mark.parametrize('node_params', [{'pid_kp': [1.0, 1.0, 1.0]}])
+def test_pid_compensation_uses_the_measured_joint_states(graph, private_topics):
+    from sensor_msgs.msg import JointState
+    node, probe, executor = graph
+    js_pub = probe.create_publisher(JointState, private_topics.joint_states, 10)
+    assert spin_until(executor, lambda: js_pub.get_subscription_count() > 0, 5.0)
+    first = np.float32([[0.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
+    probe.send(executor, 0, first)
+    msg = JointState()
+    msg.name = [f'env{i}/{j}' for i in range(N) for j in JOINTS]
+    msg.position = [-0.05, 1.0, 0.0, 0.0, 1.0, 0.0]  # env0's j0 lags by 0.05
+    js_pub.publish(msg)
+    from unilab_safety.shm_slots import C_STATE_IN
+    # Delivered once the node has put it into the RT process's joint-state slot.
+    assert spin_until(executor, lambda: node.rt.block.ctrl[C_STATE_IN + 1] > 0, 5.0)
+    answer = probe.send(executor, 1, first)
+    # env0 j0: target 0.0, error 0.05, kp 1 -> 0.05 (within 0.2 per step); env1: no error.
+    np.testing.assert_allclose(answer.tensors['command'], [[0.05, 1.0, 0.0], [0.0, 1.0, 0.0]],
+                               atol=1e-7)
+    assert node.stats()['pid_active_rows'] == N
+
+
+@pytest.mark.parametrize('node_params', [{'rt_mode': 'thread', 'watchdog_timeout_s': 10.0}])
+def test_thread_mode_loop_failure_publishes_the_estop_hold(graph):
+    node, probe, executor = graph
+    good = np.float32([[0.25, 0.75, 0.0], [-0.5, 1.25, 0.125]])
+    probe.send(executor, 0, good)
+
+    def boom(_):
+        raise RuntimeError('bug in the loop')
+
+    node.rt.loop.cycle = boom  # the next tick raises: the loop thread ends
+    assert spin_until(executor, lambda: 'estop' in _kinds(probe), 10.0), 'no e-stop'
+    np.testing.assert_array_equal(
+        read_batch(next(c for c in probe.commands if c.kind == 'estop')).tensors['command'], good)
+    assert 'bug in the loop' in node.stats()['rt_loop']

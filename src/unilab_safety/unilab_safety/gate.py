@@ -50,7 +50,8 @@ class SafetyGate:
     a stop that deliberately ignores the acceleration limit).
     """
 
-    def __init__(self, limits, interface, dt, max_delta=None, fallback='hold', lookahead=None):
+    def __init__(self, limits, interface, dt, max_delta=None, fallback='hold', lookahead=None,
+                 pid=None):
         if interface not in INTERFACES:
             raise ValueError(f'interface must be one of {INTERFACES}, got {interface!r}')
         if fallback not in FALLBACKS:
@@ -88,6 +89,11 @@ class SafetyGate:
         if lookahead is not None and interface != 'position':
             raise ValueError('the workspace look-ahead needs the position interface')
         self.lookahead = lookahead
+        if pid is not None and (interface != 'position' or pid.n_joints != j):
+            raise ValueError('pid compensation needs the position interface and one gain per '
+                             'joint')
+        self.pid = pid
+        self.pid_rows = 0  # rows compensated (a row counts once per batch)
         self.workspace_stops = 0
         self._buf = None
         self.passed = self.clamped = self.rejected = 0
@@ -121,6 +127,8 @@ class SafetyGate:
         else:
             b.has_last[rows] = False
         np.logical_and(b.has_prev, b.has_last, out=b.has_prev)
+        if self.pid is not None:
+            self.pid.reset(None if rows is None else np.logical_not(b.has_last))
 
     def fill_fallback(self, out, zero=False, commit=False):
         """
@@ -161,12 +169,14 @@ class SafetyGate:
             return np.zeros_like(b.ref)
         return b.ref.copy()
 
-    def filter(self, action, state_position=None):
+    def filter(self, action, state_position=None, measured=None):
         """
         Return the safe GateResult for ``action`` ([N, J] or [J]); never modify the input.
 
         ``state_position`` ([N, J] or [J]) seeds the reference and the hold of
         position rows without a last command (rows holding NaN/Inf are ignored).
+        ``measured`` ([N, J]) is the measured joint position for the optional PID
+        compensation (ignored without a PID; no compensation when None).
         """
         a = self._check(action)
         b = self._buffers(a.shape[0])
@@ -176,6 +186,42 @@ class SafetyGate:
         np.all(b.fin, axis=1, out=b.row_ok)
         np.logical_not(b.row_ok, out=b.rejected)
         np.copyto(b.cmd, b.inp)
+        self._clamp(b)
+        pid = self.pid is not None and measured is not None
+        if pid:
+            m = np.asarray(measured)
+            if m.shape != b.cmd.shape:
+                raise ActionShapeError(f'expected measured positions of shape '
+                                       f'{list(b.cmd.shape)}, got {list(m.shape)}')
+            # A limit that acted before compensation is a clamp; the PID term is not.
+            np.not_equal(b.cmd, b.inp, out=b.jclamp)
+            self.pid_rows += self.pid.apply(b.cmd, m, b.row_ok)
+            np.copyto(b.comp, b.cmd)
+            # Compensate the checked command, then clamp again: PID never passes a limit.
+            self._clamp(b)
+        if self.lookahead is not None:
+            # Rows whose predicted motion leaves the workspace are stopped (held at ref).
+            self.workspace_stops += self.lookahead.stop_rows(b.cmd, b.ref, b.row_ok, b.prev,
+                                                             b.has_prev, b.has_ref)
+        if pid:
+            np.not_equal(b.cmd, b.comp, out=b.fin)  # limits that acted after compensation
+            np.logical_or(b.jclamp, b.fin, out=b.jclamp)
+        else:
+            np.not_equal(b.cmd, b.inp, out=b.jclamp)
+        np.copyto(b.jclamp, False, where=b.rejected[:, None])  # NaN != NaN is no clamp
+        np.any(b.jclamp, axis=1, out=b.clamped)
+        if self.fallback == 'zero':
+            b.ref.fill(0.0)
+        np.copyto(b.cmd, b.ref, where=b.rejected[:, None])
+        np.copyto(b.prev, b.last)
+        np.copyto(b.has_prev, b.has_last)
+        np.copyto(b.last, b.cmd)
+        b.has_last[:] = True
+        self._count(b)
+        return GateResult(b.cmd, b.clamped, b.rejected)
+
+    def _clamp(self, b):
+        """Apply the change, acceleration and hard-range limits to ``b.cmd`` in place."""
         if self._step is not None:
             np.subtract(b.ref, b.step, out=b.lo)
             np.add(b.ref, b.step, out=b.hi)
@@ -200,21 +246,6 @@ class SafetyGate:
         # would allocate a temporary per call; maximum/minimum with out= do not.)
         np.maximum(b.cmd, b.lo_hard, out=b.cmd)
         np.minimum(b.cmd, b.hi_hard, out=b.cmd)
-        if self.lookahead is not None:
-            # Rows whose predicted motion leaves the workspace are stopped (held at ref).
-            self.workspace_stops += self.lookahead.stop_rows(b.cmd, b.ref, b.row_ok)
-        np.not_equal(b.cmd, b.inp, out=b.jclamp)
-        np.copyto(b.jclamp, False, where=b.rejected[:, None])  # NaN != NaN is no clamp
-        np.any(b.jclamp, axis=1, out=b.clamped)
-        if self.fallback == 'zero':
-            b.ref.fill(0.0)
-        np.copyto(b.cmd, b.ref, where=b.rejected[:, None])
-        np.copyto(b.prev, b.last)
-        np.copyto(b.has_prev, b.has_last)
-        np.copyto(b.last, b.cmd)
-        b.has_last[:] = True
-        self._count(b)
-        return GateResult(b.cmd, b.clamped, b.rejected)
 
     def _check(self, action):
         try:

@@ -45,7 +45,7 @@ class SafetyLoop:
     """Gate actions and run the watchdog, one ``cycle(now_ns)`` at a time."""
 
     def __init__(self, gate, num_envs, slot, ring, watchdog_timeout_s,
-                 watchdog_fallback='hold', lockstep=False):
+                 watchdog_fallback='hold', lockstep=False, state=None):
         if watchdog_fallback not in WATCHDOG_FALLBACKS:
             raise ValueError(f'watchdog_fallback must be one of {WATCHDOG_FALLBACKS}, got '
                              f'{watchdog_fallback!r}')
@@ -58,6 +58,8 @@ class SafetyLoop:
         self.watchdog = Watchdog(self.timeout_ns)
         self.watchdog_fallback = watchdog_fallback
         self.lockstep = bool(lockstep)
+        # Measured joint positions for the gate's optional PID (``latest()`` -> [N, J] or None).
+        self.state = state
         self._scratch = np.zeros((self.n, gate.n_joints))
         gate.hold_command(n_rows=self.n)  # size the gate's buffers before the loop runs
         self.batches = self.commands = self.fallbacks = 0
@@ -112,8 +114,8 @@ class SafetyLoop:
         kind = 'estop' if self.estopped else 'fallback'
         zero = self.watchdog_fallback == 'zero'
         self.gate.fill_fallback(self._scratch, zero=zero, commit=not self.lockstep)
-        self._emit(kind, self._scratch)
         self.fallbacks += 1
+        self._emit(kind, self._scratch)
 
     def _on_action(self, item, now_ns):
         self.batches += 1
@@ -131,15 +133,16 @@ class SafetyLoop:
         if item.reset is not None:
             gate.reset(item.reset)
         if item.shape_ok:
-            command = gate.filter(item.action).command
+            measured = self.state.latest() if self.state is not None else None
+            command = gate.filter(item.action, measured=measured).command
         else:
             gate.reject_batch(self.n)
             # Answered as a 'command', so every consumer applies it: it becomes the
             # reference (a first hold without any last command must not be jumped from).
             gate.fill_fallback(self._scratch, commit=True)
             command = self._scratch
+        self.commands += 1  # counted before the push: a published entry is always counted
         self._emit('command', command, item.recv_ns)
-        self.commands += 1
 
     def _emit(self, kind, command, recv_ns=0):
         self.ring.push(kind, self.last_seq, self.last_version, self.last_stamp_ns, command,
@@ -153,6 +156,6 @@ class SafetyLoop:
             'batches': self.batches, 'commands': self.commands, 'fallbacks': self.fallbacks,
             'stale_events': self.watchdog.stale_events, 'estop_events': self.estop_events,
             'estop_rows': self.estop_rows, 'estopped': int(self.estopped),
-            'workspace_stops': self.gate.workspace_stops,
+            'workspace_stops': self.gate.workspace_stops, 'pid_active_rows': self.gate.pid_rows,
             'superseded_actions': self.slot.superseded, 'output_overruns': self.ring.overruns,
         }

@@ -43,6 +43,85 @@ if _clock_nanosleep is not None:
     _clock_nanosleep.restype = ctypes.c_int
 
 
+_timerfd_create = getattr(_libc, 'timerfd_create', None)
+_timerfd_settime = getattr(_libc, 'timerfd_settime', None)
+TFD_TIMER_ABSTIME = 1  # <sys/timerfd.h>
+TFD_CLOEXEC, TFD_NONBLOCK = os.O_CLOEXEC, os.O_NONBLOCK
+
+
+class _Itimerspec(ctypes.Structure):
+    _fields_ = [('it_interval', _Timespec), ('it_value', _Timespec)]
+
+
+if _timerfd_settime is not None:
+    _timerfd_settime.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(_Itimerspec),
+                                 ctypes.POINTER(_Itimerspec)]
+    _timerfd_settime.restype = ctypes.c_int
+
+
+class WakeableSleeper:
+    """
+    Sleep until an absolute deadline or until an eventfd is written, whichever comes first.
+
+    A CLOCK_MONOTONIC timerfd armed with TFD_TIMER_ABSTIME (timerfd_create(2)) and
+    the eventfd are polled together with no timeout, so the deadline keeps
+    nanosecond resolution (poll's own timeout is whole milliseconds) and an
+    arriving action wakes the loop at once. Without timerfd (not Linux) it falls
+    back to a millisecond poll timeout.
+    """
+
+    def __init__(self, wake_fd):
+        self.wake_fd = wake_fd
+        self._poll = select.poll()
+        self._poll.register(wake_fd, select.POLLIN)
+        self.timer_fd = -1
+        if _timerfd_create is not None and _timerfd_settime is not None:
+            fd = _timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)
+            if fd >= 0:
+                self.timer_fd = fd
+                self._poll.register(fd, select.POLLIN)
+        self._spec = _Itimerspec()  # preallocated, reused every cycle
+        self._ref = ctypes.byref(self._spec)
+
+    def wait(self, t_ns):
+        """Block until ``t_ns`` or a wake; return True if woken early by the eventfd."""
+        if self.timer_fd < 0:
+            wait_ms = max(0, -(-(t_ns - time.monotonic_ns()) // 1_000_000))
+            if self._poll.poll(wait_ms):
+                os.eventfd_read(self.wake_fd)
+                return True
+            return False
+        if t_ns <= time.monotonic_ns():
+            return False
+        v = self._spec.it_value
+        v.tv_sec, v.tv_nsec = divmod(t_ns, 1_000_000_000)
+        _timerfd_settime(self.timer_fd, TFD_TIMER_ABSTIME, self._ref, None)
+        while True:
+            try:
+                events = self._poll.poll()
+                break
+            except InterruptedError:  # pragma: no cover - PEP 475 retries already
+                continue
+        woken = False
+        for fd, _ in events:
+            if fd == self.wake_fd:
+                os.eventfd_read(self.wake_fd)
+                woken = True
+        if woken:
+            return True
+        try:
+            os.read(self.timer_fd, 8)  # expiration count: clears the readiness
+        except BlockingIOError:
+            pass
+        return False
+
+    def close(self):
+        """Close the timerfd (the eventfd belongs to the caller)."""
+        if self.timer_fd >= 0:
+            os.close(self.timer_fd)
+            self.timer_fd = -1
+
+
 class AbsoluteSleeper:
     """Sleep until an absolute CLOCK_MONOTONIC time in ns (time.monotonic_ns's clock)."""
 
@@ -105,10 +184,11 @@ class PeriodStats:
     ring and computes percentiles in the caller's thread.
     """
 
-    def __init__(self, size=1 << 16):
+    def __init__(self, size=1 << 16, buffer=None):
         if size & (size - 1):
             raise ValueError('size must be a power of two')
-        self.errors_ns = np.zeros(size, dtype=np.int64)
+        # ``buffer``: an int64 array of ``size`` (shared memory for the RT process).
+        self.errors_ns = np.zeros(size, dtype=np.int64) if buffer is None else buffer
         self._mask = size - 1
         self.count = 0
         self.max_ns = 0
@@ -150,7 +230,7 @@ class RtLoop:
     """
 
     def __init__(self, fn, rate_hz, busy_wait_us=0.0, priority=0, cpus=(), mlock=False,
-                 name='unilab_safety_rt', stats_size=1 << 16, wake_fd=None):
+                 name='unilab_safety_rt', stats_size=1 << 16, wake_fd=None, stats=None):
         if not rate_hz > 0:
             raise ValueError(f'rate_hz must be > 0, got {rate_hz}')
         self.period_ns = int(round(1e9 / rate_hz))
@@ -163,7 +243,7 @@ class RtLoop:
         self.wake_fd = wake_fd
         self.early_cycles = 0
         self.priority, self.cpus, self.mlock = priority, tuple(cpus), mlock
-        self.stats = PeriodStats(stats_size)
+        self.stats = PeriodStats(stats_size) if stats is None else stats
         self.deadline_misses = 0
         self.cycles = 0
         self.granted = None
@@ -189,6 +269,12 @@ class RtLoop:
         """Return True while the loop thread runs."""
         return self._thread.is_alive()
 
+    def run_here(self):
+        """Run the loop in the calling thread until ``stop`` (the RT process's main thread)."""
+        self._run()
+        if self.error is not None:
+            raise self.error
+
     def _run(self):
         try:
             self.granted = apply_rt_settings(self.priority, self.cpus, self.mlock)
@@ -198,18 +284,13 @@ class RtLoop:
         clock = time.monotonic_ns
         period, busy, stats, fn = self.period_ns, self.busy_ns, self.stats, self.fn
         deadline = clock() + period
-        poller = None
-        if self.wake_fd is not None:
-            poller = select.poll()
-            poller.register(self.wake_fd, select.POLLIN)
+        waiter = WakeableSleeper(self.wake_fd) if self.wake_fd is not None else None
         try:
             while not self._stop:
-                if poller is not None:
-                    # Millisecond-resolution wait: used only where prompt answers matter
-                    # more than period precision (lock-step simulation).
-                    wait_ms = max(0, -(-(deadline - busy - clock()) // 1_000_000))
-                    if poller.poll(wait_ms):
-                        os.eventfd_read(self.wake_fd)
+                if waiter is not None:
+                    if waiter.wait(deadline - busy):
+                        # An action arrived: answer it now (lock-step simulation waits for
+                        # every answer); the timed ticks go on from the same deadline.
                         fn(deadline)
                         self.early_cycles += 1
                         continue
@@ -229,3 +310,6 @@ class RtLoop:
                     deadline += skipped * period
         except BaseException as exc:  # noqa: B902 - reported to the node, never silent
             self.error = exc
+        finally:
+            if waiter is not None:
+                waiter.close()

@@ -3,18 +3,23 @@
 """
 Safety node: the only path from a policy's action to the actuators.
 
-Three threads, joined only by lock-free slots (see slots.py):
+Three parts, joined only by lock-free slots:
 
 - the ROS executor: the action callback decodes a batch from the configured
-  action topic (nothing else) and puts it into a latest-value slot; the
-  diagnostics timer and the e-stop reset service (std_srvs/Trigger,
-  ``~/reset_estop``) also run here;
-- the real-time loop (rt.py): a deadline-scheduled thread at ``rate_hz`` that
-  gates each new action once and runs the watchdog (loop.py), writing the
-  result into a preallocated output ring;
-- a publisher thread, woken through an eventfd, that turns ring entries into
-  TensorBatch messages on the safe-command topic (kind ``command`` answers an
-  action, ``fallback`` / ``estop`` come from the watchdog).
+  action topic (nothing else) and hands it to the loop through a latest-value
+  slot; the diagnostics timer, the e-stop reset service (std_srvs/Trigger,
+  ``~/reset_estop``) and, with PID compensation, the joint-state subscription
+  also run here;
+- the real-time loop (rt.py): deadline-scheduled at ``rate_hz``, gates each
+  new action once and runs the watchdog (loop.py). ``rt_mode: process`` (the
+  default) runs it in its own pinned SCHED_FIFO process with its own GIL
+  (rt_process.py, shared-memory seqlock slots in shm_slots.py);
+  ``rt_mode: thread`` runs it as a thread of this process (thread_backend.py);
+- a publisher thread, woken through an eventfd, that turns the loop's output
+  entries into TensorBatch messages on the safe-command topic (kind
+  ``command`` answers an action, ``fallback`` / ``estop`` come from the
+  watchdog). If the RT process dies, this thread publishes an ``estop`` hold
+  of the last safe command, and every later action is answered the same way.
 
 Counters go to /diagnostics and to ``<run_dir>/safety_stats.json``.
 """
@@ -22,7 +27,6 @@ Counters go to /diagnostics and to ``<run_dir>/safety_stats.json``.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import threading
 import time
@@ -32,19 +36,25 @@ import numpy as np
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
+from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from unilab_core import topics
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
 from unilab_core.ros.tensor_msg import Batch, make_batch, TensorMessageError
-from unilab_core.ros.transport_node import close_endpoints, TensorSubscription
-from unilab_interfaces.msg import TensorBatch
+from unilab_core.ros.transport_node import (batch_capacity, close_endpoints, TensorPublisher,
+                                            TensorSubscription)
 
-from unilab_safety.gate import SafetyGate
-from unilab_safety.limits import LimitsError, load_joint_limits
-from unilab_safety.loop import ActionIn, SafetyLoop
+from unilab_safety.build import build_loop, pid_enabled
+from unilab_safety.limits import LimitsError
+from unilab_safety.loop import ActionIn
+from unilab_safety.pid import JointStateIndex
 from unilab_safety.rt import PeriodStats, RtLoop
+from unilab_safety.rt_process import RtProcess
 from unilab_safety.slots import LatestSlot, OutputRing
+from unilab_safety.thread_backend import ThreadBackend
+
+RT_MODES = ('process', 'thread')
 
 
 class SafetyNode(Node):
@@ -73,63 +83,88 @@ class SafetyNode(Node):
         box = p('workspace_box', Parameter.Type.DOUBLE_ARRAY).value or []
         model_file = p('workspace_model_file', '').value
         lookahead_s = p('lookahead_s', 0.1).value
+        lookahead_model = p('lookahead_model', 'velocity').value
+        lookahead_joint_limits = p('lookahead_joint_limits', False).value
+        pid = {k: list(p(k, Parameter.Type.DOUBLE_ARRAY).value or [])
+               for k in ('pid_kp', 'pid_ki', 'pid_kd', 'pid_i_max')}
+        rt_mode = p('rt_mode', 'process').value
         # Lock-step simulation: the consumer steps on 'command' only, so fallbacks are
         # published but never applied (they must not become the rows' reference).
         lockstep = p('lockstep', False).value
         self.stats_path = pathlib.Path(run_dir) / 'safety_stats.json' if run_dir else None
         if not limits_file:
             raise ConfigError('safety: parameter `joint_limits_file` is required')
+        if rt_mode not in RT_MODES:
+            raise ConfigError(f'safety: parameter `rt_mode` must be one of {RT_MODES}, got '
+                              f'{rt_mode!r}')
+        spec = {
+            'joint_limits_file': str(limits_file), 'joint_names': joint_names,
+            'allow_unlimited_joints': bool(allow_unlimited), 'interface': interface,
+            'dt': dt, 'max_delta': max_delta, 'fallback': fallback,
+            'workspace_box': [float(v) for v in box], 'workspace_model_file': model_file,
+            'lookahead_s': lookahead_s, 'lookahead_model': lookahead_model,
+            'lookahead_joint_limits': bool(lookahead_joint_limits), **pid,
+            'num_envs': int(self.num_envs), 'watchdog_timeout_s': watchdog_timeout_s,
+            'watchdog_fallback': watchdog_fallback, 'lockstep': bool(lockstep),
+            'rate_hz': rate_hz, 'busy_wait_us': busy_wait_us, 'rt_priority': int(rt_priority),
+            'cpu_affinity': [int(c) for c in cpus], 'mlockall': bool(mlock)}
         try:
-            limits = load_joint_limits(limits_file, joint_names, allow_unlimited=allow_unlimited)
+            if rt_mode == 'thread':
+                self.rt = ThreadBackend(spec)
+                self.gate = self.rt.gate
+            else:
+                # Validate everything here, so a bad value is a start-up ConfigError naming
+                # the key; the RT process builds the same spec again. This copy of the
+                # gate serves shape checks and the fallback shape only.
+                self.gate = build_loop(spec, LatestSlot(),
+                                       OutputRing(2, self.num_envs, len(joint_names))).gate
+                RtLoop(lambda _: None, rate_hz, busy_wait_us)  # checks busy_wait_us
+                self.rt = RtProcess(spec)
         except LimitsError as exc:
             raise ConfigError(f'safety: {exc}') from None
-        try:
-            lookahead = None
-            if len(box):
-                if not model_file:
-                    raise ValueError('parameter `workspace_box` needs `workspace_model_file` '
-                                     '(the MJCF model for forward kinematics)')
-                from unilab_safety.lookahead import WorkspaceLookahead
-                lookahead = WorkspaceLookahead(model_file, joint_names, list(box), lookahead_s,
-                                               dt, limits.pos_lo, limits.pos_hi)
-            self.gate = SafetyGate(limits, interface, dt, max_delta=max_delta or None,
-                                   fallback=fallback, lookahead=lookahead)
-            self.slot = LatestSlot()
-            self.ring = OutputRing(64, self.num_envs, len(joint_names))
-            self.loop = SafetyLoop(self.gate, self.num_envs, self.slot, self.ring,
-                                   watchdog_timeout_s, watchdog_fallback, lockstep)
-            # Lock-step training waits for every answer: an action wakes the loop at
-            # once instead of at the next tick (~1 ms at 1 kHz, on every control step).
-            self._action_wake = os.eventfd(0, os.EFD_NONBLOCK) if lockstep else None
-            self.rt = RtLoop(self._tick, rate_hz, busy_wait_us, rt_priority, cpus, mlock,
-                             wake_fd=self._action_wake)
         except ValueError as exc:
             raise ConfigError(f'safety: {exc}') from None
+        self.rt_mode = rt_mode
         self.joint_names = joint_names
         self.bad_messages = 0
         self.published = {'command': 0, 'fallback': 0, 'estop': 0}
         self.latency = PeriodStats(1 << 14)  # action received -> command published, ns
         self._logged: set[str] = set()
         qos = QoSProfile(depth=4)
-        self.pub = self.create_publisher(TensorBatch, topics.SAFE_COMMAND, qos)
+        # Through the zero-copy transport; publish(TensorBatch) is thread-safe there.
+        self.pub = TensorPublisher(self, topics.SAFE_COMMAND,
+                                   batch_capacity({'command': (self.num_envs, len(joint_names))}),
+                                   qos=qos)
         self.diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
         # Actions through the zero-copy transport (or a plain TensorBatch publisher).
         self.action_sub = TensorSubscription(self, topics.ACTION, self._on_action, qos=qos,
                                              on_error=self._bad_action)
         self.create_service(Trigger, '~/reset_estop', self._on_reset)
         self.create_timer(period, self._publish_diagnostics)
+        self._js_index = None
+        if pid_enabled(spec):
+            # PID compensation needs the measured positions (the bridge or robot driver).
+            self._js_index = JointStateIndex(self.num_envs, joint_names)
+            self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state, qos)
+        self._last_safe = None  # last command published (the hold if the RT process dies)
+        self._dead = False
+        self._closing = False
+        try:
+            granted = self.rt.start()
+        except RuntimeError:
+            self._closing = True
+            self.rt.stop()
+            self.rt.close()
+            raise
         # Publisher thread, woken by the RT loop through an eventfd (a counter: the
         # write never blocks and takes no Python lock).
-        self._wake = os.eventfd(0)
-        self._closing = False
         self._pub_thread = threading.Thread(target=self._publish_loop, daemon=True,
                                             name='unilab_safety_pub')
         self._pub_thread.start()
-        granted = self.rt.start()
         self.get_logger().info(
             f'gating {len(joint_names)} joints ({interface}) from {topics.ACTION} '
-            f'to {topics.SAFE_COMMAND} at {rate_hz:g} Hz; watchdog {watchdog_timeout_s:g} s '
-            f'-> {watchdog_fallback}; limits {limits_file}')
+            f'to {topics.SAFE_COMMAND} at {rate_hz:g} Hz in a real-time {rt_mode}; watchdog '
+            f'{watchdog_timeout_s:g} s -> {watchdog_fallback}; limits {limits_file}')
         answers = granted or {'rt_thread': 'refused: did not start'}
         granted_text = ', '.join(f'{k}: {v}' for k, v in answers.items()
                                  if not v.startswith('refused'))
@@ -140,20 +175,13 @@ class SafetyNode(Node):
             # The loop runs anyway, with worse timing; diagnostics carry the same answers.
             self.get_logger().warning(f'real-time features refused: {refused_text}')
 
-    # -- RT side --------------------------------------------------------------------
-    def _tick(self, deadline_ns: int) -> None:
-        head = self.ring.head
-        self.loop.cycle(deadline_ns)
-        if self.ring.head != head:
-            os.eventfd_write(self._wake, 1)
-
     # -- publisher thread -------------------------------------------------------------
     def _publish_loop(self) -> None:
         while True:
-            os.eventfd_read(self._wake)
+            self.rt.wait_output()
             if self._closing:
                 return
-            while (entry := self.ring.pop()) is not None:
+            while (entry := self.rt.pop()) is not None:
                 msg = make_batch(entry.kind, entry.seq, {'command': entry.command},
                                  version=entry.version, stamp_ns=entry.stamp_ns)
                 try:
@@ -163,8 +191,33 @@ class SafetyNode(Node):
                         return
                     raise
                 self.published[entry.kind] += 1
+                self._last_safe = (entry.seq, entry.version, entry.stamp_ns, entry.command)
                 if entry.t_ns:
                     self.latency.record(time.monotonic_ns() - entry.t_ns)
+            if not self.rt.alive and not self._closing:
+                self._on_loop_death()
+                return
+
+    def _on_loop_death(self) -> None:
+        """Publish the e-stop hold once the loop is gone; later actions get it too."""
+        self._dead = True
+        self._log_once('loop', f'safety loop stopped: {self.rt.error}; publishing the '
+                       'e-stop hold for every action')
+        if self._last_safe is not None:
+            seq, version, stamp_ns, _ = self._last_safe
+            self._publish_dead_hold(seq, version, stamp_ns)
+
+    def _publish_dead_hold(self, seq: int, version: int, stamp_ns: int) -> None:
+        # Only an output of the gate is ever held: the last published command (position),
+        # or zeros (velocity / effort: a stop). Nothing before the first command.
+        if self._last_safe is None:
+            return
+        command = self._last_safe[3]
+        if self.gate.interface != 'position':
+            command = np.zeros_like(command)
+        self.pub.publish(make_batch('estop', seq, {'command': command}, version=version,
+                                    stamp_ns=stamp_ns))
+        self.published['estop'] += 1
 
     # -- ROS callbacks ----------------------------------------------------------------
     def _log_once(self, kind: str, text: str) -> None:
@@ -201,18 +254,26 @@ class SafetyNode(Node):
             self._log_once('shape', f'rejected action batch: expected shape '
                            f'{[self.num_envs, self.gate.n_joints]}, got {list(action.shape)};'
                            ' holding')
-        self.slot.put(ActionIn(batch.seq, batch.version, batch.stamp_ns, action, reset_mask,
-                               shape_ok, recv_ns))
-        if self._action_wake is not None:
-            os.eventfd_write(self._action_wake, 1)
+        if self._dead:
+            self._publish_dead_hold(batch.seq, batch.version, batch.stamp_ns)
+            return
+        self.rt.put(ActionIn(batch.seq, batch.version, batch.stamp_ns, action, reset_mask,
+                             shape_ok, recv_ns))
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        try:
+            self.rt.put_state(self._js_index.gather(msg.name, msg.position))
+        except ValueError as exc:
+            self.bad_messages += 1
+            self._log_once('joint_state', f'ignoring joint state: {exc}')
 
     def _on_reset(self, request, response):
-        was = self.loop.estopped
-        rid = self.loop.request_reset()
+        was = self.rt.estopped
+        rid = self.rt.request_reset()
         deadline = time.monotonic() + max(0.5, 20 * self.rt.period_ns * 1e-9)
-        while not self.loop.reset_done(rid) and self.rt.alive and time.monotonic() < deadline:
+        while not self.rt.reset_done(rid) and self.rt.alive and time.monotonic() < deadline:
             time.sleep(self.rt.period_ns * 1e-9)
-        response.success = self.loop.reset_done(rid)
+        response.success = self.rt.reset_done(rid)
         if not response.success:
             response.message = 'the safety loop did not acknowledge the reset'
         else:
@@ -223,7 +284,7 @@ class SafetyNode(Node):
     # -- diagnostics --------------------------------------------------------------------
     def stats(self) -> dict:
         """Return the counters and timing figures as plain data."""
-        out = self.loop.counters()
+        out = self.rt.counters()
         out['batches'] += self.bad_messages
         out['rejected'] += self.bad_messages * self.num_envs
         out['bad_messages'] = self.bad_messages
@@ -232,14 +293,15 @@ class SafetyNode(Node):
         out['loop_cycles'] = self.rt.cycles
         out['early_cycles'] = self.rt.early_cycles
         out['rate_hz'] = round(1e9 / self.rt.period_ns, 3)
-        out.update(self.rt.stats.summary())
+        out.update(self.rt.period_summary())
         lat = self.latency.summary()
         out.update({k.replace('period_error', 'action_latency'): v for k, v in lat.items()})
-        out['fallback_delay_max_ms'] = round(self.loop.fallback_delay_max_ns / 1e6, 3)
+        out['fallback_delay_max_ms'] = round(self.rt.fallback_delay_max_ns / 1e6, 3)
         for feature, answer in (self.rt.granted or {}).items():
             out[f'rt_{feature}'] = answer
+        out['rt_mode'] = self.rt_mode
         out['rt_loop'] = ('running' if self.rt.alive else 'stopped' if self.rt.error is None
-                          else f'failed: {self.rt.error!r}')
+                          else f'failed: {self.rt.error}')
         return out
 
     def _publish_diagnostics(self) -> None:
@@ -249,8 +311,8 @@ class SafetyNode(Node):
         status.hardware_id = 'unilab'
         problems = []
         if not self.rt.alive and self.rt.error is not None:
-            problems.append(f'loop stopped: {self.rt.error!r}')
-            self._log_once('loop', f'safety loop stopped: {self.rt.error!r}')
+            problems.append(f'loop stopped: {self.rt.error}')
+            self._log_once('loop', f'safety loop stopped: {self.rt.error}')
         if stats['estopped']:
             problems.append('E-STOP latched (call ~/reset_estop)')
         if stats['rejected']:
@@ -277,11 +339,15 @@ class SafetyNode(Node):
         # A node whose __init__ failed (ConfigError) has no threads to stop.
         if getattr(self, '_closing', True):
             return
-        self.rt.stop()
+        if getattr(self, '_pub_thread', None) is None:  # the loop failed to start
+            self._closing = True
+            self.rt.stop()
+            self.rt.close()
+            return
         self._closing = True
-        os.eventfd_write(self._wake, 1)
+        self.rt.stop()  # wakes the publisher thread (thread: eventfd; process: exit)
         self._pub_thread.join(2.0)
-        os.close(self._wake)
+        self.rt.close()
 
     def close(self) -> None:
         """Stop the loop and flush the counters to the run directory."""

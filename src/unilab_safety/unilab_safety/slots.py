@@ -56,6 +56,21 @@ class LatestSlot:
         return max(0, self.puts - self.taken)
 
 
+class LatestArray:
+    """Latest-value holder of one array (measured joint positions for the PID)."""
+
+    def __init__(self):
+        self._value = None
+
+    def put(self, value):
+        """Store a reference to ``value`` (the writer must not modify it afterwards)."""
+        self._value = value
+
+    def latest(self):
+        """Return the newest value, or None before the first."""
+        return self._value
+
+
 class OutputEntry(NamedTuple):
     """One command read back from an OutputRing (the array is the reader's copy)."""
 

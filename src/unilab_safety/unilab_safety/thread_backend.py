@@ -1,0 +1,123 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+The safety loop as a thread of the node's process (``rt_mode: thread``).
+
+Same interface as rt_process.RtProcess. Simpler and cheaper to start, but
+the loop shares the GIL with rclpy's executor and every other thread of the
+process, which bounds its wake-up tail (see docs/safety.md); the node's
+default is the process mode.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+
+from unilab_safety.build import build_loop, pid_enabled
+from unilab_safety.rt import RtLoop
+from unilab_safety.slots import LatestArray, LatestSlot, OutputRing
+
+
+class ThreadBackend:
+    """RtLoop thread + SafetyLoop + in-process slots behind RtProcess's interface."""
+
+    def __init__(self, spec, capacity=64):
+        self.spec = spec
+        self.slot = LatestSlot()
+        self.state = LatestArray() if pid_enabled(spec) else None
+        self.ring = OutputRing(capacity, int(spec['num_envs']), len(spec['joint_names']))
+        self.loop = build_loop(spec, self.slot, self.ring, self.state)
+        self.gate = self.loop.gate
+        # Lock-step training waits for every answer: an action wakes the loop at once.
+        self.wake_in = os.eventfd(0, os.EFD_NONBLOCK) if spec['lockstep'] else None
+        self.wake_out = os.eventfd(0, os.EFD_NONBLOCK)
+        self.rt = RtLoop(self._tick, spec['rate_hz'], spec['busy_wait_us'], spec['rt_priority'],
+                         spec['cpu_affinity'], spec['mlockall'], wake_fd=self.wake_in)
+        self.period_ns = self.rt.period_ns
+        self.stats = self.rt.stats
+        self._poll = select.poll()
+        self._poll.register(self.wake_out, select.POLLIN)
+
+    def _tick(self, deadline_ns):
+        head = self.ring.head
+        self.loop.cycle(deadline_ns)
+        if self.ring.head != head:
+            os.eventfd_write(self.wake_out, 1)
+
+    def start(self, timeout_s=5.0):
+        """Start the loop thread; return the RT answers."""
+        return self.rt.start(timeout_s)
+
+    def stop(self, timeout_s=2.0):
+        """Stop the loop thread and wake the publisher."""
+        self.rt.stop(timeout_s)
+        os.eventfd_write(self.wake_out, 1)
+
+    def close(self):
+        """Release the eventfds."""
+        for fd in (self.wake_in, self.wake_out):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.wake_in = self.wake_out = None
+
+    granted = property(lambda self: self.rt.granted, doc='RT answers of the loop thread.')
+    alive = property(lambda self: self.rt.alive, doc='True while the loop thread runs.')
+    cycles = property(lambda self: self.rt.cycles, doc="The loop's timed cycles.")
+    deadline_misses = property(lambda self: self.rt.deadline_misses, doc='Missed deadlines.')
+    early_cycles = property(lambda self: self.rt.early_cycles, doc='Cycles run on a wake-up.')
+    estopped = property(lambda self: self.loop.estopped, doc='True while e-stop is latched.')
+    fallback_delay_max_ns = property(lambda self: self.loop.fallback_delay_max_ns,
+                                     doc='Largest action-to-first-fallback delay (ns).')
+    pid = None
+
+    @property
+    def error(self):
+        """Return the loop's exception as text, or None."""
+        return None if self.rt.error is None else repr(self.rt.error)
+
+    def put(self, item):
+        """Hand one action over; in lock-step mode wake the loop at once."""
+        self.slot.put(item)
+        if self.wake_in is not None:
+            os.eventfd_write(self.wake_in, 1)
+
+    def put_state(self, positions):
+        """Hand the latest measured joint positions [N, J] over (PID)."""
+        if self.state is not None:
+            self.state.put(positions)
+
+    def request_reset(self):
+        """Ask the loop to clear a latched e-stop; return the request id."""
+        rid = self.loop.request_reset()
+        if self.wake_in is not None:
+            os.eventfd_write(self.wake_in, 1)
+        return rid
+
+    def reset_done(self, request_id):
+        """Return True once the loop has handled request ``request_id``."""
+        return self.loop.reset_done(request_id)
+
+    def wait_output(self, timeout_s=None):
+        """Block until output is ready or ``timeout_s`` passed (0.1 s if None)."""
+        # A dead thread writes nothing: wake now and then so the caller sees ``alive``.
+        if self._poll.poll(int((0.1 if timeout_s is None else timeout_s) * 1000)):
+            try:
+                os.eventfd_read(self.wake_out)
+            except (BlockingIOError, TypeError):
+                pass
+
+    def pop(self):
+        """Return the oldest unread output entry, or None."""
+        return self.ring.pop()
+
+    def counters(self):
+        """Return the loop counters."""
+        return self.loop.counters()
+
+    def period_summary(self):
+        """Return the period-error percentiles."""
+        return self.stats.summary()
