@@ -11,6 +11,11 @@ mean, through the same safety gate) on the nominal model and on a held-out "real
 other friction, 1-3 control steps of command delay, an IMU bias random walk and 1% packet
 loss each way, with an evaluation seed no training used. Reports returns and the retention
 ratio real/nominal per policy; the target is that (b) keeps >= 90% while (a) loses more.
+
+Because a return ratio depends on the reward's offset (a frozen arm scores about -45, not
+0), each variant is also scored by the zero action, giving ``retention_normalized`` =
+(real - zero_real) / (nominal - zero_nominal), and by reach success: the share of episodes
+whose final tool-to-target distance is below ``SUCCESS_M`` (the seed reports success rates).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ TASK = 'arm6_reach'
 DEFAULT_STEPS = 600_000
 EVAL_SEED = 10_007  # no training run uses it (training seeds are run.seed)
 EVAL_EPISODES_PER_ENV = 2
+SUCCESS_M = 0.05  # final tool-to-target distance counted as a successful reach
 
 # (b)'s training profile: the documented defaults (encoder noise and offsets, 0-1 step
 # command delay, gain +-10%, 0-2 step observation delay, masses +-10%, friction, damping)
@@ -81,28 +87,40 @@ def _load_policy(cfg, run_dir: str):
 
 def evaluate(bundle, cfg, run_dir: str, variant: dict | None, num_envs: int,
              seed: int = EVAL_SEED, episodes_per_env: int = EVAL_EPISODES_PER_ENV) -> dict:
-    """Return the mean and std of deterministic episode returns of ``bundle`` on a variant."""
+    """
+    Return mean / std of deterministic episode returns and the success rate on a variant.
+
+    ``bundle`` None scores the zero action (the arm holds its start pose).
+    """
     import torch
     from unilab.direct import make_gate
     from unilab_bridge.tasks import make_task, observation
     gate = make_gate(cfg, run_dir)
-    returns = []
+    returns, final_dist = [], []
     with make_task(TASK, num_envs, seed=seed, disturbances=variant) as task:
         state = task.reset(seed=seed)
         # Every episode of arm6_reach lasts max_episode_steps unless the simulation diverges.
         for _ in range(episodes_per_env * task.max_episode_steps):
-            obs = torch.from_numpy(observation(state, task))
-            with torch.inference_mode():
-                action = bundle.actor_critic.act_inference(bundle.normalize(obs)).numpy()
+            if bundle is None:
+                action = np.zeros((num_envs, task.action_dim), np.float32)
+            else:
+                obs = torch.from_numpy(observation(state, task))
+                with torch.inference_mode():
+                    action = bundle.actor_critic.act_inference(bundle.normalize(obs)).numpy()
             done = np.flatnonzero(state.terminated | state.truncated)
             if done.size:
                 gate.reset(done)
             state = task.step(gate.filter(action).command)
             finished = state.terminated | state.truncated
             returns.extend(state.episode_return[finished].tolist())
+            # The distance term of the episode's last step (computed before the auto-reset;
+            # with disturbances on, the physics task is wrapped).
+            terms = getattr(task, 'inner', task).reward_terms
+            final_dist.extend(np.abs(terms['distance'][finished]).tolist())
     r = np.asarray(returns)
     return {'return': round(float(r.mean()), 3), 'return_std': round(float(r.std()), 3),
-            'episodes': int(r.size)}
+            'episodes': int(r.size),
+            'success': round(float(np.mean(np.asarray(final_dist) < SUCCESS_M)), 3)}
 
 
 def bench_sim2real(args) -> dict:
@@ -114,6 +132,11 @@ def bench_sim2real(args) -> dict:
            'seed': seed, 'eval_seed': EVAL_SEED, 'train_injection': TRAIN_INJECTION,
            'real_variant': REAL_VARIANT}
     with tempfile.TemporaryDirectory() as tmp:
+        cfg0 = _config(steps, seed, args.num_envs, None)
+        n0 = cfg0.rollout.num_envs
+        zero = {'nominal': evaluate(None, cfg0, f'{tmp}/zero', None, n0),
+                'real': evaluate(None, cfg0, f'{tmp}/zero', REAL_VARIANT, n0)}
+        out['zero_action'] = zero
         for label, injection in (('nominal_trained', None), ('injection_trained',
                                                              TRAIN_INJECTION)):
             cfg = _config(steps, seed, args.num_envs, injection)
@@ -131,10 +154,17 @@ def bench_sim2real(args) -> dict:
                 'eval_nominal': nominal, 'eval_real': real,
                 'retention': round(real['return'] / nominal['return'], 3)
                 if nominal['return'] > 0 else None,
+                'retention_normalized': round(
+                    (real['return'] - zero['real']['return'])
+                    / (nominal['return'] - zero['nominal']['return']), 3),
             }
     a, b = out['nominal_trained'], out['injection_trained']
     out['retention_nominal_trained'] = a['retention']
     out['retention_injection_trained'] = b['retention']
+    out['retention_normalized_nominal_trained'] = a['retention_normalized']
+    out['retention_normalized_injection_trained'] = b['retention_normalized']
+    out['success_real_nominal_trained'] = a['eval_real']['success']
+    out['success_real_injection_trained'] = b['eval_real']['success']
     out['target_retention_injection_trained'] = 0.9
     out['target_met'] = bool(b['retention'] is not None and b['retention'] >= 0.9
                              and (a['retention'] is None or a['retention'] < b['retention']))

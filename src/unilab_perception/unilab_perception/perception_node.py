@@ -279,23 +279,16 @@ class PerceptionNode(Node):
         return rotation
 
     def _on_cloud(self, msg: PointCloud2) -> None:
-        arrival = time.perf_counter()
-        stamp = stamp_ns(msg.header)
-        env = self._env_of(msg.header.frame_id)
-        try:
-            if env is None:
-                raise InvalidMessage('frame_id', f'frame_id `{msg.header.frame_id}` names no '
-                                     f'env < {self.num_envs}')
-            cloud = read_cloud(msg)
-            points = self.pipeline.process(cloud, self._imu_rotation(env, stamp))
-        except InvalidMessage as exc:
-            self._invalid(f'pointcloud/{exc.kind}', exc.reason)
-            return
-        feats = self._collect(self._cloud_parts, stamp, env, points, arrival,
-                              self.pipeline.encode)
-        self._push('pointcloud', self.cloud, stamp, feats)
+        self._on_frame('pointcloud', msg, lambda env, stamp: self.pipeline.process(
+            read_cloud(msg), self._imu_rotation(env, stamp)),
+            self._cloud_parts, self.pipeline.encode, self.cloud)
 
     def _on_image(self, msg: Image) -> None:
+        self._on_frame('image', msg, lambda env, stamp: self.image_pipeline.process(
+            read_image(msg)), self._image_parts, self.image_pipeline.encode, self.image)
+
+    def _on_frame(self, kind: str, msg, process, pending: dict, encode, buffer) -> None:
+        """Validate and process one env's frame; encode and buffer once every env has one."""
         arrival = time.perf_counter()
         stamp = stamp_ns(msg.header)
         env = self._env_of(msg.header.frame_id)
@@ -303,13 +296,17 @@ class PerceptionNode(Node):
             if env is None:
                 raise InvalidMessage('frame_id', f'frame_id `{msg.header.frame_id}` names no '
                                      f'env < {self.num_envs}')
-            image = self.image_pipeline.process(read_image(msg))
+            item = process(env, stamp)
         except InvalidMessage as exc:
-            self._invalid(f'image/{exc.kind}', exc.reason)
+            self._invalid(f'{kind}/{exc.kind}', exc.reason)
             return
-        feats = self._collect(self._image_parts, stamp, env, image, arrival,
-                              self.image_pipeline.encode)
-        self._push('image', self.image, stamp, feats)
+        feats = self._collect(pending, stamp, env, item, arrival, encode)
+        if feats is None:
+            return
+        if buffer.push(stamp, feats) == 'dropped_out_of_order':
+            self._invalid(f'{kind}/non_monotonic_stamp', 'stamp older than the reorder window')
+            return
+        self._flush()
 
     def _collect(self, pending: dict, stamp: int, env: int, item, arrival: float, encode):
         """
@@ -327,14 +324,6 @@ class PerceptionNode(Node):
         del pending[stamp]
         first = min(a for _, a in parts.values())
         return encode([parts[i][0] for i in range(self.num_envs)]), first
-
-    def _push(self, kind: str, buffer, stamp: int, feats) -> None:
-        if feats is None:
-            return
-        if buffer.push(stamp, feats) == 'dropped_out_of_order':
-            self._invalid(f'{kind}/non_monotonic_stamp', 'stamp older than the reorder window')
-            return
-        self._flush()
 
     def destroy_node(self):
         """Release transport endpoints (unlink shared memory), then destroy the node."""
