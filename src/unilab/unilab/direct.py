@@ -23,18 +23,29 @@ from unilab_policy.models import ActorCritic, PolicyBundle
 from unilab_policy.normalizer import EmpiricalNormalization
 from unilab_policy.ppo import num_mini_batches_for, PPOParams
 from unilab_policy.trainer import Trainer
+from unilab_safety.build import build_gate, SPEC_DEFAULTS
 from unilab_safety.gate import SafetyGate
-from unilab_safety.limits import load_joint_limits
 
 
 def make_gate(cfg: RunConfig, run_dir: str | pathlib.Path) -> SafetyGate:
-    """Build the safety gate from the same limits file the graph's safety node would use."""
+    """
+    Build the safety gate the graph's safety node would build, from the same spec.
+
+    Same limits file, per-step clamp, fallback, look-ahead and PID settings
+    (``unilab_safety.build.build_gate`` is the one construction path of both).
+    """
     info, model_limits = task_info(cfg.run.task)
     limits_file = resolve_limits_file(cfg, info, model_limits, pathlib.Path(run_dir))
-    limits = load_joint_limits(limits_file, list(info.joint_names),
-                               allow_unlimited=cfg.safety.allow_unlimited_joints)
-    return SafetyGate(limits, info.command_interface, info.control_dt,
-                      max_delta=cfg.safety.max_delta or None, fallback=cfg.safety.fallback)
+    sc = cfg.safety
+    spec = {**SPEC_DEFAULTS,
+            'joint_limits_file': str(limits_file), 'joint_names': list(info.joint_names),
+            'allow_unlimited_joints': sc.allow_unlimited_joints,
+            'interface': info.command_interface, 'dt': info.control_dt,
+            **{k: getattr(sc, k) for k in (
+                'max_delta', 'fallback', 'workspace_box', 'workspace_model_file',
+                'lookahead_s', 'lookahead_model', 'lookahead_joint_limits',
+                'pid_kp', 'pid_ki', 'pid_kd', 'pid_i_max')}}
+    return build_gate(spec)
 
 
 def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path) -> dict:
@@ -77,7 +88,8 @@ def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path) -> dict:
         reset = np.flatnonzero(state.terminated | state.truncated)
         if reset.size:
             gate.reset(reset)
-        state = task.step(gate.filter(action).command)
+        # Measured joint positions feed the gate's optional PID, as /joint_states does.
+        state = task.step(gate.filter(action, measured=state.joint_position).command)
         seq += 1
         if chunk.close_step(state.reward, state.terminated, state.truncated,
                             state.episode_return, state.episode_length):
