@@ -168,3 +168,20 @@ def test_unknown_task_raises_config_error(context):
             Parameter('task', value='no_such_task'), Parameter('num_envs', value=1)])
     message = str(info.value)
     assert 'task' in message and 'no_such_task' in message and 'arm6_reach' in message
+
+
+def test_required_camera_without_rendering_is_a_start_up_error(context, monkeypatch):
+    import unilab_bridge.camera
+    monkeypatch.setattr(unilab_bridge.camera, 'open_camera',
+                        lambda sim, exposure_s=0.0: (None, 'EGL: no display'))
+    params = [Parameter('task', value='arm6_reach'), Parameter('num_envs', value=1),
+              Parameter('camera', value=True)]
+    with pytest.raises(ConfigError, match='perception.image.*EGL: no display'):
+        BridgeNode(context=context,
+                   parameter_overrides=params + [Parameter('camera_required', value=True)])
+    # Not required (a camera for recording only): the bridge runs without it.
+    node = BridgeNode(context=context, parameter_overrides=params)
+    try:
+        assert node.camera is None
+    finally:
+        node.destroy_node()

@@ -83,6 +83,7 @@ class BridgeNode(Node):
         self.publish_clock = p('publish_clock', True).value
         want_imu, want_lidar = p('imu', False).value, p('lidar', False).value
         want_camera = p('camera', False).value
+        self.camera_required = p('camera_required', False).value
         sensor_envs = p('sensor_envs', 0).value
         lidar_cfg = (p('lidar_channels', 16).value, p('lidar_horizontal_samples', 360).value,
                      p('lidar_range_m', 20.0).value)
@@ -177,6 +178,9 @@ class BridgeNode(Node):
             from unilab_bridge.camera import open_camera
             blur = dist.enabled and dist.camera.enabled
             self.camera, why = open_camera(sim, dist.camera.exposure_s if blur else 0.0)
+            if self.camera is None and self.camera_required:
+                raise ConfigError(f'bridge: camera images are in the observation '
+                                  f'(perception.image) but rendering is unavailable: {why}')
             if self.camera is None:
                 self._later.append(('warning', f'camera: rendering unavailable ({why}); '
                                     '/camera/image_raw is off'))

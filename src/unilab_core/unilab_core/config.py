@@ -274,6 +274,9 @@ class PerceptionSection(_Section):
     imu: bool = Field(False, description='IMU gyro + accelerometer (6 values per env).')
     bev_feature_dim: int = Field(32, ge=1, le=4096, description='Cloud features per env.')
     voxel_size: float = Field(0.1, gt=0.0, description='Voxel-grid down-sampling edge (m).')
+    image: bool = Field(False, description='Camera image (bridge EGL rendering, 64x48 RGB) '
+                        '-> CNN features; slow on a CPU renderer (about 75 ms per frame).')
+    image_feature_dim: int = Field(32, ge=1, le=4096, description='Image features per env.')
 
 
 class LoggingSection(_Section):

@@ -88,8 +88,9 @@ def describe_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
     """Return the training graph for a resolved config and task."""
     c = cfg.to_dict()
     run, ro, per = c['run'], c['rollout'], c['perception']
-    # Observation layout (perception's assembler): [q, qd, extras], imu (6), cloud.
-    obs_dim = task.obs_dim + 6 * per['imu'] + per['bev_feature_dim'] * per['pointcloud']
+    # Observation layout (perception's assembler): [q, qd, extras], imu (6), cloud, image.
+    obs_dim = (task.obs_dim + 6 * per['imu'] + per['bev_feature_dim'] * per['pointcloud']
+               + per['image_feature_dim'] * per['image'])
     shared_policy = {
         'obs_dim': obs_dim, 'act_dim': task.action_dim, 'device': run['device'],
         'torch_threads': run['torch_threads'],
@@ -102,12 +103,17 @@ def describe_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
             **c['bridge'], 'disturbances': c['disturbances'], 'run_dir': str(run_dir),
             'lidar': c['bridge']['lidar'] or per['pointcloud'],
             'imu': c['bridge']['imu'] or per['imu'],
+            'camera': c['bridge']['camera'] or per['image'],
+            # The observation needs every env's image: no rendering is a start-up error.
+            'camera_required': per['image'],
         },
         'perception': {
             'num_envs': ro['num_envs'], 'joint_names': list(task.joint_names),
             'uses_joint_state': task.uses_joint_state, 'extras_dim': task.extras_dim,
             'obs_dim': obs_dim,
-            'sensors': {'pointcloud': per['pointcloud'], 'imu': per['imu']},
+            'sensors': {'pointcloud': per['pointcloud'], 'imu': per['imu'],
+                        'image': per['image']},
+            'image': {'feature_dim': per['image_feature_dim']},
             'bev': {'feature_dim': per['bev_feature_dim']},
             'pointcloud': {'voxel_size': per['voxel_size']},
         },
