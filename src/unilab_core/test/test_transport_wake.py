@@ -90,6 +90,32 @@ def test_thread_in_wait_is_woken_and_gil_released(domain):
         assert r.wait(0.01) is False  # nothing new: times out, says so
 
 
+def test_spinning_wait_sees_news_without_a_futex_wake(domain):
+    # A message written while the reader polls is taken without sleeping: the writer
+    # finds no waiting flag and issues no FUTEX_WAKE; after the poll window the reader
+    # sleeps on the futex as usual and times out when nothing comes.
+    name = shm.segment_name(domain, 'n', 'spin')
+    with RingWriter(name, 4096, 4, 'latest') as w, RingReader(name) as r:
+        out = []
+        spinning = threading.Event()
+
+        def reader():
+            spinning.set()
+            out.append(r.wait(30.0, spin_s=30.0))
+
+        th = threading.Thread(target=reader)
+        th.start()
+        spinning.wait(10.0)
+        threading.Event().wait(0.05)  # the reader is polling by now (it never sleeps here)
+        w.write(nbytes=4096, fill=lambda v: fill_pattern(v, 3))
+        th.join(30.0)
+        assert out == [True] and w.wakes == 0
+        assert not w.m.readers[:, R_WAITING].any()
+        with r.read_latest() as msg:
+            assert msg.index == 0
+        assert r.wait(0.05, spin_s=0.01) is False
+
+
 @pytest.mark.parametrize('policy', ['latest', 'reliable'])
 def test_reader_killed_while_asleep_does_not_block_writer(domain, policy):
     name = shm.segment_name(domain, 'n', f'sleepkill_{policy}')

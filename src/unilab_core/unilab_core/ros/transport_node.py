@@ -32,10 +32,13 @@ and reads new messages straight from the ring; the layout travels in the
 slot header. By default the callback still runs on the node's executor
 (the thread only schedules it: ``deliver='executor'``); ``deliver='thread'``
 runs it on the wake thread itself, one thread hop less, for callbacks that
-are thread-safe. Descriptors then serve discovery, interop and readers that
-have not mapped the segment yet: the publisher sends one only while some
-remote descriptor subscriber does not read on wake-ups, for latched topics,
-and at least every ``DESCRIPTOR_HEARTBEAT_S`` otherwise.
+are thread-safe. ``spin_us`` > 0 makes the wake thread poll that long after
+each message before it sleeps again (a busy core while polling; for
+latency-critical topics on machines with a core to spare). Descriptors then
+serve discovery, interop and readers that have not mapped the segment yet:
+the publisher sends one only while some remote descriptor subscriber does
+not read on wake-ups, for latched topics, and at least every
+``DESCRIPTOR_HEARTBEAT_S`` otherwise.
 """
 
 from __future__ import annotations
@@ -340,14 +343,19 @@ class TensorSubscription:
                  policy: str = 'latest', depth: int = 1, qos: QoSProfile | int = 10,
                  accept_standard: bool = True,
                  on_error: Callable[[Exception], None] | None = None,
-                 wake: bool = True, deliver: str = 'executor'):
+                 wake: bool = True, deliver: str = 'executor', spin_us: float = 0.0):
         if deliver not in ('executor', 'thread'):
             raise ValueError(f"deliver must be 'executor' or 'thread', got `{deliver}`")
+        if not 0.0 <= spin_us <= 1e6:
+            raise ValueError(f'spin_us must be in [0, 1e6] µs, got {spin_us}')
         self.node = node
         # Futex wake-ups from mapped rings (see the module docstring); ``deliver`` says
         # which thread runs the callback for messages read that way.
         self.wake = bool(wake) and futex.available()
         self.deliver = deliver
+        # Poll this long after each wake before sleeping on the futex again (a busy core
+        # while spinning; 0 = never spin).
+        self.spin_s = float(spin_us) * 1e-6
         self._lock = threading.Lock()   # one ring reader, two threads (wake, executor)
         self._watchers: dict[str, tuple] = {}
         self._closed = False
@@ -504,7 +512,7 @@ class TensorSubscription:
         done = threading.Event()
         while not stop.is_set():
             try:
-                if not ring.wait(WAKE_TIMEOUT_S) or stop.is_set():
+                if not ring.wait(WAKE_TIMEOUT_S, self.spin_s) or stop.is_set():
                     continue
             except (AttributeError, TypeError):
                 return  # unmapped under us (closing)
