@@ -153,7 +153,7 @@ class BridgeNode(Node):
         if want_imu:
             if getattr(task, 'has_imu', False):
                 getattr(task, 'inner', task).enable_sensors(True)
-                self.imu_pub = self.create_publisher(Imu, topics.IMU, QoSProfile(depth=4))
+                self.imu_pub = self.create_publisher(Imu, topics.IMU, self._sensor_qos())
                 # Discrete white-noise variance of the injected noise (Kalibr: sigma^2 / dt).
                 on = dist.enabled and dist.imu.enabled
                 dt = task.control_dt
@@ -170,7 +170,7 @@ class BridgeNode(Node):
                 self.lidar = Lidar(sim.model, channels=lidar_cfg[0],
                                    horizontal_samples=lidar_cfg[1], max_range=lidar_cfg[2])
                 self.points_pub = self.create_publisher(PointCloud2, topics.POINTS,
-                                                        QoSProfile(depth=2))
+                                                        self._sensor_qos())
             except ValueError as exc:
                 self._later.append(('warning', f'lidar: {exc}; /points is off'))
         self.camera = None
@@ -185,11 +185,16 @@ class BridgeNode(Node):
                 self._later.append(('warning', f'camera: rendering unavailable ({why}); '
                                     '/camera/image_raw is off'))
             else:
-                self.image_pub = self.create_publisher(Image, topics.IMAGE, QoSProfile(depth=2))
+                self.image_pub = self.create_publisher(Image, topics.IMAGE, self._sensor_qos())
                 self._later.append(('info', f'camera: rendering with {why}'))
         if not (want_imu or want_lidar or want_camera):
             self._later.append(
                 ('info', 'sensors: imu, lidar and camera off (bridge.imu/lidar/camera)'))
+
+    def _sensor_qos(self) -> QoSProfile:
+        # One message per env and step goes out in a burst: keep a few steps' worth, or
+        # a keep-last history of 2-4 drops envs before a subscriber has taken them.
+        return QoSProfile(depth=max(4, 4 * len(self._sensor_envs)))
 
     def _publish_sensors(self, t) -> None:
         envs = self._sensor_envs

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data, QoSProfile
+from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image, Imu, JointState, PointCloud2
 from unilab_core import topics
 from unilab_core.config import ConfigError
@@ -108,15 +108,18 @@ class PerceptionNode(Node):
         self.task_sub = TensorSubscription(
             self, topics.TASK_STATE, self._on_task_state, qos=qos,
             on_error=lambda exc: self._invalid('task_state', str(exc)))
+        # Sensor-data QoS (best effort), but deep enough for one message per env and a few
+        # steps: rclpy's preset keeps 5, which drops clouds as soon as 6 envs publish at once.
+        sensor_qos = QoSProfile(depth=max(qos_profile_sensor_data.depth, 4 * self.num_envs),
+                                reliability=ReliabilityPolicy.BEST_EFFORT)
         if self.cloud is not None:
             self.create_subscription(PointCloud2, self.cfg['pointcloud'].topic,
-                                     self._on_cloud, qos_profile_sensor_data)
+                                     self._on_cloud, sensor_qos)
         if self.imu is not None:
-            self.create_subscription(Imu, self.cfg['imu'].topic, self._on_imu,
-                                     qos_profile_sensor_data)
+            self.create_subscription(Imu, self.cfg['imu'].topic, self._on_imu, sensor_qos)
         if self.image is not None:
             self.create_subscription(Image, self.cfg['image'].topic, self._on_image,
-                                     qos_profile_sensor_data)
+                                     sensor_qos)
 
     # -- bookkeeping -----------------------------------------------------
     def _invalid(self, kind: str, why: str) -> None:
