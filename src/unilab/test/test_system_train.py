@@ -116,7 +116,9 @@ def test_pointcloud_and_imu_reach_the_policy_observation(tmp_path):
                    'policy_update: {batch_size: 64, epochs: 2}\n'
                    'logging: {tensorboard: false}\n')
     run_dir = tmp_path / 'run'
-    cli('train', '--steps', 128, '--num-envs', 4, '--config', cfg, '--run-dir', run_dir,
+    # 8 envs: one cloud and one IMU message per env and step arrive as a burst, more than
+    # rclpy's sensor-data history of 5 holds (the graph hung on that before).
+    cli('train', '--steps', 256, '--num-envs', 8, '--config', cfg, '--run-dir', run_dir,
         '--no-progress', check=True)
     params = yaml.safe_load((run_dir / 'graph_params.yaml').read_text())
     width = 21 + 6 + 16  # [q, qd, extras], imu, cloud features

@@ -39,6 +39,7 @@ from unilab_bridge.sensors import Lidar
 from unilab_bridge.tasks import make_task, UnknownTaskError
 from unilab_core import topics
 from unilab_core.config import _Section, ConfigError, DisturbancesSection
+from unilab_core.ros.qos import sensor_qos
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
 from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
                                             TensorPublisher, TensorSubscription)
@@ -150,10 +151,11 @@ class BridgeNode(Node):
         task = self.task
         sim = getattr(task, 'sim', None)
         self.imu_pub = self.points_pub = self.image_pub = None
+        qos = sensor_qos(len(self._sensor_envs))  # one message per env and step, in a burst
         if want_imu:
             if getattr(task, 'has_imu', False):
                 getattr(task, 'inner', task).enable_sensors(True)
-                self.imu_pub = self.create_publisher(Imu, topics.IMU, self._sensor_qos())
+                self.imu_pub = self.create_publisher(Imu, topics.IMU, qos)
                 # Discrete white-noise variance of the injected noise (Kalibr: sigma^2 / dt).
                 on = dist.enabled and dist.imu.enabled
                 dt = task.control_dt
@@ -169,8 +171,7 @@ class BridgeNode(Node):
                     raise ValueError('not a UniLab MuJoCo task')
                 self.lidar = Lidar(sim.model, channels=lidar_cfg[0],
                                    horizontal_samples=lidar_cfg[1], max_range=lidar_cfg[2])
-                self.points_pub = self.create_publisher(PointCloud2, topics.POINTS,
-                                                        self._sensor_qos())
+                self.points_pub = self.create_publisher(PointCloud2, topics.POINTS, qos)
             except ValueError as exc:
                 self._later.append(('warning', f'lidar: {exc}; /points is off'))
         self.camera = None
@@ -185,16 +186,11 @@ class BridgeNode(Node):
                 self._later.append(('warning', f'camera: rendering unavailable ({why}); '
                                     '/camera/image_raw is off'))
             else:
-                self.image_pub = self.create_publisher(Image, topics.IMAGE, self._sensor_qos())
+                self.image_pub = self.create_publisher(Image, topics.IMAGE, qos)
                 self._later.append(('info', f'camera: rendering with {why}'))
         if not (want_imu or want_lidar or want_camera):
             self._later.append(
                 ('info', 'sensors: imu, lidar and camera off (bridge.imu/lidar/camera)'))
-
-    def _sensor_qos(self) -> QoSProfile:
-        # One message per env and step goes out in a burst: keep a few steps' worth, or
-        # a keep-last history of 2-4 drops envs before a subscriber has taken them.
-        return QoSProfile(depth=max(4, 4 * len(self._sensor_envs)))
 
     def _publish_sensors(self, t) -> None:
         envs = self._sensor_envs

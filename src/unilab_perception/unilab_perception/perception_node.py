@@ -18,11 +18,12 @@ import time
 
 import numpy as np
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Image, Imu, JointState, PointCloud2
 from unilab_core import topics
 from unilab_core.config import ConfigError
 from unilab_core.ros.params import declare_section
+from unilab_core.ros.qos import sensor_qos
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
 from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
                                             TensorPublisher, TensorSubscription)
@@ -108,18 +109,15 @@ class PerceptionNode(Node):
         self.task_sub = TensorSubscription(
             self, topics.TASK_STATE, self._on_task_state, qos=qos,
             on_error=lambda exc: self._invalid('task_state', str(exc)))
-        # Sensor-data QoS (best effort), but deep enough for one message per env and a few
-        # steps: rclpy's preset keeps 5, which drops clouds as soon as 6 envs publish at once.
-        sensor_qos = QoSProfile(depth=max(qos_profile_sensor_data.depth, 4 * self.num_envs),
-                                reliability=ReliabilityPolicy.BEST_EFFORT)
+        sensor = sensor_qos(self.num_envs, reliable=False)
         if self.cloud is not None:
             self.create_subscription(PointCloud2, self.cfg['pointcloud'].topic,
-                                     self._on_cloud, sensor_qos)
+                                     self._on_cloud, sensor)
         if self.imu is not None:
-            self.create_subscription(Imu, self.cfg['imu'].topic, self._on_imu, sensor_qos)
+            self.create_subscription(Imu, self.cfg['imu'].topic, self._on_imu, sensor)
         if self.image is not None:
             self.create_subscription(Image, self.cfg['image'].topic, self._on_image,
-                                     sensor_qos)
+                                     sensor)
 
     # -- bookkeeping -----------------------------------------------------
     def _invalid(self, kind: str, why: str) -> None:
