@@ -268,20 +268,23 @@ KD_LEAF = 12
 
 
 @numba.njit(cache=True)
-def _kd_build(pts, leaf):
+def _kd_build(points, leaf):
     """
-    Build a k-d tree over ``pts [P, 3]`` (float64) by sliding-midpoint splits.
+    Build a k-d tree over ``points [P, 3]`` (float64) by sliding-midpoint splits.
 
     Each node splits its points at the middle of its bounding box's widest
     side (Maneewongvatana and Mount, "Analysis of approximate nearest neighbor
     searching with clustered point sets", 1999): clustered lidar clouds get
     cells that follow the data, and every child is non-empty, so the tree has
-    at most ``2P - 1`` nodes. Returns the point order (leaves are contiguous
-    ranges of it) and per-node ``start, end, left, right, lo, hi`` (tight
-    bounding boxes, ``left == -1`` for a leaf).
+    at most ``2P - 1`` nodes. Returns ``(order, pts)``, the point order and the
+    points in that order (leaves are contiguous ranges of it; the partition
+    moves the coordinates themselves, so every pass reads memory in order),
+    and per-node ``start, end, left, right, lo, hi`` (tight bounding boxes,
+    ``left == -1`` for a leaf).
     """
-    n = pts.shape[0]
+    n = points.shape[0]
     cap = max(2 * n, 1)
+    pts = points.copy()
     order = np.arange(n)
     start = np.empty(cap, np.int64)
     end = np.empty(cap, np.int64)
@@ -297,16 +300,15 @@ def _kd_build(pts, leaf):
         sp -= 1
         nd = stack[sp]
         s, e = start[nd], end[nd]
-        for d in range(3):
-            lo[nd, d] = np.inf
-            hi[nd, d] = -np.inf
+        x0 = y0 = z0 = np.inf
+        x1 = y1 = z1 = -np.inf
         for m in range(s, e):
-            for d in range(3):
-                v = pts[order[m], d]
-                if v < lo[nd, d]:
-                    lo[nd, d] = v
-                if v > hi[nd, d]:
-                    hi[nd, d] = v
+            x, y, z = pts[m, 0], pts[m, 1], pts[m, 2]
+            x0, x1 = min(x0, x), max(x1, x)
+            y0, y1 = min(y0, y), max(y1, y)
+            z0, z1 = min(z0, z), max(z1, z)
+        lo[nd, 0], lo[nd, 1], lo[nd, 2] = x0, y0, z0
+        hi[nd, 0], hi[nd, 1], hi[nd, 2] = x1, y1, z1
         if e - s <= leaf:
             continue
         dim = 0
@@ -318,9 +320,11 @@ def _kd_build(pts, leaf):
         mid = 0.5 * (lo[nd, dim] + hi[nd, dim])
         i, j = s, e - 1
         while i <= j:  # partition: coordinate < mid first
-            if pts[order[i], dim] < mid:
+            if pts[i, dim] < mid:
                 i += 1
             else:
+                for d in range(3):
+                    pts[i, d], pts[j, d] = pts[j, d], pts[i, d]
                 order[i], order[j] = order[j], order[i]
                 j -= 1
         if i == s or i == e:  # mid rounded onto an end point: split by count instead
@@ -331,7 +335,8 @@ def _kd_build(pts, leaf):
         stack[sp], stack[sp + 1] = nodes + 1, nodes
         sp += 2
         nodes += 2
-    return order, start[:nodes], end[:nodes], left[:nodes], right[:nodes], lo[:nodes], hi[:nodes]
+    return (order, pts, start[:nodes], end[:nodes], left[:nodes], right[:nodes], lo[:nodes],
+            hi[:nodes])
 
 
 @numba.njit(cache=True, inline='always')
@@ -355,8 +360,14 @@ def _kd_knn_mean(pts, k, start, end, left, right, lo, hi):
     Return each point's exact mean distance to its k nearest points (itself included).
 
     ``pts`` is in tree order, so consecutive queries walk the same nodes.
-    Depth-first search, nearer child first, pruned by the k-th best squared
-    distance against each node's bounding box.
+    Depth-first search: descend to the nearer child, push the farther one
+    with its box distance, prune by the k-th best squared distance. Each query
+    starts from a bound instead of infinity: the previous query ``p`` has k
+    points within ``r_p`` (its k-th distance), so the current query ``q`` has
+    k points within ``r_p + |p - q|`` (triangle inequality); filling the list
+    with that bound prunes from the first node on, and only points inside it
+    are ever inserted. The bound is inflated by 1e-9 against rounding and
+    never survives in the result (at least k points lie within it).
     """
     n = pts.shape[0]
     out = np.empty(n, np.float64)
@@ -364,25 +375,42 @@ def _kd_knn_mean(pts, k, start, end, left, right, lo, hi):
     for c in numba.prange(chunks):
         best = np.empty(k, np.float64)
         stack = np.empty(start.size + 1, np.int64)
+        stack_d2 = np.empty(start.size + 1, np.float64)
+        prev = np.inf
+        qx = qy = qz = 0.0
         for i in range(c * n // chunks, (c + 1) * n // chunks):
             px, py, pz = pts[i, 0], pts[i, 1], pts[i, 2]
-            best[:] = np.inf
+            if prev < np.inf:
+                step = np.sqrt((px - qx) ** 2 + (py - qy) ** 2 + (pz - qz) ** 2)
+                r = (prev + step) * (1.0 + 1e-9) + 1e-300
+                best[:] = r * r
+            else:
+                best[:] = np.inf
             stack[0] = 0
+            stack_d2[0] = 0.0
             sp = 1
             while sp > 0:
                 sp -= 1
+                if stack_d2[sp] >= best[k - 1]:
+                    continue
                 nd = stack[sp]
-                if _box_dist2(px, py, pz, lo, hi, nd) >= best[k - 1]:
-                    continue
-                if left[nd] == -1:
+                while left[nd] != -1:
+                    a, b = left[nd], right[nd]
+                    da = _box_dist2(px, py, pz, lo, hi, a)
+                    db = _box_dist2(px, py, pz, lo, hi, b)
+                    if da > db:
+                        a, b = b, a
+                        da, db = db, da
+                    if db < best[k - 1]:  # the farther child waits with its distance
+                        stack[sp] = b
+                        stack_d2[sp] = db
+                        sp += 1
+                    if da >= best[k - 1]:
+                        nd = -1
+                        break
+                    nd = a
+                if nd >= 0:
                     _scan_cell(pts, start[nd], end[nd], px, py, pz, best, k)
-                    continue
-                a, b = left[nd], right[nd]
-                if _box_dist2(px, py, pz, lo, hi, a) > _box_dist2(px, py, pz, lo, hi, b):
-                    a, b = b, a
-                stack[sp] = b  # farther child waits, nearer child is searched first
-                stack[sp + 1] = a
-                sp += 2
             total = 0.0
             found = 0
             for q in range(k):
@@ -390,6 +418,8 @@ def _kd_knn_mean(pts, k, start, end, left, right, lo, hi):
                     total += np.sqrt(best[q])
                     found += 1
             out[i] = total / found
+            prev = np.sqrt(best[k - 1]) if found == k else np.inf
+            qx, qy, qz = px, py, pz
     return out
 
 
@@ -401,8 +431,8 @@ def knn_mean_distance(points: np.ndarray, k: int) -> np.ndarray:
         return np.zeros(0)
     k = min(k, points.shape[0])
     pts = np.ascontiguousarray(points, dtype=np.float64)
-    order, start, end, left, right, lo, hi = _kd_build(pts, KD_LEAF)
-    dist = _kd_knn_mean(pts[order], k, start, end, left, right, lo, hi)
+    order, tree_pts, start, end, left, right, lo, hi = _kd_build(pts, KD_LEAF)
+    dist = _kd_knn_mean(tree_pts, k, start, end, left, right, lo, hi)
     out = np.empty_like(dist)
     out[order] = dist
     return out
