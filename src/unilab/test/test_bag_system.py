@@ -10,6 +10,7 @@ import time
 
 from conftest import cli, TINY
 import numpy as np
+import pytest
 from unilab.bag.dataset import build_dataset
 from unilab.bag.storage import BagReader
 from unilab_bridge.tasks import make_task
@@ -66,3 +67,12 @@ def test_record_training_then_info_dataset_and_offline_training(tmp_path, tiny_c
 def test_offline_with_a_missing_bag_names_it(tmp_path):
     proc = cli('train', '--offline', tmp_path / 'nope')
     assert proc.returncode == 2 and 'nope' in proc.stderr
+
+
+def test_offline_refuses_an_action_history_by_name(tmp_path):
+    from unilab.bag.offline import train_offline
+    from unilab_core.config import ConfigError
+    with pytest.raises(ConfigError, match='model.action_history'):
+        train_offline([str(tmp_path / 'any')], overrides={'model.action_history': 2},
+                      run_dir=str(tmp_path / 'off'))
+    assert not (tmp_path / 'off').exists()  # refused before anything was written

@@ -46,3 +46,14 @@ def test_train_direct_trains_and_applies_the_disturbances(tmp_path):
                              tmp_path / 'disturbed')
     assert disturbed['steps'] >= 1024
     assert disturbed['return_last'] != nominal['return_last']
+
+
+def test_train_direct_with_action_history_exports_the_wider_network(tmp_path):
+    from unilab.bench_sim2real import _load_policy
+    cfg = _cfg(**{'model.action_history': 2})
+    out = train_direct(cfg, tmp_path / 'hist')
+    assert out['steps'] >= 1024
+    bundle = _load_policy(cfg, str(tmp_path / 'hist'))
+    # arm6_reach: 6 joints -> obs 6 + 6 + 9 extras, plus two 6-dim actions.
+    assert bundle.actor_critic.obs_dim == 21 + 2 * 6
+    assert bundle.obs_normalizer.mean.shape[-1] == 33

@@ -73,13 +73,15 @@ def _load_policy(cfg, run_dir: str):
     """Rebuild the trained bundle from the run's latest checkpoint."""
     from unilab.prepare import task_info
     from unilab_policy.checkpoint import load_checkpoint
+    from unilab_policy.history import policy_input_dim
     from unilab_policy.models import ActorCritic, PolicyBundle
     from unilab_policy.normalizer import EmpiricalNormalization
     info, _ = task_info(cfg.run.task)
     m = cfg.model
-    bundle = PolicyBundle(ActorCritic(info.obs_dim, info.action_dim, tuple(m.hidden_sizes),
+    width = policy_input_dim(info.obs_dim, info.action_dim, m.action_history)
+    bundle = PolicyBundle(ActorCritic(width, info.action_dim, tuple(m.hidden_sizes),
                                       m.activation, m.init_noise_std),
-                          EmpiricalNormalization(info.obs_dim, clip=cfg.normalization.clip))
+                          EmpiricalNormalization(width, clip=cfg.normalization.clip))
     bundle.load_state_dict(load_checkpoint(f'{run_dir}/checkpoints/latest.pt',
                                            map_location='cpu')['bundle'])
     return bundle.eval()
@@ -95,21 +97,25 @@ def evaluate(bundle, cfg, run_dir: str, variant: dict | None, num_envs: int,
     import torch
     from unilab.direct import make_gate
     from unilab_bridge.tasks import make_task, observation
+    from unilab_policy.history import ActionHistory
     gate = make_gate(cfg, run_dir)
     returns, final_dist = [], []
     with make_task(TASK, num_envs, seed=seed, disturbances=variant) as task:
         state = task.reset(seed=seed)
+        history = ActionHistory(num_envs, task.action_dim, cfg.model.action_history)
         # Every episode of arm6_reach lasts max_episode_steps unless the simulation diverges.
         for _ in range(episodes_per_env * task.max_episode_steps):
-            if bundle is None:
-                action = np.zeros((num_envs, task.action_dim), np.float32)
-            else:
-                obs = torch.from_numpy(observation(state, task))
-                with torch.inference_mode():
-                    action = bundle.actor_critic.act_inference(bundle.normalize(obs)).numpy()
             done = np.flatnonzero(state.terminated | state.truncated)
             if done.size:
                 gate.reset(done)
+                history.reset(done)
+            if bundle is None:
+                action = np.zeros((num_envs, task.action_dim), np.float32)
+            else:
+                obs = torch.from_numpy(history.observe(observation(state, task)))
+                with torch.inference_mode():
+                    action = bundle.actor_critic.act_inference(bundle.normalize(obs)).numpy()
+                history.push(action)
             state = task.step(gate.filter(action).command)
             finished = state.terminated | state.truncated
             returns.extend(state.episode_return[finished].tolist())

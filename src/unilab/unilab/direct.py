@@ -19,6 +19,7 @@ from unilab.prepare import resolve_limits_file, task_info
 from unilab_bridge.tasks import make_task, observation
 from unilab_core.config import RunConfig
 from unilab_policy.chunk import ChunkBuilder
+from unilab_policy.history import ActionHistory, policy_input_dim
 from unilab_policy.models import ActorCritic, PolicyBundle
 from unilab_policy.normalizer import EmpiricalNormalization
 from unilab_policy.ppo import num_mini_batches_for, PPOParams
@@ -55,9 +56,10 @@ def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path) -> dict:
     n, t_len, k = cfg.rollout.num_envs, cfg.rollout.rollout_length, cfg.rollout.chunk_length
     torch.manual_seed(cfg.run.seed)
     m = cfg.model
-    bundle = PolicyBundle(ActorCritic(info.obs_dim, info.action_dim, tuple(m.hidden_sizes),
+    width = policy_input_dim(info.obs_dim, info.action_dim, m.action_history)
+    bundle = PolicyBundle(ActorCritic(width, info.action_dim, tuple(m.hidden_sizes),
                                       m.activation, m.init_noise_std),
-                          EmpiricalNormalization(info.obs_dim, clip=cfg.normalization.clip))
+                          EmpiricalNormalization(width, clip=cfg.normalization.clip))
     up = cfg.policy_update
     params = PPOParams(
         clip_param=up.clip_param, num_learning_epochs=up.epochs,
@@ -72,28 +74,34 @@ def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path) -> dict:
     pathlib.Path(run_dir).mkdir(parents=True, exist_ok=True)
     gate = make_gate(cfg, run_dir)
     task = make_task(cfg.run.task, n, seed=cfg.run.seed, disturbances=cfg.disturbances)
-    chunk = ChunkBuilder(k, n, info.obs_dim, info.action_dim)
+    chunk = ChunkBuilder(k, n, width, info.action_dim)
+    history = ActionHistory(n, info.action_dim, m.action_history)  # as the policy node keeps
     state = task.reset(seed=cfg.run.seed)
-    obs_t = torch.zeros(n, info.obs_dim)
+    obs_t = torch.zeros(n, width)
     seq = 0
     t0 = time.monotonic()
     while not trainer.done:
-        obs = observation(state, task)
+        reset = np.flatnonzero(state.terminated | state.truncated)
+        if reset.size:
+            gate.reset(reset)
+            history.reset(reset)
+        obs = history.observe(observation(state, task))
         obs_t.copy_(torch.from_numpy(obs))
         with torch.inference_mode():
             out = bundle.actor_critic.act(bundle.normalize(obs_t))
         action = out.action.numpy()
+        history.push(action)
         chunk.open_step(obs, action, out.log_prob.numpy(), out.value.numpy(),
                         out.mean.numpy(), out.std.numpy(), seq)
-        reset = np.flatnonzero(state.terminated | state.truncated)
-        if reset.size:
-            gate.reset(reset)
         # Measured joint positions feed the gate's optional PID, as /joint_states does.
         state = task.step(gate.filter(action, measured=state.joint_position).command)
         seq += 1
         if chunk.close_step(state.reward, state.terminated, state.truncated,
                             state.episode_return, state.episode_length):
-            next_obs = observation(state, task)
+            # Bootstrap input of the next step: envs that just reset start with no history.
+            done = np.flatnonzero(state.terminated | state.truncated)
+            history.reset(done)
+            next_obs = history.observe(observation(state, task))
             trainer.add_chunk(chunk.tensors(next_obs), trainer.version)
             chunk.clear()
     task.close()

@@ -26,15 +26,16 @@ def load_bundle(run_dir: str | pathlib.Path):
         raise ConfigError(f'{run_dir}: not a run directory with a checkpoint '
                           '(needs graph_params.yaml and checkpoints/latest.pt)')
     p = yaml.safe_load(params_file.read_text())['policy']['ros__parameters']
-    ac = ActorCritic(p['obs_dim'], p['act_dim'], hidden_sizes=tuple(p['model']['hidden_sizes']),
+    # The network's input: the observation plus the policy's last actions, if configured.
+    width = int(p['obs_dim']) + int(p['model'].get('action_history', 0)) * int(p['act_dim'])
+    ac = ActorCritic(width, p['act_dim'], hidden_sizes=tuple(p['model']['hidden_sizes']),
                      activation=p['model']['activation'],
                      init_noise_std=p['model']['init_noise_std'])
-    bundle = PolicyBundle(ac, EmpiricalNormalization(p['obs_dim'],
-                                                     clip=p['normalization']['clip']))
+    bundle = PolicyBundle(ac, EmpiricalNormalization(width, clip=p['normalization']['clip']))
     state = load_checkpoint(ckpt, map_location='cpu')
     bundle.load_state_dict(state['bundle'])
     use_norm = bool(p['normalization']['observations'])
-    return bundle.to(torch.device('cpu')).eval(), int(p['obs_dim']), use_norm
+    return bundle.to(torch.device('cpu')).eval(), width, use_norm
 
 
 def export_run(run_dir: str, fmt: str,

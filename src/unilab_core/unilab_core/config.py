@@ -329,6 +329,11 @@ class ModelSection(_Section):
         default_factory=lambda: [128, 128], min_length=1, description='MLP widths.')
     activation: Literal['elu', 'relu', 'tanh'] = Field('elu', description='Activation.')
     init_noise_std: float = Field(0.5, gt=0.0, description='Initial action std.')
+    action_history: int = Field(
+        0, ge=0, le=16,
+        description='The policy\'s last N actions appended to its observation, newest first '
+                    '(zeros at an episode start): in-flight commands become part of the state, '
+                    'which makes a policy robust to actuation delay. 0 = off.')
 
 
 class NormalizationSection(_Section):

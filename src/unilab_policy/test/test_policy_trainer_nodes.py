@@ -89,9 +89,10 @@ class FakeEnv(Node):
 
 
 @pytest.fixture
-def graph(fresh_context, tmp_path):
+def graph(fresh_context, tmp_path, request):
     """Build (executor, env, policy, make_trainer); destroy every node afterwards."""
     context = fresh_context
+    history = getattr(request, 'param', 0)  # model.action_history (indirect parametrize)
     executor = SingleThreadedExecutor(context=context)
     nodes = []
 
@@ -101,7 +102,8 @@ def graph(fresh_context, tmp_path):
         return node
 
     common = [Parameter('obs_dim', value=OBS), Parameter('act_dim', value=ACT),
-              Parameter('device', value='cpu'), Parameter('model.hidden_sizes', value=[8])]
+              Parameter('device', value='cpu'), Parameter('model.hidden_sizes', value=[8]),
+              Parameter('model.action_history', value=history)]
     env = add(FakeEnv(context))
     policy = add(PolicyNode(context=context, parameter_overrides=common + [
         Parameter('num_envs', value=N), Parameter('chunk_length', value=K),
@@ -192,6 +194,26 @@ def test_waits_for_weights_then_trains_on_policy(graph, tmp_path):
     trainer._on_chunk(read_batch(make_batch('rollout', 0, {'rewards': np.zeros((K, N))},
                                             version=updates)))
     assert trainer.trainer.updates == updates
+
+
+@pytest.mark.parametrize('graph', [2], indirect=True)
+def test_action_history_reaches_the_network_and_the_rollout(graph):
+    executor, env, policy, make_trainer = graph
+    assert policy.setup.input_dim == OBS + 2 * ACT
+    assert policy.bundle.actor_critic.obs_dim == OBS + 2 * ACT
+    trainer = make_trainer(total_steps=T * N)  # one rollout, one update
+    env.start()
+    assert spin_until(executor, lambda: trainer.done, 30.0), policy.counters
+    raw = trainer.trainer.raw_obs.numpy()
+    assert raw.shape == (T, N, OBS + 2 * ACT)
+    sent = {s: a for s, v, a in env.actions if v == 0}
+    zero = np.zeros((N, ACT))
+    # Newest first; episodes last EPISODE_LENGTH = 3 steps, so step 3 starts over.
+    want = {0: (zero, zero), 1: (sent[0], zero), 2: (sent[1], sent[0]), 3: (zero, zero)}
+    for seq, (prev1, prev2) in want.items():
+        np.testing.assert_allclose(raw[seq, :, OBS:OBS + ACT], prev1, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(raw[seq, :, OBS + ACT:], prev2, rtol=0, atol=1e-6)
+    assert np.abs(sent[0]).sum() > 0  # the check above compares real actions, not zeros
 
 
 def test_duplicate_and_bad_observations(graph):

@@ -11,6 +11,7 @@ from unilab_core.config import GpuSection, ModelSection, NormalizationSection
 from unilab_core.ros.params import declare_section
 
 from unilab_policy.device import resolve_device
+from unilab_policy.history import policy_input_dim
 from unilab_policy.models import ActorCritic, PolicyBundle
 from unilab_policy.normalizer import EmpiricalNormalization
 
@@ -48,6 +49,8 @@ class PolicySetup:
         self.model = declare_section(node, 'model', ModelSection)
         self.norm = declare_section(node, 'normalization', NormalizationSection)
         self.gpu = declare_section(node, 'gpu', GpuSection)
+        # The network also sees the policy's last model.action_history actions.
+        self.input_dim = policy_input_dim(self.obs_dim, self.act_dim, self.model.action_history)
         self.device = resolve_device(self.device_name)
         if self.device.type == 'cpu':
             torch.set_num_threads(self.torch_threads)
@@ -60,8 +63,8 @@ class PolicySetup:
     def build(self) -> PolicyBundle:
         """Create the actor-critic + normaliser bundle on the device (seeded)."""
         torch.manual_seed(self.seed)
-        ac = ActorCritic(self.obs_dim, self.act_dim, hidden_sizes=tuple(self.model.hidden_sizes),
+        ac = ActorCritic(self.input_dim, self.act_dim, hidden_sizes=tuple(self.model.hidden_sizes),
                          activation=self.model.activation,
                          init_noise_std=self.model.init_noise_std)
-        norm = EmpiricalNormalization(self.obs_dim, clip=self.norm.clip)
+        norm = EmpiricalNormalization(self.input_dim, clip=self.norm.clip)
         return PolicyBundle(ac, norm).to(self.device)

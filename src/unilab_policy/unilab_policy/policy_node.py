@@ -22,6 +22,7 @@ from unilab_core.ros.tensor_msg import Batch, TensorMessageError
 from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
                                             TensorPublisher, TensorSubscription)
 from unilab_policy.chunk import ChunkBuilder
+from unilab_policy.history import ActionHistory
 from unilab_policy.inference import InferencePolicy
 from unilab_policy.node_common import PolicySetup, WEIGHTS_QOS
 from unilab_policy.weights import flatten_state, unflatten_into
@@ -55,10 +56,13 @@ class PolicyNode(Node):
         self.inference = InferencePolicy(self.bundle, self.num_envs, self.device,
                                          graph_capture=self.setup.gpu.graph_capture,
                                          log=self.get_logger().info)
-        self.chunk = ChunkBuilder(self.chunk_length, self.num_envs, self.setup.obs_dim,
+        # Rollouts carry what the network saw: the observation plus the action history.
+        self.history = ActionHistory(self.num_envs, self.setup.act_dim,
+                                     self.setup.model.action_history)
+        self.chunk = ChunkBuilder(self.chunk_length, self.num_envs, self.setup.input_dim,
                                   self.setup.act_dim)
         qos = QoSProfile(depth=4)
-        n, o, a, k = self.num_envs, self.setup.obs_dim, self.setup.act_dim, self.chunk_length
+        n, o, a, k = self.num_envs, self.setup.input_dim, self.setup.act_dim, self.chunk_length
         # Zero-copy transport: in-process readers get these very arrays, other UniLab
         # processes read a shared-memory ring, plain ROS readers get a TensorBatch.
         self.action_pub = TensorPublisher(
@@ -130,8 +134,12 @@ class PolicyNode(Node):
         self._act(batch, continue_chunk=True)
 
     def _act(self, batch: Batch, continue_chunk: bool) -> None:
-        obs_np = batch.tensors['obs']
         reward = batch.tensors.get('reward')
+        if 'terminated' in batch.tensors:
+            # This observation starts a new episode for these envs: forget their actions.
+            self.history.reset(np.logical_or(batch.tensors['terminated'] > 0.5,
+                                             batch.tensors['truncated'] > 0.5))
+        obs_np = self.history.observe(batch.tensors['obs'])
         if continue_chunk and self.chunk.has_open_step() and batch.seq == self.last_seq + 1 \
                 and reward is not None:
             full = self.chunk.close_step(
@@ -149,6 +157,7 @@ class PolicyNode(Node):
             self.chunk.drop_open_step()
         out = self.inference.act(obs_np)
         action = out.action.cpu().numpy()
+        self.history.push(action)
         log_prob, value = out.log_prob.cpu().numpy(), out.value.cpu().numpy()
         self.chunk.open_step(obs_np, action, log_prob, value, out.mean.cpu().numpy(),
                              out.std.cpu().numpy(), batch.seq)

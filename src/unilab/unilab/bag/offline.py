@@ -95,6 +95,9 @@ def train_offline(bags: list[str], config_files: list[str] | None = None,
     """Build the dataset, train IQL and BC, evaluate, write the run dir; return the summary."""
     cfg = load_run_config(list(default_config_files()) + list(config_files or []), overrides)
     off = cfg.offline
+    if cfg.model.action_history:
+        raise ConfigError('model.action_history: offline training does not support an action '
+                          'history yet (set it to 0)')
     info, _ = task_info(cfg.run.task)
     rd = make_run_dir(cfg.run.task, run_dir, 'offline')
     dump_config(cfg, rd / 'config.yaml')
