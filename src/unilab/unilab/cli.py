@@ -229,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument('--steps', type=int, default=None,
                    help='graph: control steps to time (300); train: env steps (50000); '
                    'transport: messages per path and rate (100); '
-                   'sim2real: env steps per trained policy (600000)')
+                   'sim2real: env steps per trained policy (1500000)')
     b.add_argument('--num-envs', type=int, default=None, help='envs (graph: 64)')
     b.add_argument('--task', help='task (graph: arm6_reach, train: Hopper-v5)')
     b.add_argument('--seed', type=int, default=0)

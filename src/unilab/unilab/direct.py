@@ -49,6 +49,19 @@ def make_gate(cfg: RunConfig, run_dir: str | pathlib.Path) -> SafetyGate:
     return build_gate(spec)
 
 
+def held_command(task, state, envs):
+    """
+    Return the command the drives hold at an episode start of ``envs`` (action history fill).
+
+    Position-controlled joint tasks hold (about) the measured joint positions; others
+    (torque, gymnasium ids) None, i.e. zeros.
+    """
+    if (task.command_interface == 'position' and task.uses_joint_state
+            and task.action_dim == len(task.joint_names)):
+        return np.asarray(state.joint_position, np.float32)[envs]
+    return None
+
+
 def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path) -> dict:
     """Train with the graph's components in one loop; return the trainer's summary."""
     torch.set_num_threads(cfg.run.torch_threads)
@@ -75,8 +88,12 @@ def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path) -> dict:
     gate = make_gate(cfg, run_dir)
     task = make_task(cfg.run.task, n, seed=cfg.run.seed, disturbances=cfg.disturbances)
     chunk = ChunkBuilder(k, n, width, info.action_dim)
-    history = ActionHistory(n, info.action_dim, m.action_history)  # as the policy node keeps
+    # The policy's last commands, kept as the policy node keeps them.
+    history = ActionHistory(n, info.action_dim, m.action_history, task.action_low,
+                            task.action_high)
     state = task.reset(seed=cfg.run.seed)
+    everyone = np.arange(n)
+    history.reset(everyone, held_command(task, state, everyone))
     obs_t = torch.zeros(n, width)
     seq = 0
     t0 = time.monotonic()
@@ -84,7 +101,7 @@ def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path) -> dict:
         reset = np.flatnonzero(state.terminated | state.truncated)
         if reset.size:
             gate.reset(reset)
-            history.reset(reset)
+            history.reset(reset, held_command(task, state, reset))
         obs = history.observe(observation(state, task))
         obs_t.copy_(torch.from_numpy(obs))
         with torch.inference_mode():
@@ -98,9 +115,9 @@ def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path) -> dict:
         seq += 1
         if chunk.close_step(state.reward, state.terminated, state.truncated,
                             state.episode_return, state.episode_length):
-            # Bootstrap input of the next step: envs that just reset start with no history.
+            # Bootstrap input of the next step: envs that just reset start their history over.
             done = np.flatnonzero(state.terminated | state.truncated)
-            history.reset(done)
+            history.reset(done, held_command(task, state, done))
             next_obs = history.observe(observation(state, task))
             trainer.add_chunk(chunk.tensors(next_obs), trainer.version)
             chunk.clear()

@@ -41,7 +41,9 @@ def task_info(name: str) -> tuple[TaskInfo, dict]:
                         extras_dim=task.extras_dim, uses_joint_state=task.uses_joint_state,
                         command_interface=task.command_interface,
                         control_dt=float(task.control_dt),
-                        max_episode_steps=int(task.max_episode_steps))
+                        max_episode_steps=int(task.max_episode_steps),
+                        action_low=tuple(float(x) for x in task.action_low),
+                        action_high=tuple(float(x) for x in task.action_high))
         return info, dict(task.joint_limits)
     finally:
         task.close()

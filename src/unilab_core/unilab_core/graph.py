@@ -40,6 +40,8 @@ class TaskInfo:
     command_interface: str
     control_dt: float
     max_episode_steps: int
+    action_low: tuple[float, ...] = ()   # actuator command range (empty: unknown)
+    action_high: tuple[float, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,6 +121,13 @@ def describe_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
         },
         'policy': {
             **shared_policy, 'num_envs': ro['num_envs'],
+            # model.action_history: commands as the actuators take them (clipped to their
+            # range), and at an episode start the held command (see unilab_policy.history).
+            **({'action_low': [float(x) for x in task.action_low],
+                'action_high': [float(x) for x in task.action_high]} if task.action_low else {}),
+            'action_history_fill': 'joint_position' if (
+                task.command_interface == 'position' and task.uses_joint_state
+                and task.action_dim == len(task.joint_names)) else 'zero',
             'chunk_length': min(ro['chunk_length'], ro['rollout_length']),
             'rollout_length': ro['rollout_length'],
         },

@@ -40,3 +40,16 @@ def test_shape_errors_name_the_mismatch():
         h.observe(np.zeros((3, 1)))
     with pytest.raises(ValueError, match='>= 0'):
         ActionHistory(2, 3, -1)
+
+
+def test_commands_are_clipped_and_an_episode_starts_with_the_held_command():
+    h = ActionHistory(num_envs=2, act_dim=2, length=2, low=[-1.0, -2.0], high=[1.0, 2.0])
+    h.reset([0, 1], fill=np.array([[0.3, 5.0], [-0.2, 0.1]]))  # e.g. joint positions
+    np.testing.assert_array_equal(h.observe(np.zeros((2, 0)))[0], np.float32([0.3, 2, 0.3, 2]))
+    h.push(np.array([[9.0, -9.0], [0.5, 0.5]]))
+    np.testing.assert_array_equal(h.observe(np.zeros((2, 0))),
+                                  np.float32([[1, -2, 0.3, 2], [0.5, 0.5, -0.2, 0.1]]))
+    h.reset(np.array([True, False]), fill=np.array([[0.7, 0.7]]))
+    np.testing.assert_array_equal(h.observe(np.zeros((2, 0)))[0], np.float32([0.7] * 4))
+    with pytest.raises(ValueError, match='low has 3 values, act_dim is 2'):
+        ActionHistory(2, 2, 1, low=[0, 0, 0])

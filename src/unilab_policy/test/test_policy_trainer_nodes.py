@@ -92,7 +92,8 @@ class FakeEnv(Node):
 def graph(fresh_context, tmp_path, request):
     """Build (executor, env, policy, make_trainer); destroy every node afterwards."""
     context = fresh_context
-    history = getattr(request, 'param', 0)  # model.action_history (indirect parametrize)
+    # Indirect parametrize: (model.action_history, extra policy parameters).
+    history, extra = getattr(request, 'param', (0, {}))
     executor = SingleThreadedExecutor(context=context)
     nodes = []
 
@@ -107,7 +108,8 @@ def graph(fresh_context, tmp_path, request):
     env = add(FakeEnv(context))
     policy = add(PolicyNode(context=context, parameter_overrides=common + [
         Parameter('num_envs', value=N), Parameter('chunk_length', value=K),
-        Parameter('rollout_length', value=T)]))
+        Parameter('rollout_length', value=T)]
+        + [Parameter(k, value=v) for k, v in extra.items()]))
 
     def make_trainer(total_steps):
         trainer = add(TrainerNode(context=context, parameter_overrides=common + [
@@ -196,7 +198,9 @@ def test_waits_for_weights_then_trains_on_policy(graph, tmp_path):
     assert trainer.trainer.updates == updates
 
 
-@pytest.mark.parametrize('graph', [2], indirect=True)
+@pytest.mark.parametrize('graph', [(2, {'action_low': [-0.5, -0.4], 'action_high': [0.5, 0.4],
+                                         'action_history_fill': 'joint_position'})],
+                         indirect=True)
 def test_action_history_reaches_the_network_and_the_rollout(graph):
     executor, env, policy, make_trainer = graph
     assert policy.setup.input_dim == OBS + 2 * ACT
@@ -206,14 +210,20 @@ def test_action_history_reaches_the_network_and_the_rollout(graph):
     assert spin_until(executor, lambda: trainer.done, 30.0), policy.counters
     raw = trainer.trainer.raw_obs.numpy()
     assert raw.shape == (T, N, OBS + 2 * ACT)
-    sent = {s: a for s, v, a in env.actions if v == 0}
-    zero = np.zeros((N, ACT))
+    low, high = np.array([-0.5, -0.4]), np.array([0.5, 0.4])
+    sent = {s: np.clip(a, low, high) for s, v, a in env.actions if v == 0}
+    # An episode starts with the held command: here the observation's first ACT entries
+    # (the joint positions of a position-controlled robot), clipped like every command.
+    held = {s: np.clip(raw[s, :, :ACT], low, high) for s in range(T)}
     # Newest first; episodes last EPISODE_LENGTH = 3 steps, so step 3 starts over.
-    want = {0: (zero, zero), 1: (sent[0], zero), 2: (sent[1], sent[0]), 3: (zero, zero)}
+    want = {0: (held[0], held[0]), 1: (sent[0], held[0]), 2: (sent[1], sent[0]),
+            3: (held[3], held[3])}
     for seq, (prev1, prev2) in want.items():
         np.testing.assert_allclose(raw[seq, :, OBS:OBS + ACT], prev1, rtol=0, atol=1e-6)
         np.testing.assert_allclose(raw[seq, :, OBS + ACT:], prev2, rtol=0, atol=1e-6)
-    assert np.abs(sent[0]).sum() > 0  # the check above compares real actions, not zeros
+    # The checks compare real, clipped actions: some sampled actions were outside the range.
+    raw_actions = np.stack([a for _, v, a in env.actions if v == 0])
+    assert np.any(np.abs(raw_actions) > high) and np.abs(sent[0]).sum() > 0
 
 
 def test_duplicate_and_bad_observations(graph):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 import torch
 from unilab_core import topics
@@ -56,9 +57,21 @@ class PolicyNode(Node):
         self.inference = InferencePolicy(self.bundle, self.num_envs, self.device,
                                          graph_capture=self.setup.gpu.graph_capture,
                                          log=self.get_logger().info)
-        # Rollouts carry what the network saw: the observation plus the action history.
-        self.history = ActionHistory(self.num_envs, self.setup.act_dim,
-                                     self.setup.model.action_history)
+        # Rollouts carry what the network saw: the observation plus the action history
+        # (commands clipped to the actuator range; at an episode start the held command,
+        # the measured joint positions that lead the observation, or zeros).
+        low = p('action_low', Parameter.Type.DOUBLE_ARRAY).value
+        high = p('action_high', Parameter.Type.DOUBLE_ARRAY).value
+        self.history_fill = p('action_history_fill', 'zero').value
+        if self.history_fill not in ('zero', 'joint_position'):
+            raise ConfigError(f"policy: `action_history_fill` must be 'zero' or "
+                              f"'joint_position', got `{self.history_fill}`")
+        try:
+            self.history = ActionHistory(self.num_envs, self.setup.act_dim,
+                                         self.setup.model.action_history, low, high)
+        except ValueError as exc:
+            raise ConfigError(f'policy: `action_low`/`action_high`: {exc}') from None
+        self._history_started = False
         self.chunk = ChunkBuilder(self.chunk_length, self.num_envs, self.setup.input_dim,
                                   self.setup.act_dim)
         qos = QoSProfile(depth=4)
@@ -135,11 +148,15 @@ class PolicyNode(Node):
 
     def _act(self, batch: Batch, continue_chunk: bool) -> None:
         reward = batch.tensors.get('reward')
-        if 'terminated' in batch.tensors:
-            # This observation starts a new episode for these envs: forget their actions.
-            self.history.reset(np.logical_or(batch.tensors['terminated'] > 0.5,
-                                             batch.tensors['truncated'] > 0.5))
-        obs_np = self.history.observe(batch.tensors['obs'])
+        raw = batch.tensors['obs']
+        if not self._history_started:
+            self._history_started = True
+            self._start_history(np.ones(self.num_envs, bool), raw)
+        elif 'terminated' in batch.tensors:
+            # This observation starts a new episode for these envs.
+            self._start_history(np.logical_or(batch.tensors['terminated'] > 0.5,
+                                              batch.tensors['truncated'] > 0.5), raw)
+        obs_np = self.history.observe(raw)
         if continue_chunk and self.chunk.has_open_step() and batch.seq == self.last_seq + 1 \
                 and reward is not None:
             full = self.chunk.close_step(
@@ -170,6 +187,12 @@ class PolicyNode(Node):
         self.last_action_msg = msg
         self.last_seq = batch.seq
         self.counters['steps'] += 1
+
+    def _start_history(self, envs: np.ndarray, obs: np.ndarray) -> None:
+        if envs.any():
+            fill = obs[envs, :self.setup.act_dim] if self.history_fill == 'joint_position' \
+                else None
+            self.history.reset(envs, fill)
 
     def _send_chunk(self, next_obs: np.ndarray) -> None:
         # Copies: the builder's buffers are reused for the next chunk, and published
