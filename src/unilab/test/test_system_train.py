@@ -94,16 +94,23 @@ def test_gymnasium_task_runs_through_the_same_graph(tmp_path, tiny_config):
 
 @pytest.mark.system
 def test_export_onnx_is_verified(tmp_path, tiny_config):
+    # Trained with the sim2real preset: disturbances on and the policy's last 3 commands
+    # in its observation, so the exported network takes 21 + 3 * 6 inputs.
+    from unilab.paths import config_dir
     run_dir = tmp_path / 'run'
-    cli('train', '--steps', 128, '--run-dir', run_dir, '--config', tiny_config, *TINY,
-        check=True)
+    cli('train', '--steps', 128, '--run-dir', run_dir, '--config', tiny_config, '--config',
+        config_dir() / 'sim2real.yaml', *TINY, check=True)
+    params = yaml.safe_load((run_dir / 'graph_params.yaml').read_text())
+    policy = params['policy']['ros__parameters']
+    assert policy['model']['action_history'] == 3
+    assert policy['action_history_fill'] == 'joint_position' and len(policy['action_low']) == 6
     proc = cli('export', run_dir, '--format', 'onnx', check=True)
     assert (run_dir / 'policy.onnx').is_file()
     assert 'max abs difference' in proc.stdout
     proc = cli('export', run_dir, '--format', 'torchscript', '--out', tmp_path / 'p.pt',
                check=True)
     module = torch.jit.load(str(tmp_path / 'p.pt'))
-    assert module(torch.zeros(2, 21)).shape == (2, 6)
+    assert module(torch.zeros(2, 21 + 3 * 6)).shape == (2, 6)
 
 
 @pytest.mark.system
