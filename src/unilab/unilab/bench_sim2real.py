@@ -166,7 +166,7 @@ def bench_sim2real(args) -> dict:
                 'train_fps': round(float(summary['fps']), 1),
                 'train_return_last': summary['return_last'],
                 'eval_nominal': nominal, 'eval_real': real,
-                'retention': round(real['return'] / nominal['return'], 3)
+                'retention': round(real['return'] / nominal['return'], 4)
                 if nominal['return'] > 0 else None,
                 'retention_normalized': round(
                     (real['return'] - zero['real']['return'])
@@ -180,6 +180,8 @@ def bench_sim2real(args) -> dict:
     out['success_real_nominal_trained'] = a['eval_real']['success']
     out['success_real_injection_trained'] = b['eval_real']['success']
     out['target_retention_injection_trained'] = 0.9
-    out['target_met'] = bool(b['retention'] is not None and b['retention'] >= 0.9
+    # Decided on the unrounded returns (a 0.8996 must not pass as 0.9).
+    nb, rb = b['eval_nominal']['return'], b['eval_real']['return']
+    out['target_met'] = bool(nb > 0 and rb >= 0.9 * nb
                              and (a['retention'] is None or a['retention'] < b['retention']))
     return out

@@ -192,7 +192,7 @@ class TensorPublisher:
         return (self.std_pub.get_subscription_count()
                 + self.desc_pub.get_subscription_count())
 
-    def plain_readers(self) -> int:
+    def plain_readers(self, n_desc: int | None = None) -> int:
         """
         Return the number of subscriptions to ``<topic>`` by nodes that are not transport-aware.
 
@@ -200,11 +200,14 @@ class TensorPublisher:
         publishers such as a bag player reach them); a node that reads the
         descriptor topic too gets the payload through the transport and needs
         no serialised copy. Graph queries run only when a count changes.
+        ``n_desc``: the descriptor topic's subscription count, if the caller has it.
         """
         n_std = self.std_pub.get_subscription_count()
         if n_std == 0:
             return 0
-        key = (n_std, self.desc_pub.get_subscription_count())
+        if n_desc is None:
+            n_desc = self.desc_pub.get_subscription_count()
+        key = (n_std, n_desc)
         if key != self._plain_key:
             def names(topic):
                 return [(i.node_namespace, i.node_name)
@@ -244,8 +247,13 @@ class TensorPublisher:
 
     def _publish(self, kind, seq, tensors, version, stamp_ns, msg) -> None:
         batch = Batch(kind, int(seq), int(version), int(stamp_ns), inproc.freeze(tensors))
-        self.stats['inproc'] += inproc.REGISTRY.publish(self.key, batch)
-        remote = self.remote_readers()
+        delivered = inproc.REGISTRY.publish(self.key, batch)
+        self.stats['inproc'] += delivered
+        # One graph count per publish: in-process readers just got the batch, the other
+        # transport-aware ones are remote (the same as remote_readers(), without a second
+        # pass over the in-process subscribers).
+        n_desc = self.desc_pub.get_subscription_count()
+        remote = n_desc - delivered
         if self.latched or remote > 0:
             try:
                 desc = self._writer().write(kind, seq, tensors, version, stamp_ns)
@@ -253,7 +261,7 @@ class TensorPublisher:
                 self.stats['ring_full'] += 1
                 raise
             self._send_descriptor(desc, remote)
-        if self.plain_readers() > 0:
+        if self.plain_readers(n_desc) > 0:
             plain = msg is not None and self.to_standard is _default_standard
             self.std_pub.publish(msg if plain else self.to_standard(batch))
             self.stats['serialised'] += 1
@@ -383,6 +391,8 @@ class TensorSubscription:
         self._pid = os.getpid()
         self.sub = node.create_subscription(TensorDescriptor, descriptor_topic(topic),
                                             self._on_descriptor, qos)
+        self._context_ok = True
+        node.context.on_shutdown(self._on_context_shutdown)  # held weakly by the context
         self._inproc = inproc.REGISTRY.subscribe(self.key, inproc.InprocSubscriber(
             self.callback_transport, depth, policy, notify=self._notify, alive=self._alive))
         _register(node, self)
@@ -421,8 +431,13 @@ class TensorSubscription:
         self._deliver(batch, 'standard')
 
     def _alive(self) -> bool:
-        # destroy_node() empties node.subscriptions; a shut-down context delivers nothing.
-        return self.node.context.ok() and self.sub in self.node.subscriptions
+        # destroy_node() empties node.subscriptions; a shut-down context delivers nothing
+        # (a flag set by the context's shutdown callback: context.ok() takes two locks,
+        # and this runs on every in-process publish).
+        return self._context_ok and self.sub in self.node.subscriptions
+
+    def _on_context_shutdown(self) -> None:
+        self._context_ok = False
 
     def _notify(self) -> None:
         # Run the callbacks later on our node's executor, like a subscription callback
