@@ -198,9 +198,11 @@ def test_waits_for_weights_then_trains_on_policy(graph, tmp_path):
     assert trainer.trainer.updates == updates
 
 
-@pytest.mark.parametrize('graph', [(2, {'action_low': [-0.5, -0.4], 'action_high': [0.5, 0.4],
-                                         'action_history_fill': 'joint_position'})],
-                         indirect=True)
+HISTORY_PARAMS = {'action_low': [-0.5, -0.4], 'action_high': [0.5, 0.4],
+                  'action_history_fill': 'joint_position'}
+
+
+@pytest.mark.parametrize('graph', [(2, HISTORY_PARAMS)], indirect=True)
 def test_action_history_reaches_the_network_and_the_rollout(graph):
     executor, env, policy, make_trainer = graph
     assert policy.setup.input_dim == OBS + 2 * ACT
