@@ -57,3 +57,57 @@ def test_train_direct_with_action_history_exports_the_wider_network(tmp_path):
     # arm6_reach: 6 joints -> obs 6 + 6 + 9 extras, plus two 6-dim actions.
     assert bundle.actor_critic.obs_dim == 21 + 2 * 6
     assert bundle.obs_normalizer.mean.shape[-1] == 33
+
+
+def test_train_direct_keeps_the_history_the_policy_node_keeps(tmp_path, monkeypatch):
+    # Record, through the real class, each step's network input and the action pushed
+    # after it (bootstrap inputs at chunk ends are observed but not followed by a push).
+    import unilab.direct as direct
+    from unilab_policy.history import ActionHistory
+    steps, pushed, bounds = [], [], []
+
+    class Recording(ActionHistory):
+        def __init__(self, *args):
+            super().__init__(*args)
+            bounds.append((self.low, self.high))
+
+        def observe(self, obs):
+            self.last = super().observe(obs)
+            return self.last
+
+        def push(self, action):
+            steps.append(self.last.copy())
+            pushed.append(np.clip(action, self.low, self.high))
+            super().push(action)
+
+    acted = []  # what the policy sent to the safety gate, step by step
+    real_gate = direct.make_gate
+
+    def recording_gate(cfg, run_dir):
+        gate = real_gate(cfg, run_dir)
+        filter_ = gate.filter
+
+        def record(action, **kw):
+            acted.append(np.array(action))
+            return filter_(action, **kw)
+        gate.filter = record
+        return gate
+
+    monkeypatch.setattr(direct, 'ActionHistory', Recording)
+    monkeypatch.setattr(direct, 'make_gate', recording_gate)
+    train_direct(_cfg(**{'model.action_history': 2}), tmp_path / 'hist')
+    assert len(steps) >= 128 and steps[0].shape == (8, 21 + 12)
+    # The history records the actions the policy sent, clipped to the actuator range.
+    for t in range(128):
+        np.testing.assert_allclose(pushed[t], np.clip(acted[t], *bounds[0]), atol=1e-6)
+    q = slice(0, 6)  # arm6_reach observes [q, qd, extras]; its drives hold q at a start
+    for t in range(128):
+        obs, h1, h2 = steps[t], steps[t][:, 21:27], steps[t][:, 27:33]
+        if t % 100 == 0:  # an episode (100 steps, every env in step) starts
+            held = np.clip(obs[:, q], *bounds[0])  # the actuator range, like every command
+            np.testing.assert_allclose(h1, held, atol=1e-6)
+            np.testing.assert_allclose(h2, held, atol=1e-6)
+            continue
+        np.testing.assert_allclose(h1, pushed[t - 1], atol=1e-6)
+        want2 = pushed[t - 2] if t % 100 > 1 else steps[t - 1][:, 21:27]
+        np.testing.assert_allclose(h2, want2, atol=1e-6)

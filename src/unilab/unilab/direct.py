@@ -18,6 +18,7 @@ import torch
 from unilab.prepare import resolve_limits_file, task_info
 from unilab_bridge.tasks import make_task, observation
 from unilab_core.config import RunConfig
+from unilab_core.graph import holds_joint_positions
 from unilab_policy.chunk import ChunkBuilder
 from unilab_policy.history import ActionHistory, policy_input_dim
 from unilab_policy.models import ActorCritic, PolicyBundle
@@ -54,10 +55,9 @@ def held_command(task, state, envs):
     Return the command the drives hold at an episode start of ``envs`` (action history fill).
 
     Position-controlled joint tasks hold (about) the measured joint positions; others
-    (torque, gymnasium ids) None, i.e. zeros.
+    (torque, gymnasium ids) None, i.e. zeros. The graph's policy node follows the same rule.
     """
-    if (task.command_interface == 'position' and task.uses_joint_state
-            and task.action_dim == len(task.joint_names)):
+    if holds_joint_positions(task):
         return np.asarray(state.joint_position, np.float32)[envs]
     return None
 

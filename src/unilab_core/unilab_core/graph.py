@@ -85,6 +85,17 @@ class Graph:
         return pathlib.Path(path)
 
 
+def holds_joint_positions(task) -> bool:
+    """
+    Return whether ``task``'s drives hold the measured joint positions at an episode start.
+
+    True for position-controlled tasks with one command per observed joint (the policy's
+    action history starts from them); ``task`` is a TaskInfo or a simulator task.
+    """
+    return (task.command_interface == 'position' and task.uses_joint_state
+            and task.action_dim == len(task.joint_names))
+
+
 def describe_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
                    joint_limits_file: str | pathlib.Path, resume: str = '') -> Graph:
     """Return the training graph for a resolved config and task."""
@@ -125,9 +136,7 @@ def describe_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
             # range), and at an episode start the held command (see unilab_policy.history).
             **({'action_low': [float(x) for x in task.action_low],
                 'action_high': [float(x) for x in task.action_high]} if task.action_low else {}),
-            'action_history_fill': 'joint_position' if (
-                task.command_interface == 'position' and task.uses_joint_state
-                and task.action_dim == len(task.joint_names)) else 'zero',
+            'action_history_fill': 'joint_position' if holds_joint_positions(task) else 'zero',
             'chunk_length': min(ro['chunk_length'], ro['rollout_length']),
             'rollout_length': ro['rollout_length'],
         },

@@ -319,12 +319,12 @@ class TensorPublisher:
             self._send_descriptor(desc, loan.remote)
             self.stats['loaned'] += 1
         tensors = loan.tensors
-        if loan.ring is not None and (inproc.REGISTRY.count(self.key)
-                                      or self.plain_readers() > 0):
+        plain = self.plain_readers()
+        if loan.ring is not None and (plain > 0 or inproc.REGISTRY.count(self.key)):
             tensors = {k: v.copy() for k, v in tensors.items()}  # the slot is reused later
         batch = Batch(kind, int(seq), int(version), int(stamp_ns), inproc.freeze(tensors))
         self.stats['inproc'] += inproc.REGISTRY.publish(self.key, batch)
-        if self.plain_readers() > 0:
+        if plain > 0:
             self.std_pub.publish(self.to_standard(batch))
             self.stats['serialised'] += 1
 
