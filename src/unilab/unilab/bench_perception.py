@@ -82,7 +82,7 @@ def bench_perception(args) -> dict:
 
     def unilab():
         v = voxel_downsample(xyz, voxel)
-        return v, v[statistical_outlier_mask(v, k, ratio)]
+        return v, np.compress(statistical_outlier_mask(v, k, ratio), v, axis=0)
 
     out = {'benchmark': 'perception', 'points': int(xyz.shape[0]), 'voxel_size': voxel,
            'sor_k': k, 'sor_std_ratio': ratio, 'repeats': repeats}

@@ -19,6 +19,10 @@ def test_voxel_centroids_hand_computed():
     out, inv = co.voxel_downsample(p, 0.5, return_inverse=True)
     np.testing.assert_allclose(out, [[0.05, 0, 0], [1.0, 0.1, 0]])
     np.testing.assert_array_equal(inv, [0, 0, 1, 1])
+    # Columns after x, y, z (intensity) are averaged per voxel; the voxels stay the same.
+    p4 = np.concatenate([p, [[10.0], [20.0], [1.0], [4.0]]], axis=1).astype(np.float32)
+    np.testing.assert_allclose(co.voxel_downsample(p4, 0.5),
+                               [[0.05, 0, 0, 15.0], [1.0, 0.1, 0, 2.5]], rtol=1e-6)
 
 
 def test_voxel_matches_unique_reference():
@@ -100,3 +104,7 @@ def test_invalid_arguments():
     with pytest.raises(ValueError, match='radius'):
         co.radius_outlier_mask(p, -1.0, 1)
     assert co.voxel_downsample(np.zeros((0, 3)), 0.1).shape == (0, 3)
+    with pytest.raises(ValueError, match=r'points \[P, C >= 3\]'):
+        co.voxel_downsample(np.zeros((4, 2)), 0.1)
+    with pytest.raises(ValueError, match='roi_mask takes points'):
+        co.roi_mask(p, [0, 0], [1, 1])

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from sensor_msgs.msg import Image, Imu, PointCloud2, PointField
 from unilab_perception.ingest import (
-    cloud_field, cloud_parts, cloud_xyz, InvalidMessage, read_cloud, read_image, read_imu)
+    cloud_field, cloud_parts, cloud_points, cloud_xyz, InvalidMessage, read_cloud, read_image,
+    read_imu)
 from unilab_perception.messages import make_cloud
 from unilab_perception.synthetic import VELODYNE_DTYPE
 
@@ -115,6 +116,28 @@ def test_missing_xyz_and_nonfinite_points():
         cloud_xyz(cloud, 'drop')
     with pytest.raises(InvalidMessage, match='empty'):
         cloud_xyz(read_cloud(_velodyne_msg(pts[:2])))
+
+
+@pytest.mark.parametrize('endian', ['<', '>'])  # '>': the numpy fallback path
+def test_cloud_points_equals_xyz_plus_field(endian):
+    pts = [(np.nan, 0, 0, 1, 0, 0), (1.0, 2.0, 3.0, 3, 0, 0), (1.0, np.inf, 0, 2, 0, 0),
+           (-4.0, 5.5, 0.25, 7, 0, 0)]
+    cloud = read_cloud(_velodyne_msg(pts, endian=endian))
+    out, keep = cloud_points(cloud, 'intensity')
+    xyz, keep_ref = cloud_xyz(cloud)
+    assert out.dtype == np.float32 and out.shape == (2, 4)
+    np.testing.assert_array_equal(keep, keep_ref)
+    np.testing.assert_array_equal(out[:, :3], xyz)
+    np.testing.assert_array_equal(out[:, 3], cloud_field(cloud, 'intensity', keep))
+    # A missing extra field is filled with the default; the rules of cloud_xyz hold.
+    out, _ = cloud_points(cloud, 'reflectivity', default=-1.0)
+    np.testing.assert_array_equal(out[:, 3], [-1.0, -1.0])
+    with pytest.raises(InvalidMessage, match='nonfinite_points'):
+        cloud_points(cloud, nonfinite='drop')
+    with pytest.raises(InvalidMessage, match='empty'):
+        cloud_points(read_cloud(_velodyne_msg([pts[0], pts[2]], endian=endian)))
+    with pytest.raises(InvalidMessage, match='missing_xyz'):
+        cloud_points(read_cloud(_mutate(fields=_velodyne_msg().fields[1:])))
 
 
 def _image(encoding, w, h, step, data, big=False):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numba
 import numpy as np
 
 # sensor_msgs/PointField datatype constants -> numpy scalar types.
@@ -143,13 +144,67 @@ def cloud_xyz(cloud: np.ndarray, nonfinite: str = 'filter') -> tuple[np.ndarray,
     xyz = np.empty((cloud.shape[0], 3), np.float32)
     for i, a in enumerate('xyz'):
         xyz[:, i] = cloud[a]
-    keep = np.isfinite(xyz).all(axis=1)
+    # Per column: ``isfinite(xyz).all(axis=1)`` is a strided reduction, 20x slower.
+    keep = np.isfinite(xyz[:, 0]) & np.isfinite(xyz[:, 1]) & np.isfinite(xyz[:, 2])
     bad = int(keep.size - np.count_nonzero(keep))
     if bad and nonfinite == 'drop':
         raise InvalidMessage('nonfinite_points', f'{bad} of {keep.size} points are NaN/Inf')
     if bad == keep.size:
         raise InvalidMessage('empty', f'all {keep.size} points are NaN/Inf')
     return (xyz[keep] if bad else xyz), keep
+
+
+def cloud_points(cloud: np.ndarray, extra: str | None = 'intensity',
+                 nonfinite: str = 'filter', default: float = 0.0
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Return ``(points [P, 4] float32, keep [height*width] bool)``: x, y, z and ``extra``.
+
+    The same rules as :func:`cloud_xyz` for NaN/Inf coordinates; a cloud
+    without the ``extra`` field gets ``default`` in that column. One pass over
+    the message's bytes for native-order fields (the usual case): gathering
+    the strided fields into ``[P, 4]`` column by column and then filtering
+    rows with a boolean index costs ~8x more for a 100k-point scan.
+    """
+    names = cloud.dtype.names or ()
+    missing = [a for a in 'xyz' if a not in names]
+    if missing:
+        raise InvalidMessage('missing_xyz', f'cloud has no field(s) {missing}; has {list(names)}')
+    n = cloud.shape[0]
+    cols = [cloud[a] for a in 'xyz']
+    cols.append(cloud[extra] if extra in names else np.full(n, default, np.float32))
+    native = all(c.dtype.isnative and c.ndim == 1 for c in cols)
+    if not native:  # big-endian or multi-count fields: numpy, one column at a time
+        xyz, keep = cloud_xyz(cloud, nonfinite)
+        out = np.empty((xyz.shape[0], 4), np.float32)
+        out[:, :3] = xyz
+        out[:, 3] = np.compress(keep, cols[3]) if xyz.shape[0] < n else cols[3]
+        return out, keep
+    out = np.empty((n, 4), np.float32)
+    keep = np.empty(n, np.bool_)
+    kept = _gather_finite(cols[0], cols[1], cols[2], cols[3], out, keep)
+    if kept < n and nonfinite == 'drop':
+        raise InvalidMessage('nonfinite_points', f'{n - kept} of {n} points are NaN/Inf')
+    if kept == 0:
+        raise InvalidMessage('empty', f'all {n} points are NaN/Inf')
+    return out[:kept], keep
+
+
+@numba.njit(cache=True)
+def _gather_finite(x, y, z, w, out, keep):
+    """Copy the rows with finite x, y, z into ``out``; return how many (``keep`` marks them)."""
+    kept = 0
+    for i in range(x.shape[0]):
+        a, b, c = x[i], y[i], z[i]
+        ok = np.isfinite(a) and np.isfinite(b) and np.isfinite(c)
+        keep[i] = ok
+        if ok:
+            out[kept, 0] = a
+            out[kept, 1] = b
+            out[kept, 2] = c
+            out[kept, 3] = w[i]
+            kept += 1
+    return kept
 
 
 def cloud_field(cloud: np.ndarray, name: str, keep: np.ndarray | None = None,

@@ -18,7 +18,7 @@ import torch
 from unilab_perception import cloud_ops
 from unilab_perception.encoders import BevGrid, ImageEncoder, PillarEncoder, resolve_device
 from unilab_perception.image_ops import crop, UndistortMap
-from unilab_perception.ingest import cloud_field, cloud_xyz, InvalidMessage
+from unilab_perception.ingest import cloud_field, cloud_points, InvalidMessage
 from unilab_perception.params import (BevSection, EncoderSection, ImageSection,
                                       PointCloudSection)
 
@@ -44,29 +44,28 @@ class CloudPipeline:
         field, s); without it ``deskew`` is skipped.
         """
         c = self.cfg
-        xyz, keep = cloud_xyz(cloud, c.nonfinite)
-        intensity = cloud_field(cloud, 'intensity', keep, default=0.0)
+        # One [P, 4] array through every stage: the voxel means average the
+        # intensity with the coordinates, and each mask filters both at once.
+        pts, keep = cloud_points(cloud, 'intensity', c.nonfinite)
         for stage in c.stages:
             if stage == 'deskew':
                 if point_rotation is not None:
                     times = cloud_field(cloud, 'time', keep, default=0.0)
                     quats, ref = point_rotation(times.astype(np.float64))
-                    xyz = cloud_ops.deskew(xyz, quats, ref)
+                    pts[:, :3] = cloud_ops.deskew(pts[:, :3], quats, ref)
                 continue
             if stage == 'voxel':
-                if xyz.shape[0]:
-                    xyz, inverse = cloud_ops.voxel_downsample(xyz, c.voxel_size, True)
-                    intensity = (np.bincount(inverse, weights=intensity)
-                                 / np.bincount(inverse)).astype(np.float32)
+                if pts.shape[0]:
+                    pts = cloud_ops.voxel_downsample(pts, c.voxel_size)
                 continue
             if stage == 'roi':
-                m = cloud_ops.roi_mask(xyz, c.roi_min, c.roi_max)
+                m = cloud_ops.roi_mask(pts[:, :3], c.roi_min, c.roi_max)
             elif stage == 'statistical_outlier':
-                m = cloud_ops.statistical_outlier_mask(xyz, c.sor_k, c.sor_std_ratio)
+                m = cloud_ops.statistical_outlier_mask(pts[:, :3], c.sor_k, c.sor_std_ratio)
             else:
-                m = cloud_ops.radius_outlier_mask(xyz, c.radius, c.radius_min_neighbors)
-            xyz, intensity = xyz[m], intensity[m]
-        return np.concatenate([xyz, intensity[:, None]], axis=1).astype(np.float32)
+                m = cloud_ops.radius_outlier_mask(pts[:, :3], c.radius, c.radius_min_neighbors)
+            pts = np.compress(m, pts, axis=0)  # 10x a boolean row index here
+        return pts
 
     def encode(self, clouds: list[np.ndarray]) -> np.ndarray:
         """Return ``[len(clouds), feature_dim]`` float32 features (one batch, one device)."""
