@@ -94,6 +94,7 @@ import rclpy
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from unilab_core.ros.transport_node import TensorSubscription
+OPTIONS = json.loads(sys.argv[1])
 rclpy.init()
 node = Node('tx_child')
 ex = EventsExecutor()
@@ -103,7 +104,7 @@ def cb(batch):
     x = batch.tensors['x']
     print(f'got {batch.seq} {float(x.sum())} {x.flags.writeable}', flush=True)
     seen.append(batch.seq)
-sub = TensorSubscription(node, '/t/x', cb, policy='reliable', depth=8, qos=16)
+sub = TensorSubscription(node, '/t/x', cb, policy='reliable', depth=8, qos=16, **OPTIONS)
 print('ready', flush=True)
 while rclpy.ok() and len(seen) < 6:
     ex.spin_once(timeout_sec=0.1)
@@ -112,9 +113,12 @@ sub.close()
 '''
 
 
-def test_cross_process_through_shared_memory(ros):
+@pytest.mark.parametrize('options', [{}, {'deliver': 'thread', 'prewake_us': 50000.0}],
+                         ids=['default', 'thread_prewake'])
+def test_cross_process_through_shared_memory(ros, options):
     a, b, ex = ros
-    child = subprocess.Popen([sys.executable, '-c', CHILD], stdout=subprocess.PIPE, text=True,
+    child = subprocess.Popen([sys.executable, '-c', CHILD, json.dumps(options)],
+                             stdout=subprocess.PIPE, text=True,
                              env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
     try:
         assert child.stdout.readline().startswith('ready')
@@ -145,6 +149,10 @@ def test_cross_process_through_shared_memory(ros):
         assert counters['shm'] >= 1 and counters['shm_wake'] >= 1
         assert counters['shm'] + counters['shm_wake'] == 6
         assert counters['wake_threads'] == 1
+        if options.get('prewake_us'):
+            # Messages come about every 0.05-0.1 s: once the period is known, the wake
+            # thread polls ahead of the next one and catches it without a futex wake-up.
+            assert counters['prewake_polled'] >= 1
         assert pub.stats['descriptors_skipped'] >= 1 and pub.stats['serialised'] == 0
         assert pub.writer.ring.wakes >= 1
         segment = pub.writer.name

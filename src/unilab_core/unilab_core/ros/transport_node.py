@@ -34,7 +34,11 @@ slot header. By default the callback still runs on the node's executor
 runs it on the wake thread itself, one thread hop less, for callbacks that
 are thread-safe. ``spin_us`` > 0 makes the wake thread poll that long after
 each message before it sleeps again (a busy core while polling; for
-latency-critical topics on machines with a core to spare). Descriptors then
+latency-critical topics on machines with a core to spare). ``prewake_us`` > 0
+is for periodic topics (sensors at 20-100 Hz): the wake thread estimates the
+period from the arrivals, sleeps until ``prewake_us`` before the next message
+is due and polls until ``prewake_us`` after it, so no message waits for a
+sleeping thread to wake (about ``2 * prewake_us`` of CPU per message). Descriptors then
 serve discovery, interop and readers that have not mapped the segment yet:
 the publisher sends one only while some remote descriptor subscriber does
 not read on wake-ups, for latched topics, and at least every
@@ -55,6 +59,7 @@ from unilab_core.ros.tensor_msg import Batch, make_batch, read_batch, TensorMess
 from unilab_core.transport import futex, inproc, shm
 from unilab_core.transport.channel import Received, TensorReader, TensorWriter
 from unilab_core.transport.descriptor import Descriptor, DescriptorError, TensorSpec
+from unilab_core.transport.pacing import ArrivalClock
 from unilab_core.transport.ring import RingFullError, TransportError
 from unilab_interfaces.msg import TensorBatch, TensorDescriptor
 
@@ -351,11 +356,14 @@ class TensorSubscription:
                  policy: str = 'latest', depth: int = 1, qos: QoSProfile | int = 10,
                  accept_standard: bool = True,
                  on_error: Callable[[Exception], None] | None = None,
-                 wake: bool = True, deliver: str = 'executor', spin_us: float = 0.0):
+                 wake: bool = True, deliver: str = 'executor', spin_us: float = 0.0,
+                 prewake_us: float = 0.0):
         if deliver not in ('executor', 'thread'):
             raise ValueError(f"deliver must be 'executor' or 'thread', got `{deliver}`")
         if not 0.0 <= spin_us <= 1e6:
             raise ValueError(f'spin_us must be in [0, 1e6] µs, got {spin_us}')
+        if not 0.0 <= prewake_us <= 1e6:
+            raise ValueError(f'prewake_us must be in [0, 1e6] µs, got {prewake_us}')
         self.node = node
         # Futex wake-ups from mapped rings (see the module docstring); ``deliver`` says
         # which thread runs the callback for messages read that way.
@@ -364,6 +372,9 @@ class TensorSubscription:
         # Poll this long after each wake before sleeping on the futex again (a busy core
         # while spinning; 0 = never spin).
         self.spin_s = float(spin_us) * 1e-6
+        # Periodic topics: wake this long before the next message is due (estimated from
+        # the arrivals) and poll across the due time (0 = off; see pacing.py).
+        self.prewake_s = float(prewake_us) * 1e-6
         self._lock = threading.Lock()   # one ring reader, two threads (wake, executor)
         self._watchers: dict[str, tuple] = {}
         self._closed = False
@@ -521,13 +532,35 @@ class TensorSubscription:
                 if holding_lock:
                     self._lock.acquire()
 
+    def _await(self, ring, clock: ArrivalClock | None) -> bool:
+        """Wait for news on ``ring``: futex, poll after a message, or poll ahead of the next."""
+        if clock is None:
+            return ring.wait(WAKE_TIMEOUT_S, self.spin_s)
+        sleep = clock.sleep_before_poll(time.monotonic(), self.prewake_s)
+        if sleep is None:
+            got = ring.wait(WAKE_TIMEOUT_S, self.spin_s)
+        elif sleep > 0.0 and ring.wait(sleep):
+            got = True  # earlier than due: woken on the futex
+        else:
+            # Poll from prewake before the due time to prewake after it (or spin_us when
+            # longer), then sleep on the futex again.
+            window = max(self.spin_s, 2.0 * self.prewake_s)
+            t0 = time.monotonic()
+            got = ring.wait(WAKE_TIMEOUT_S, window)
+            if got and time.monotonic() - t0 <= window:
+                self.stats['prewake_polled'] += 1  # caught while polling, no wake-up
+        if got:
+            clock.observe(time.monotonic())
+        return got
+
     def _watch(self, name: str, ring, stop: threading.Event) -> None:
         # Sleep on the ring's futex word; on news, read in this thread (deliver='thread')
         # or let the executor read (one task at a time: the ring reader holds one pin).
         done = threading.Event()
+        clock = ArrivalClock() if self.prewake_s > 0.0 else None
         while not stop.is_set():
             try:
-                if not ring.wait(WAKE_TIMEOUT_S, self.spin_s) or stop.is_set():
+                if not self._await(ring, clock) or stop.is_set():
                     continue
             except (AttributeError, TypeError):
                 return  # unmapped under us (closing)
