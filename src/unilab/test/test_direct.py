@@ -111,3 +111,24 @@ def test_train_direct_keeps_the_history_the_policy_node_keeps(tmp_path, monkeypa
         np.testing.assert_allclose(h1, pushed[t - 1], atol=1e-6)
         want2 = pushed[t - 2] if t % 100 > 1 else steps[t - 1][:, 21:27]
         np.testing.assert_allclose(h2, want2, atol=1e-6)
+
+
+def test_bench_sim2real_over_seeds_reports_each_seed_and_the_means(tmp_path):
+    import argparse
+
+    from unilab.bench_sim2real import bench_sim2real
+    args = argparse.Namespace(steps=512, seed=0, seeds='0,1', num_envs=4,
+                              png=str(tmp_path / 'sim2real.png'))
+    out = bench_sim2real(args)
+    assert out['seed'] == [0, 1] and set(out['per_seed']) == {'0', '1'}
+    for res in out['per_seed'].values():
+        for label in ('nominal_trained', 'injection_trained'):
+            r = res[label]
+            assert r['eval_nominal']['episodes'] == 8 and r['eval_real']['episodes'] == 8
+            assert 0.0 <= r['eval_real']['success'] <= 1.0
+    # Means and minima are over the per-seed figures.
+    per = [res['success_real_injection_trained'] for res in out['per_seed'].values()]
+    assert out['success_real_injection_trained_mean'] == pytest.approx(np.mean(per), abs=1e-4)
+    assert out['success_real_injection_trained_min'] == pytest.approx(min(per), abs=1e-4)
+    assert isinstance(out['target_met'], bool)
+    assert pathlib.Path(out['plot']).stat().st_size > 0

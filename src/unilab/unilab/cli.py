@@ -233,11 +233,15 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument('--num-envs', type=int, default=None, help='envs (graph: 64)')
     b.add_argument('--task', help='task (graph: arm6_reach, train: Hopper-v5)')
     b.add_argument('--seed', type=int, default=0)
+    b.add_argument('--seeds', default=None,
+                   help='sim2real: comma-separated training seeds, e.g. 0,1,2 (per-seed '
+                   'figures, their means and minima; the target on the mean returns)')
     b.add_argument('--repeats', type=int, default=20, help='gae: timing repeats')
     b.add_argument('--no-sb3', action='store_true', help='train: skip the SB3 baseline')
     b.add_argument('--duration', type=float, default=None, help='safety: s per variant (30)')
     b.add_argument('--png', default=None, help='safety: write the latency histogram here; '
-                   'transport: the latency CDFs (docs/transport_latency.png)')
+                   'transport: the latency CDFs (docs/transport_latency.png); '
+                   'sim2real: returns and success per seed')
     b.set_defaults(func=_bench)
 
     p = sub.add_parser('plot', help='plot training curves of runs to a PNG')
