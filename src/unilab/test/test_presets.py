@@ -29,3 +29,6 @@ def test_sim2real_preset_is_what_bench_sim2real_trains_with():
     # The same network for both policies: only the training conditions differ.
     assert injected.model.action_history == nominal.model.action_history == 3
     assert list(injected.disturbances.actuator.delay_steps) == [0, 3]
+    # One PPO recipe for both: a fixed learning rate (see the preset's comment).
+    for cfg in (injected, nominal):
+        assert cfg.policy_update.schedule == 'fixed' and cfg.policy_update.lr == 3.0e-4
