@@ -153,6 +153,7 @@ def _inproc(kind: str, n: int, hz: float, warmup: int) -> dict:
     import rclpy
     from rclpy.experimental import EventsExecutor
     from rclpy.node import Node
+    from unilab_core.ros.runtime import detach_and_shutdown
     from unilab_core.ros.transport_node import TensorPublisher, TensorSubscription
     rclpy.init()
     a, b = Node('bench_pub'), Node('bench_sub')
@@ -204,9 +205,7 @@ def _inproc(kind: str, n: int, hz: float, warmup: int) -> dict:
         if kind == 'unilab':
             sub.close()
     finally:
-        ex.remove_node(a)
-        ex.remove_node(b)
-        ex.shutdown()
+        detach_and_shutdown(ex, [a, b])
         a.destroy_node()
         b.destroy_node()
         rclpy.try_shutdown()
@@ -275,6 +274,7 @@ def _xproc(kind: str, n: int, hz: float, warmup: int) -> dict:
     import rclpy
     from rclpy.experimental import EventsExecutor
     from rclpy.node import Node
+    from unilab_core.ros.runtime import detach_and_shutdown
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     child = subprocess.Popen([sys.executable, '-m', 'unilab.bench_transport', kind, str(n)],
                              stdout=subprocess.PIPE, text=True, env=env)
@@ -329,12 +329,15 @@ def _xproc(kind: str, n: int, hz: float, warmup: int) -> dict:
             out_pub = dict(pub.stats)
             pub.close()
     finally:
-        child.kill()
-        child.wait(10)
-        # Take the node out of the EventsExecutor before shutting it down: destroying a
-        # node the (experimental) executor still lists crashed rclpy once in ~10 runs.
-        ex.remove_node(node)
-        ex.shutdown()
+        # Let the subscriber leave the DDS graph on its own before this side tears down
+        # (killing it first left discovery traffic racing the node's destruction: rclpy
+        # crashed in destroy_node once in about ten runs); kill only a stuck child.
+        try:
+            child.wait(10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait(10)
+        detach_and_shutdown(ex, [node])
         node.destroy_node()
         rclpy.try_shutdown()
     last = res['recv'][-1] if res['recv'] else time.monotonic_ns()

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import rclpy
 from rclpy.node import Node
+from unilab_core.ros.runtime import detach_and_shutdown
 from unilab_core.ros.transport_node import descriptor_topic, TensorPublisher, TensorSubscription
 from unilab_core.testing import isolate_ros_domain, spin_until
 from unilab_interfaces.msg import TensorBatch, TensorDescriptor
@@ -31,10 +32,30 @@ def ros():
     ex.add_node(a)
     ex.add_node(b)
     yield a, b, ex
-    ex.shutdown()
+    detach_and_shutdown(ex, [a, b])
     a.destroy_node()
     b.destroy_node()
     rclpy.try_shutdown()
+
+
+def test_detach_and_shutdown_leaves_no_node_pointing_at_the_dead_executor():
+    from rclpy.experimental import EventsExecutor
+    rclpy.init()
+    try:
+        a = Node('detach_a')
+        ex = EventsExecutor()
+        ex.add_node(a)
+        a.create_subscription(TensorBatch, '/t/detach', lambda m: None, 10)
+        assert a.executor is ex
+        ex.remove_node(a)
+        assert a.executor is ex  # what remove_node alone leaves behind
+        ex.add_node(a)
+        detach_and_shutdown(ex, [a])
+        assert a.executor is None and list(ex.get_nodes()) == []
+        a.destroy_node()  # reaches no executor
+        detach_and_shutdown(EventsExecutor(), [a])  # a destroyed node: nothing to detach
+    finally:
+        rclpy.try_shutdown()
 
 
 def test_inproc_same_object_no_serialisation_then_interop(ros):

@@ -24,6 +24,22 @@ def make_executor(kind: str = 'events'):
     return SingleThreadedExecutor()
 
 
+def detach_and_shutdown(executor, nodes: Iterable, timeout_sec: float | None = 1.0) -> None:
+    """Take ``nodes`` off ``executor`` (clearing their executor reference), then shut it down.
+
+    A node keeps a weak reference to its executor and calls into it when it is
+    destroyed; with the (C++) EventsExecutor, ``remove_node`` alone leaves that
+    reference in place, so a later ``destroy_node`` reached into a shut-down
+    executor. Setting ``node.executor = None`` removes the node and the reference.
+    """
+    for n in nodes:
+        try:
+            n.executor = None
+        except Exception:  # noqa: BLE001 - a node already destroyed: nothing to detach
+            pass
+    executor.shutdown(timeout_sec=timeout_sec)
+
+
 def _install_sigterm():
     # launch and our CLI stop children with SIGINT then SIGTERM; turn SIGTERM
     # into the same clean path as Ctrl-C so nodes flush stats and checkpoints.
@@ -64,7 +80,7 @@ def spin_nodes(nodes: list, executor_kind: str = 'events',
             closer = getattr(n, 'close', None)
             if closer is not None:
                 closer()
-        executor.shutdown(timeout_sec=1.0)
+        detach_and_shutdown(executor, nodes)
 
 
 def spin_node(node_cls, args=None) -> None:
