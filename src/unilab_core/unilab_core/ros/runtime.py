@@ -25,7 +25,8 @@ def make_executor(kind: str = 'events'):
 
 
 def detach_and_shutdown(executor, nodes: Iterable, timeout_sec: float | None = 1.0) -> None:
-    """Take ``nodes`` off ``executor`` (clearing their executor reference), then shut it down.
+    """
+    Take ``nodes`` off ``executor`` (clearing their executor reference), then shut it down.
 
     A node keeps a weak reference to its executor and calls into it when it is
     destroyed; with the (C++) EventsExecutor, ``remove_node`` alone leaves that
