@@ -37,6 +37,8 @@ def make_batch(kind: str, seq: int, tensors: dict[str, np.ndarray], version: int
     msg.stamp_sec, msg.stamp_nanosec = divmod(int(stamp_ns), 1_000_000_000)
     out = []
     for name, arr in tensors.items():
+        if hasattr(arr, 'detach'):  # a torch tensor, possibly on a GPU: a host copy
+            arr = arr.detach().cpu().numpy()
         a = np.ascontiguousarray(arr, dtype=np.float32)
         t = Tensor()
         t.name = name

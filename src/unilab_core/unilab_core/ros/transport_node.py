@@ -23,6 +23,15 @@ descriptor topic's count minus this process's in-process subscribers is the
 number of transport-aware readers in other processes. The ``_tensor_desc``
 token starts with an underscore, so ``ros2 topic list`` hides it by default.
 
+CUDA tensors (torch, ``is_cuda``) take the same calls: in-process readers get
+the tensor itself; for readers in other processes the payload goes into a
+device ring (``transport.cuda.CudaTensorWriter``: one CUDA allocation shared
+by IPC handle, an interprocess event per slot) and the descriptor names the
+device, so the subscription opens it with ``CudaTensorReader`` and calls back
+with CUDA views; plain ROS readers get a host copy. A process without CUDA
+that receives a device descriptor drops it with the error kind ``no_cuda``.
+A batch must not mix host and device tensors.
+
 Views from the ring are valid only inside the callback (the slot is given
 back when it returns): copy what you keep (``arr.copy()``, ``tensor.copy_``).
 
@@ -117,6 +126,42 @@ def from_msg(m: TensorDescriptor) -> Descriptor:
         writer_pid=int(m.writer_pid), boot_id=bytes(m.boot_id), publish_ns=int(m.publish_ns))
 
 
+def _is_device_tensor(t) -> bool:
+    return bool(getattr(t, 'is_cuda', False))
+
+
+def batch_device(tensors: dict[str, Any]) -> str | None:
+    """
+    Return the CUDA device of a batch's tensors, or None for host arrays.
+
+    Raises ValueError naming the tensors when a batch mixes host and device
+    tensors or spans several devices (one ring per topic holds one kind).
+    """
+    on = [k for k, t in tensors.items() if _is_device_tensor(t)]
+    if not on:
+        return None
+    if len(on) != len(tensors):
+        host = [k for k in tensors if k not in on]
+        raise ValueError(f'batch mixes CUDA tensors {on} and host arrays {host}: move them '
+                         f'to one device before publishing')
+    devices = {str(tensors[k].device) for k in on}
+    if len(devices) > 1:
+        raise ValueError(f'batch spans several CUDA devices {sorted(devices)}')
+    return devices.pop()
+
+
+def _device_writer_factory(*args, **kwargs):
+    from unilab_core.transport.cuda import CudaTensorWriter
+    return CudaTensorWriter(*args, **kwargs)
+
+
+#: how a publisher creates its device ring (the CUDA IPC writer; one switch, tests replace
+#: it where no GPU exists)
+DEVICE_WRITER = _device_writer_factory
+#: device rings get their own segment name next to the host ring of the same topic
+DEVICE_SEGMENT_SUFFIX = '/_cuda'
+
+
 def _domain(node: Node) -> int:
     try:
         return int(node.context.get_domain_id())
@@ -165,6 +210,7 @@ class TensorPublisher:
         self.std_pub = node.create_publisher(standard_type, topic, qos)
         self.to_standard = to_standard or _default_standard
         self.writer: TensorWriter | None = None
+        self.device_writer = None  # CudaTensorWriter, created on the first CUDA publish
         self.stats = collections.Counter()
         _register(node, self)
         self._plain_key: tuple[int, int] | None = None
@@ -251,6 +297,7 @@ class TensorPublisher:
                 self._publish(kind, seq, tensors, version, stamp_ns, None)
 
     def _publish(self, kind, seq, tensors, version, stamp_ns, msg) -> None:
+        on_device = batch_device(tensors)
         batch = Batch(kind, int(seq), int(version), int(stamp_ns), inproc.freeze(tensors))
         delivered = inproc.REGISTRY.publish(self.key, batch)
         self.stats['inproc'] += delivered
@@ -260,25 +307,46 @@ class TensorPublisher:
         n_desc = self.desc_pub.get_subscription_count()
         remote = n_desc - delivered
         if self.latched or remote > 0:
-            try:
-                desc = self._writer().write(kind, seq, tensors, version, stamp_ns)
-            except RingFullError:
-                self.stats['ring_full'] += 1
-                raise
-            self._send_descriptor(desc, remote)
+            if on_device is not None:
+                # Device rings carry no slot layout: their readers always need a descriptor.
+                desc = self._device_writer(on_device).write(kind, seq, tensors, version,
+                                                            stamp_ns)
+                self.stats['device'] += 1
+                self._send_descriptor(desc, remote, wake_readers=0)
+            else:
+                try:
+                    desc = self._writer().write(kind, seq, tensors, version, stamp_ns)
+                except RingFullError:
+                    self.stats['ring_full'] += 1
+                    raise
+                self._send_descriptor(desc, remote)
         if self.plain_readers(n_desc) > 0:
             plain = msg is not None and self.to_standard is _default_standard
             self.std_pub.publish(msg if plain else self.to_standard(batch))
             self.stats['serialised'] += 1
 
-    def _send_descriptor(self, desc: Descriptor | None, remote: int) -> None:
+    def _device_writer(self, device):
+        """Return the device ring of this topic (created on the first CUDA publish)."""
+        if self.device_writer is None:
+            self.device_writer = DEVICE_WRITER(
+                self.node.get_fully_qualified_name(), self.topic + DEVICE_SEGMENT_SUFFIX,
+                self.capacity, self.slots, self.policy, self.timeout_s, device=device,
+                domain=self.key[0])
+            for name in getattr(self.device_writer, 'reclaimed', []):
+                self.node.get_logger().warning(f'reclaimed stale shared-memory segment {name}')
+        return self.device_writer
+
+    def _send_descriptor(self, desc: Descriptor | None, remote: int,
+                         wake_readers: int | None = None) -> None:
         if desc is None:
             self.stats['dropped_all_pinned'] += 1
             return
         # Readers that sleep on the ring's futex already have the message; a descriptor
         # is needed by readers that have not mapped the segment (or do not wake).
+        if wake_readers is None:
+            wake_readers = self.writer.ring.wake_reader_count()
         now = time.monotonic()
-        if (self.latched or remote > self.writer.ring.wake_reader_count()
+        if (self.latched or remote > wake_readers
                 or now - self._last_desc > DESCRIPTOR_HEARTBEAT_S):
             self._last_desc = now
             self.desc_pub.publish(to_msg(desc))
@@ -334,10 +402,13 @@ class TensorPublisher:
             self.stats['serialised'] += 1
 
     def close(self) -> None:
-        """Unlink the segment (also done at exit)."""
+        """Unlink the segments (also done at exit)."""
         if self.writer is not None:
             self.writer.close()
             self.writer = None
+        if self.device_writer is not None:
+            self.device_writer.close()
+            self.device_writer = None
 
 
 class PublisherLoan:
@@ -483,7 +554,7 @@ class TensorSubscription:
                 self.stats['torn_after_use'] += 1
 
     def _on_descriptor(self, msg: TensorDescriptor) -> None:
-        if msg.writer_pid == self._pid and msg.device == 'cpu':
+        if msg.writer_pid == self._pid:
             return  # published in this process: already handed over in-process
         with self._lock:
             if self._closed:

@@ -174,6 +174,8 @@ class TensorReader:
         #: called with (name, RingReader) before a mapping is dropped (writer restarted)
         self.before_close = before_close
         self._layouts: dict[int, tuple[str, list[TensorSpec]]] = {}
+        #: CudaTensorReader for device descriptors (created on the first one)
+        self.device_reader = None
 
     def _reader(self, desc: Descriptor) -> RingReader:
         name = desc.segment
@@ -209,6 +211,8 @@ class TensorReader:
             raise
 
     def _receive(self, desc: Descriptor) -> Received:
+        if desc.device != 'cpu':
+            return self._receive_device(desc)
         reader = self._reader(desc)
         if desc.payload_bytes > reader.capacity:
             raise DescriptorError('bad_size', f'segment `{desc.segment}`: descriptor claims '
@@ -230,6 +234,21 @@ class TensorReader:
             msg.release()
             raise
         return Received(desc, tensors, msg)
+
+    def _receive_device(self, desc: Descriptor) -> Received:
+        """Open a device ring's descriptor through CUDA IPC (``transport.cuda``)."""
+        if not desc.device.startswith('cuda'):
+            raise DescriptorError('bad_device', f'segment `{desc.segment}`: unknown device '
+                                  f'`{desc.device}` (expected cpu or cuda[:N])')
+        if self.device_reader is None:
+            from unilab_core.transport import cuda
+            if not cuda.cuda_available():
+                raise DescriptorError(
+                    'no_cuda', f'segment `{desc.segment}` holds {desc.device} tensors and '
+                    f'this process has no CUDA device (torch.cuda.is_available() is false): '
+                    f'subscribe from a process with a GPU, or publish host arrays')
+            self.device_reader = cuda.CudaTensorReader()
+        return self.device_reader.receive(desc)
 
     def already_taken(self, desc: Descriptor) -> bool:
         """Return whether the message ``desc`` names was already read from its ring (woken)."""
@@ -283,3 +302,6 @@ class TensorReader:
         for r in self.readers.values():
             r.close()
         self.readers.clear()
+        if self.device_reader is not None:
+            self.device_reader.close()
+            self.device_reader = None

@@ -189,6 +189,12 @@ class CudaTensorReader:
                 spec.shape)
         return Received(desc, tensors, _SyncRelease(msg, o.device))
 
+    def close(self) -> None:
+        """Unmap every host ring header (the device mappings go with their tensors)."""
+        for o in self.opened.values():
+            o.reader.close()
+        self.opened.clear()
+
 
 class _SyncRelease:
     """Synchronise the reader's stream before the host slot is given back."""
