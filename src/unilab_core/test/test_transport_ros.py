@@ -83,6 +83,27 @@ def test_inproc_same_object_no_serialisation_then_interop(ros):
     pub.close()
 
 
+def test_inproc_deliver_thread_runs_the_callback_inside_publish(ros):
+    import threading
+    a, b, ex = ros
+    pub = TensorPublisher(a, '/t/inline', 1 << 16)
+    got = []
+    sub = TensorSubscription(b, '/t/inline', lambda batch: got.append(
+        (batch, threading.get_ident())), deliver='thread')
+    queued = []
+    later = TensorSubscription(b, '/t/inline', queued.append)  # default: the executor
+    obs = np.ones((2, 2), np.float32)
+    pub.publish('observation', 1, {'obs': obs})
+    # before any spin: the thread subscriber already has the very same array
+    assert len(got) == 1 and got[0][0].tensors['obs'] is obs
+    assert got[0][1] == threading.get_ident() and queued == []
+    assert sub.stats['inproc_inline'] == 1 and sub.stats['inproc'] == 1
+    assert spin_until(ex, lambda: queued, 5.0) and queued[0].tensors['obs'] is obs
+    sub.close()
+    later.close()
+    pub.close()
+
+
 def test_bad_descriptor_logged_counted_dropped_and_node_keeps_running(ros):
     a, b, ex = ros
     got = []

@@ -41,7 +41,9 @@ and reads new messages straight from the ring; the layout travels in the
 slot header. By default the callback still runs on the node's executor
 (the thread only schedules it: ``deliver='executor'``); ``deliver='thread'``
 runs it on the wake thread itself, one thread hop less, for callbacks that
-are thread-safe. ``spin_us`` > 0 makes the wake thread poll that long after
+are thread-safe. In-process, ``deliver='thread'`` runs the callback on the
+publishing thread, inside ``publish()`` (a callback must then not publish on
+the topic it receives). ``spin_us`` > 0 makes the wake thread poll that long after
 each message before it sleeps again (a busy core while polling; for
 latency-critical topics on machines with a core to spare). ``prewake_us`` > 0
 is for periodic topics (sensors at 20-100 Hz): the wake thread estimates the
@@ -524,7 +526,12 @@ class TensorSubscription:
     def _notify(self) -> None:
         # Run the callbacks later on our node's executor, like a subscription callback
         # (a task, not a guard condition: rclpy's EventsExecutor supports no guard
-        # conditions). Without an executor yet, deliver at once.
+        # conditions). Without an executor yet, deliver at once; with deliver='thread',
+        # on the publishing thread inside publish() (no executor wake-up).
+        if self.deliver == 'thread':
+            self.stats['inproc_inline'] += 1
+            self._drain()
+            return
         if self._scheduled:
             return
         ex = self.node.executor
