@@ -70,6 +70,33 @@ def _frame_latency(frames: int, num_points: int, seed: int) -> list[float]:
         ctx.try_shutdown()
 
 
+def _gpu_path(xyz, voxel, k, ratio, repeats, u_vox, u_kept) -> dict:
+    """Time the torch stages on CUDA (the GPU path), checked against the CPU path's output."""
+    import torch
+    if not torch.cuda.is_available():
+        return {'gpu_voxel_outlier_ms': None,
+                'gpu_note': 'no CUDA device: the torch stages (cloud_ops_torch) are the GPU '
+                            'path; on a CPU the numba k-d tree path above serves'}
+    from unilab_perception.cloud_ops_torch import (statistical_outlier_mask_torch,
+                                                   voxel_downsample_torch)
+    dev = torch.device('cuda')
+
+    def gpu():
+        p = torch.from_numpy(xyz).to(dev, non_blocking=True)
+        v = voxel_downsample_torch(p, voxel)
+        kept = v[statistical_outlier_mask_torch(v, k, ratio)]
+        torch.cuda.synchronize()
+        return v, kept
+
+    v, kept = gpu()
+    return {'gpu_voxel_outlier_ms': round(median_ms(gpu, repeats), 2),
+            'gpu_device': torch.cuda.get_device_name(0),
+            'gpu_voxels': int(v.shape[0]), 'gpu_kept': int(kept.shape[0]),
+            'gpu_agrees_with_cpu': bool(
+                v.shape[0] == u_vox.shape[0] and kept.shape[0] == u_kept.shape[0]
+                and np.array_equal(kept.cpu().numpy(), u_kept))}
+
+
 def bench_perception(args) -> dict:
     """Time voxel + statistical outlier removal vs Open3D, and the node's frame latency."""
     from unilab_perception.cloud_ops import statistical_outlier_mask, voxel_downsample
@@ -121,6 +148,7 @@ def bench_perception(args) -> dict:
             np.abs(_sorted_rows(u_vox) - _sorted_rows(b_vox)).max())
     out['agree'] = bool(out['voxel_count_rel_diff'] <= 0.01 and out['kept_count_rel_diff'] <= 0.01
                         and out.get('centroid_max_abs_diff_m', 1.0) <= 1e-6)
+    out.update(_gpu_path(xyz, voxel, k, ratio, repeats, u_vox, u_kept))
     lat = _frame_latency(max(10, repeats), num_points, args.seed)
     out['frames'] = len(lat)
     out['frame_latency_p50_ms'] = round(float(np.percentile(lat, 50)), 2)

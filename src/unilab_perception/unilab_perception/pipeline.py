@@ -16,6 +16,8 @@ import numpy as np
 import torch
 
 from unilab_perception import cloud_ops
+from unilab_perception.cloud_ops_torch import (statistical_outlier_mask_torch,
+                                               voxel_downsample_torch)
 from unilab_perception.encoders import BevGrid, ImageEncoder, PillarEncoder, resolve_device
 from unilab_perception.image_ops import crop, UndistortMap
 from unilab_perception.ingest import cloud_field, cloud_points, InvalidMessage
@@ -24,20 +26,46 @@ from unilab_perception.params import (BevSection, EncoderSection, ImageSection,
 
 
 class CloudPipeline:
-    """Configured CPU stages + batched pillar encoder."""
+    """
+    Configured stages + batched pillar encoder.
 
-    def __init__(self, cloud: PointCloudSection, bev: BevSection, encoder: EncoderSection):
+    On a CUDA device (``encoder.device``, the one switch) the voxel grid, ROI
+    crop and statistical outlier removal run as torch ops on the GPU
+    (``cloud_ops_torch``) and the cloud stays there for the pillar scatter;
+    everywhere else they are the numba kernels of ``cloud_ops``. Radius
+    outlier removal and de-skew always run on the CPU. ``stage_backend``
+    (``'torch'`` / ``'numba'``) overrides the choice (tests run the torch
+    path on the CPU).
+    """
+
+    def __init__(self, cloud: PointCloudSection, bev: BevSection, encoder: EncoderSection,
+                 stage_backend: str | None = None):
         self.cfg = cloud
         self.device = resolve_device(encoder.device)
+        if stage_backend is None:
+            stage_backend = 'torch' if self.device.type == 'cuda' else 'numba'
+        if stage_backend not in ('torch', 'numba'):
+            raise ValueError(f"stage_backend must be 'torch' or 'numba', got `{stage_backend}`")
+        self.stage_backend = stage_backend
         torch.manual_seed(encoder.seed)
         grid = BevGrid(tuple(bev.x_range), tuple(bev.y_range), bev.pillar_size)
         self.encoder = PillarEncoder(grid, 4, bev.channels, bev.feature_dim).to(self.device)
         self.encoder.eval()
         self.feature_dim = bev.feature_dim
 
-    def process(self, cloud: np.ndarray, point_rotation=None) -> np.ndarray:
+    def _dev(self, pts):
+        return pts if torch.is_tensor(pts) else torch.from_numpy(pts).to(self.device)
+
+    @staticmethod
+    def _host(pts):
+        return pts.cpu().numpy() if torch.is_tensor(pts) else pts
+
+    def process(self, cloud: np.ndarray, point_rotation=None):
         """
         Return the cloud after the stages as ``[P, 4]`` float32 (x, y, z, intensity).
+
+        A numpy array, or with the torch stage backend a tensor on the device
+        once a torch stage ran (``encode`` takes either).
 
         ``point_rotation(times) -> (quats [P, 4], reference quat [4])`` supplies
         the IMU rotation for the ``deskew`` stage (``times``: the points' ``time``
@@ -47,17 +75,31 @@ class CloudPipeline:
         # One [P, 4] array through every stage: the voxel means average the
         # intensity with the coordinates, and each mask filters both at once.
         pts, keep = cloud_points(cloud, 'intensity', c.nonfinite)
+        gpu = self.stage_backend == 'torch'
         for stage in c.stages:
             if stage == 'deskew':
                 if point_rotation is not None:
                     times = cloud_field(cloud, 'time', keep, default=0.0)
                     quats, ref = point_rotation(times.astype(np.float64))
+                    pts = np.array(self._host(pts))
                     pts[:, :3] = cloud_ops.deskew(pts[:, :3], quats, ref)
                 continue
             if stage == 'voxel':
                 if pts.shape[0]:
-                    pts = cloud_ops.voxel_downsample(pts, c.voxel_size)
+                    pts = (voxel_downsample_torch(self._dev(pts), c.voxel_size) if gpu
+                           else cloud_ops.voxel_downsample(pts, c.voxel_size))
                 continue
+            if gpu and stage in ('roi', 'statistical_outlier'):
+                pts = self._dev(pts)
+                if stage == 'roi':
+                    lo = torch.tensor(c.roi_min, dtype=pts.dtype, device=pts.device)
+                    hi = torch.tensor(c.roi_max, dtype=pts.dtype, device=pts.device)
+                    m = ((pts[:, :3] >= lo) & (pts[:, :3] < hi)).all(dim=1)
+                else:
+                    m = statistical_outlier_mask_torch(pts[:, :3], c.sor_k, c.sor_std_ratio)
+                pts = pts[m]
+                continue
+            pts = self._host(pts)
             if stage == 'roi':
                 m = cloud_ops.roi_mask(pts[:, :3], c.roi_min, c.roi_max)
             elif stage == 'statistical_outlier':
@@ -67,10 +109,13 @@ class CloudPipeline:
             pts = np.compress(m, pts, axis=0)  # 10x a boolean row index here
         return pts
 
-    def encode(self, clouds: list[np.ndarray]) -> np.ndarray:
+    def encode(self, clouds: list) -> np.ndarray:
         """Return ``[len(clouds), feature_dim]`` float32 features (one batch, one device)."""
         sizes = [c.shape[0] for c in clouds]
-        pts = torch.from_numpy(np.concatenate(clouds, axis=0)).to(self.device)
+        if any(torch.is_tensor(c) for c in clouds):
+            pts = torch.cat([self._dev(c) for c in clouds], dim=0).to(self.device)
+        else:
+            pts = torch.from_numpy(np.concatenate(clouds, axis=0)).to(self.device)
         batch = torch.repeat_interleave(torch.arange(len(clouds)),
                                         torch.tensor(sizes)).to(self.device)
         with torch.inference_mode():
