@@ -104,12 +104,19 @@ def test_inproc_deliver_thread_runs_the_callback_inside_publish(ros):
     pub.close()
 
 
-def test_bad_descriptor_logged_counted_dropped_and_node_keeps_running(ros):
+def _subscription_and_raw_descriptors(ros, topic):
+    """Return (subscription on b, its deliveries, a raw descriptor publisher on a)."""
     a, b, ex = ros
     got = []
-    sub = TensorSubscription(b, '/t/bad', got.append)
-    raw = a.create_publisher(TensorDescriptor, descriptor_topic('/t/bad'), 10)
+    sub = TensorSubscription(b, topic, got.append)
+    raw = a.create_publisher(TensorDescriptor, descriptor_topic(topic), 10)
     assert spin_until(ex, lambda: raw.get_subscription_count() > 0, 5.0)
+    return sub, got, raw
+
+
+def test_bad_descriptor_logged_counted_dropped_and_node_keeps_running(ros):
+    a, b, ex = ros
+    sub, got, raw = _subscription_and_raw_descriptors(ros, '/t/bad')
     bad = TensorDescriptor(segment='unilab_d0_nobody_here', slot=0, slot_seq=0,
                            payload_bytes=4, names=['x'], dtypes=['float32'], ndims=[1],
                            offsets=[0], shape=[1], device='cpu', writer_pid=1)
@@ -214,10 +221,7 @@ def _cuda() -> bool:
 @pytest.mark.skipif(_cuda(), reason='this process has CUDA: the descriptor would be opened')
 def test_device_descriptor_without_cuda_is_dropped_with_a_clear_error(ros):
     a, b, ex = ros
-    got = []
-    sub = TensorSubscription(b, '/t/dev', got.append)
-    raw = a.create_publisher(TensorDescriptor, descriptor_topic('/t/dev'), 10)
-    assert spin_until(ex, lambda: raw.get_subscription_count() > 0, 5.0)
+    sub, got, raw = _subscription_and_raw_descriptors(ros, '/t/dev')
     raw.publish(TensorDescriptor(segment='unilab_d0_gpu_node_t_dev__cuda', slot=0, slot_seq=0,
                                  payload_bytes=4, names=['x'], dtypes=['float32'], ndims=[1],
                                  offsets=[0], shape=[1], device='cuda:0', writer_pid=1))
