@@ -262,7 +262,7 @@ def test_cuda_tensors_go_to_the_device_ring_and_plain_readers_get_a_host_copy(
 
     class Recorder:
         def __init__(self, node, topic, capacity, n_slots, policy, timeout_s, device, domain):
-            made.append((topic, capacity, n_slots, policy, device))
+            made.append((node, topic, capacity, n_slots, policy, device))
             self.closed = False
 
         def write(self, kind, seq, tensors, version=0, stamp_ns=0):
@@ -289,7 +289,11 @@ def test_cuda_tensors_go_to_the_device_ring_and_plain_readers_get_a_host_copy(
     pub.publish('obs', 3, {'x': x})
     assert spin_until(ex, lambda: inproc_got and descs and plain, 5.0)
     assert inproc_got[0].tensors['x'] is x  # in this process: the tensor itself
-    assert made == [('/t/gpu' + tn.DEVICE_SEGMENT_SUFFIX, 1 << 16, 6, 'reliable', 'cuda:0')]
+    assert made == [('cuda_/tx_pub', '/t/gpu', 1 << 16, 6, 'reliable', 'cuda:0')]
+    from unilab_core.transport import shm
+    long_node, long_topic = '/n' + 'x' * 150, '/t' + 'y' * 150
+    assert shm.segment_name(0, tn.DEVICE_SEGMENT_PREFIX + long_node, long_topic) != \
+        shm.segment_name(0, long_node, long_topic)  # distinct even when truncated
     assert writes[0][2]['x'] is x and pub.writer is None  # no host ring for device batches
     assert descs[0].device == 'cuda:0' and descs[0].segment == 'unilab_d0_x_t_gpu__cuda'
     assert pub.stats['device'] == 1

@@ -160,8 +160,10 @@ def _device_writer_factory(*args, **kwargs):
 #: how a publisher creates its device ring (the CUDA IPC writer; one switch, tests replace
 #: it where no GPU exists)
 DEVICE_WRITER = _device_writer_factory
-#: device rings get their own segment name next to the host ring of the same topic
-DEVICE_SEGMENT_SUFFIX = '/_cuda'
+#: device rings get their own segment name next to the host ring of the same topic: the
+#: node part starts with this, so the two names differ near their start and stay distinct
+#: when a long node + topic name is truncated to the segment name limit
+DEVICE_SEGMENT_PREFIX = 'cuda_'
 
 
 def _domain(node: Node) -> int:
@@ -331,7 +333,7 @@ class TensorPublisher:
         """Return the device ring of this topic (created on the first CUDA publish)."""
         if self.device_writer is None:
             self.device_writer = DEVICE_WRITER(
-                self.node.get_fully_qualified_name(), self.topic + DEVICE_SEGMENT_SUFFIX,
+                DEVICE_SEGMENT_PREFIX + self.node.get_fully_qualified_name(), self.topic,
                 self.capacity, self.slots, self.policy, self.timeout_s, device=device,
                 domain=self.key[0])
             for name in getattr(self.device_writer, 'reclaimed', []):
