@@ -8,6 +8,7 @@ import select
 import subprocess
 import sys
 import time
+import types
 
 import numpy as np
 import pytest
@@ -264,6 +265,7 @@ def test_cuda_tensors_go_to_the_device_ring_and_plain_readers_get_a_host_copy(
         def __init__(self, node, topic, capacity, n_slots, policy, timeout_s, device, domain):
             made.append((node, topic, capacity, n_slots, policy, device))
             self.closed = False
+            self.ring = types.SimpleNamespace(wake_reader_count=lambda: 0)
 
         def write(self, kind, seq, tensors, version=0, stamp_ns=0):
             writes.append((kind, seq, tensors))

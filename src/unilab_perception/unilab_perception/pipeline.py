@@ -81,7 +81,7 @@ class CloudPipeline:
                 if point_rotation is not None:
                     times = cloud_field(cloud, 'time', keep, default=0.0)
                     quats, ref = point_rotation(times.astype(np.float64))
-                    pts = np.array(self._host(pts))
+                    pts = self._host(pts)  # our own array either way: written in place
                     pts[:, :3] = cloud_ops.deskew(pts[:, :3], quats, ref)
                 continue
             if stage == 'voxel':

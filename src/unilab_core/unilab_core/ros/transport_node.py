@@ -312,18 +312,19 @@ class TensorPublisher:
         remote = n_desc - delivered
         if self.latched or remote > 0:
             if on_device is not None:
-                # Device rings carry no slot layout: their readers always need a descriptor.
-                desc = self._device_writer(on_device).write(kind, seq, tensors, version,
-                                                            stamp_ns)
+                writer = self._device_writer(on_device)
+                desc = writer.write(kind, seq, tensors, version, stamp_ns)
                 self.stats['device'] += 1
-                self._send_descriptor(desc, remote, wake_readers=0)
+                # Device rings carry no slot layout, so no reader of theirs sleeps on the
+                # futex: the ring's wake-reader count is 0 and a descriptor always goes.
+                self._send_descriptor(desc, remote, writer.ring)
             else:
                 try:
                     desc = self._writer().write(kind, seq, tensors, version, stamp_ns)
                 except RingFullError:
                     self.stats['ring_full'] += 1
                     raise
-                self._send_descriptor(desc, remote)
+                self._send_descriptor(desc, remote, self.writer.ring)
         if self.plain_readers(n_desc) > 0:
             plain = msg is not None and self.to_standard is _default_standard
             self.std_pub.publish(msg if plain else self.to_standard(batch))
@@ -340,17 +341,14 @@ class TensorPublisher:
                 self.node.get_logger().warning(f'reclaimed stale shared-memory segment {name}')
         return self.device_writer
 
-    def _send_descriptor(self, desc: Descriptor | None, remote: int,
-                         wake_readers: int | None = None) -> None:
+    def _send_descriptor(self, desc: Descriptor | None, remote: int, ring) -> None:
         if desc is None:
             self.stats['dropped_all_pinned'] += 1
             return
         # Readers that sleep on the ring's futex already have the message; a descriptor
         # is needed by readers that have not mapped the segment (or do not wake).
-        if wake_readers is None:
-            wake_readers = self.writer.ring.wake_reader_count()
         now = time.monotonic()
-        if (self.latched or remote > wake_readers
+        if (self.latched or remote > ring.wake_reader_count()
                 or now - self._last_desc > DESCRIPTOR_HEARTBEAT_S):
             self._last_desc = now
             self.desc_pub.publish(to_msg(desc))
@@ -393,7 +391,7 @@ class TensorPublisher:
         loan.done = True
         if loan.ring is not None:
             desc = loan.ring.publish(kind, seq, version, stamp_ns)
-            self._send_descriptor(desc, loan.remote)
+            self._send_descriptor(desc, loan.remote, self.writer.ring)
             self.stats['loaned'] += 1
         tensors = loan.tensors
         plain = self.plain_readers()
