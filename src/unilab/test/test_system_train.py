@@ -142,6 +142,43 @@ def test_pointcloud_and_imu_reach_the_policy_observation(tmp_path):
     assert (var[21:27] > 0).all() and (var[27:] > 0).any()
 
 
+@pytest.mark.system
+def test_height_map_trains_the_policy_grid_encoder(tmp_path):
+    """Bridge lidar -> perception BEV height map -> a policy that learns a CNN on it."""
+    from unilab_core.config import ModelSection
+    from unilab_policy.models import make_actor_critic
+    cfg = tmp_path / 'hm.yaml'
+    cfg.write_text('perception: {pointcloud: true, bev_output: height_map, bev_range: 3.0,\n'
+                   '             pillar_size: 0.5}\n'
+                   'bridge: {lidar_channels: 4, lidar_horizontal_samples: 64}\n'
+                   'rollout: {rollout_length: 16, chunk_length: 8}\n'
+                   'policy_update: {batch_size: 64, epochs: 2}\n'
+                   'logging: {tensorboard: false}\n')
+    run_dir = tmp_path / 'run'
+    cli('train', '--steps', 256, '--num-envs', 4, '--config', cfg, '--run-dir', run_dir,
+        '--no-progress', check=True)
+    params = yaml.safe_load((run_dir / 'graph_params.yaml').read_text())
+    width = 21 + 2 * 12 * 12  # [q, qd, extras], [occupancy, max z] x 12 x 12
+    policy = params['policy']['ros__parameters']
+    assert policy['obs_dim'] == params['perception']['ros__parameters']['obs_dim'] == width
+    assert policy['model']['grid_input'] == [21, 2, 12, 12]
+    summary = json.loads((run_dir / 'summary.json').read_text())
+    counters = summary['node_counters']
+    assert counters['perception']['published'] >= counters['bridge']['steps'] > 0
+    bundle = torch.load(summary['checkpoint'], weights_only=True)['bundle']
+    # The lidar fills some pillars: occupancy varies over the run.
+    assert (bundle['obs_normalizer.var'][21:21 + 144] > 0).any()
+    # PPO moved the grid encoder's weights away from their seeded start.
+    torch.manual_seed(params['trainer']['ros__parameters']['seed'])
+    start = make_actor_critic(width, 6, ModelSection(**policy['model'])).state_dict()
+    for key in ('actor.0.conv.0.weight', 'critic.0.conv.0.weight', 'actor.0.linear.0.weight'):
+        assert bundle[f'actor_critic.{key}'].shape == start[key].shape
+        assert not torch.equal(bundle[f'actor_critic.{key}'], start[key]), key
+    # The exported ONNX model carries the grid encoder and matches torch.
+    proc = cli('export', run_dir, '--format', 'onnx', '--out', tmp_path / 'hm.onnx', check=True)
+    assert (tmp_path / 'hm.onnx').is_file(), proc.stdout
+
+
 def test_camera_images_reach_the_policy_observation(tmp_path):
     """Bridge camera (EGL) -> perception (image stages, CNN) -> policy obs."""
     from unilab_bridge.camera import DEFAULT_SIZE

@@ -79,13 +79,12 @@ def _load_policy(cfg, run_dir: str):
     from unilab.prepare import task_info
     from unilab_policy.checkpoint import load_checkpoint
     from unilab_policy.history import policy_input_dim
-    from unilab_policy.models import ActorCritic, PolicyBundle
+    from unilab_policy.models import make_actor_critic, PolicyBundle
     from unilab_policy.normalizer import EmpiricalNormalization
     info, _ = task_info(cfg.run.task)
     m = cfg.model
     width = policy_input_dim(info.obs_dim, info.action_dim, m.action_history)
-    bundle = PolicyBundle(ActorCritic(width, info.action_dim, tuple(m.hidden_sizes),
-                                      m.activation, m.init_noise_std),
+    bundle = PolicyBundle(make_actor_critic(width, info.action_dim, m),
                           EmpiricalNormalization(width, clip=cfg.normalization.clip))
     bundle.load_state_dict(load_checkpoint(f'{run_dir}/checkpoints/latest.pt',
                                            map_location='cpu')['bundle'])

@@ -21,7 +21,7 @@ from unilab_core.config import RunConfig
 from unilab_core.graph import holds_joint_positions
 from unilab_policy.chunk import ChunkBuilder
 from unilab_policy.history import ActionHistory, policy_input_dim
-from unilab_policy.models import ActorCritic, PolicyBundle
+from unilab_policy.models import make_actor_critic, PolicyBundle
 from unilab_policy.normalizer import EmpiricalNormalization
 from unilab_policy.ppo import num_mini_batches_for, PPOParams
 from unilab_policy.trainer import Trainer
@@ -70,8 +70,7 @@ def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path) -> dict:
     torch.manual_seed(cfg.run.seed)
     m = cfg.model
     width = policy_input_dim(info.obs_dim, info.action_dim, m.action_history)
-    bundle = PolicyBundle(ActorCritic(width, info.action_dim, tuple(m.hidden_sizes),
-                                      m.activation, m.init_noise_std),
+    bundle = PolicyBundle(make_actor_critic(width, info.action_dim, m),
                           EmpiricalNormalization(width, clip=cfg.normalization.clip))
     up = cfg.policy_update
     params = PPOParams(

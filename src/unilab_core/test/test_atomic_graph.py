@@ -5,7 +5,7 @@
 import pytest
 from unilab_core.atomic import atomic_path, atomic_write_text
 from unilab_core.config import RunConfig
-from unilab_core.graph import describe_graph, NODES, TaskInfo
+from unilab_core.graph import describe_graph, NODES, observation_layout, TaskInfo
 import yaml
 
 TASK = TaskInfo(name='arm6_reach', joint_names=('a', 'b'), action_dim=2, obs_dim=7,
@@ -63,3 +63,32 @@ def test_chunk_length_never_exceeds_rollout():
     cfg.rollout.chunk_length = 8
     graph = describe_graph(cfg, TASK, '/tmp/run', '/tmp/limits.yaml')
     assert graph.parameters['policy']['chunk_length'] == 4
+
+
+def test_height_map_observation_gives_the_policy_its_grid():
+    cfg = RunConfig()
+    cfg.perception.pointcloud = True
+    cfg.perception.imu = True
+    cfg.perception.bev_output = 'height_map'
+    cfg.perception.bev_range = 3.0
+    cfg.perception.pillar_size = 0.5
+    assert observation_layout(cfg, 7) == (7 + 6 + 2 * 12 * 12, [13, 2, 12, 12])
+    p = describe_graph(cfg, TASK, '/tmp/run', '/tmp/limits.yaml').parameters
+    assert p['perception']['obs_dim'] == p['policy']['obs_dim'] == 7 + 6 + 288
+    assert p['perception']['bev'] == {'feature_dim': 32, 'output': 'height_map',
+                                      'x_range': [-3.0, 3.0], 'y_range': [-3.0, 3.0],
+                                      'pillar_size': 0.5}
+    assert p['policy']['model']['grid_input'] == p['trainer']['model']['grid_input'] == [
+        13, 2, 12, 12]
+    # Pillar features (the default) leave the model a plain MLP.
+    cfg.perception.bev_output = 'features'
+    assert observation_layout(cfg, 7) == (7 + 6 + 32, [])
+    assert describe_graph(cfg, TASK, '/tmp/run', '/tmp/limits.yaml').parameters['policy'][
+        'model']['grid_input'] == []
+
+
+def test_height_map_larger_than_the_observation_can_take_is_refused():
+    from unilab_core.config import PerceptionSection
+    with pytest.raises(ValueError, match='perception.bev_range 100.0 / pillar_size 0.5'):
+        PerceptionSection(pointcloud=True, bev_output='height_map', bev_range=100.0)
+    PerceptionSection(pointcloud=True, bev_range=100.0)  # features: any grid

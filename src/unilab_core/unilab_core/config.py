@@ -15,7 +15,8 @@ import math
 import pathlib
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, ValidationError
+from pydantic import (BaseModel, ConfigDict, Field, field_validator, model_validator,
+                      ValidationError)
 import yaml
 
 
@@ -277,6 +278,22 @@ class PerceptionSection(_Section):
     image: bool = Field(False, description='Camera image (bridge EGL rendering, 64x48 RGB) '
                         '-> CNN features; slow on a CPU renderer (about 75 ms per frame).')
     image_feature_dim: int = Field(32, ge=1, le=4096, description='Image features per env.')
+    bev_output: Literal['features', 'height_map'] = Field(
+        'features', description='What the cloud adds to the observation: `features` (the '
+        'perception node\'s pillar encoder, bev_feature_dim per env) or `height_map` (the '
+        'BEV grid itself, [occupancy, max height] per pillar; the policy learns a CNN on it).')
+    bev_range: float = Field(10.0, gt=0.0, le=200.0,
+                             description='Half-width of the square BEV grid (m).')
+    pillar_size: float = Field(0.5, gt=0.0, description='Pillar edge of the BEV grid (m).')
+
+    @model_validator(mode='after')
+    def _grid_size(self):
+        n = round(2.0 * self.bev_range / self.pillar_size)
+        if n < 1 or (self.bev_output == 'height_map' and 2 * n * n > 65536):
+            raise ValueError(f'perception.bev_range {self.bev_range} / pillar_size '
+                             f'{self.pillar_size} gives a {n} x {n} grid; the height map takes '
+                             '1 to 181 cells per side (2 * H * W <= 65536 observation columns)')
+        return self
 
 
 class LoggingSection(_Section):
@@ -334,6 +351,21 @@ class ModelSection(_Section):
         description='The policy\'s last N actions appended to its observation, newest first '
                     '(zeros at an episode start): in-flight commands become part of the state, '
                     'which makes a policy robust to actuation delay. 0 = off.')
+    grid_input: list[int] = Field(
+        default_factory=list,
+        description='[offset, channels, height, width] of a BEV grid inside the observation: '
+                    'actor and critic learn a small CNN on it (set by the graph when '
+                    '`perception.bev_output` is `height_map`; [] = MLP only).')
+    grid_features: int = Field(32, ge=1, le=1024,
+                               description='Features the grid CNN gives the MLP.')
+
+    @field_validator('grid_input')
+    @classmethod
+    def _grid_input(cls, v):
+        if v and (len(v) != 4 or v[0] < 0 or min(v[1:]) < 1):
+            raise ValueError('model.grid_input must be [] or [offset, channels, height, width] '
+                             f'with offset >= 0 and sizes >= 1, got {v}')
+        return v
 
 
 class NormalizationSection(_Section):

@@ -96,18 +96,45 @@ def holds_joint_positions(task) -> bool:
             and task.action_dim == len(task.joint_names))
 
 
+def bev_cells(bev_range: float, pillar_size: float) -> int:
+    """Return the cells along one side of the square BEV grid (as the perception node)."""
+    return int(round(2.0 * bev_range / pillar_size))
+
+
+def observation_layout(cfg: RunConfig, task_obs_dim: int) -> tuple[int, list[int]]:
+    """
+    Return ``(obs_dim, grid_input)`` of the perception node's observation for ``cfg``.
+
+    Layout (the node's assembler): ``[q, qd, extras]``, imu (6), cloud, image.
+    ``grid_input`` is ``[offset, 2, H, W]`` when the cloud part is the BEV
+    height map (``perception.bev_output: height_map``), else ``[]``.
+    """
+    per = cfg.perception
+    cloud, grid_input = 0, []
+    if per.pointcloud:
+        if per.bev_output == 'height_map':
+            n = bev_cells(per.bev_range, per.pillar_size)
+            cloud = 2 * n * n
+            grid_input = [task_obs_dim + 6 * per.imu, 2, n, n]
+        else:
+            cloud = per.bev_feature_dim
+    obs_dim = task_obs_dim + 6 * per.imu + cloud + per.image_feature_dim * per.image
+    return obs_dim, grid_input
+
+
 def describe_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
                    joint_limits_file: str | pathlib.Path, resume: str = '') -> Graph:
     """Return the training graph for a resolved config and task."""
     c = cfg.to_dict()
     run, ro, per = c['run'], c['rollout'], c['perception']
-    # Observation layout (perception's assembler): [q, qd, extras], imu (6), cloud, image.
-    obs_dim = (task.obs_dim + 6 * per['imu'] + per['bev_feature_dim'] * per['pointcloud']
-               + per['image_feature_dim'] * per['image'])
+    obs_dim, grid_input = observation_layout(cfg, task.obs_dim)
+    model = dict(c['model'])
+    if grid_input:
+        model['grid_input'] = grid_input
     shared_policy = {
         'obs_dim': obs_dim, 'act_dim': task.action_dim, 'device': run['device'],
         'torch_threads': run['torch_threads'],
-        'seed': run['seed'], 'model': c['model'], 'normalization': c['normalization'],
+        'seed': run['seed'], 'model': model, 'normalization': c['normalization'],
         'gpu': c['gpu'],
     }
     params = {
@@ -127,7 +154,10 @@ def describe_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
             'sensors': {'pointcloud': per['pointcloud'], 'imu': per['imu'],
                         'image': per['image']},
             'image': {'feature_dim': per['image_feature_dim']},
-            'bev': {'feature_dim': per['bev_feature_dim']},
+            'bev': {'feature_dim': per['bev_feature_dim'], 'output': per['bev_output'],
+                    'x_range': [-per['bev_range'], per['bev_range']],
+                    'y_range': [-per['bev_range'], per['bev_range']],
+                    'pillar_size': per['pillar_size']},
             'pointcloud': {'voxel_size': per['voxel_size']},
         },
         'policy': {

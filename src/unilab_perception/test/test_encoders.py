@@ -7,8 +7,8 @@ import pytest
 import torch
 from unilab_perception.assembler import ObservationAssembler
 from unilab_perception.encoders import (
-    BevGrid, ImageEncoder, JointHistoryEncoder, pillar_index, PillarEncoder, resolve_device,
-    scatter_max)
+    BevGrid, ImageEncoder, JointHistoryEncoder, pillar_height_map, pillar_index, PillarEncoder,
+    resolve_device, scatter_max)
 from unilab_perception.joint_obs import build_observation
 
 DEVICES = ['cpu', pytest.param('cuda', marks=pytest.mark.skipif(
@@ -28,6 +28,22 @@ def test_scatter_max_hand_computed():
     v = torch.tensor([[1.0, 5.0], [3.0, 2.0], [4.0, 4.0]])
     out = scatter_max(v, torch.tensor([0, 0, 2]), 3)
     assert out.tolist() == [[3.0, 5.0], [0.0, 0.0], [4.0, 4.0]]
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_pillar_height_map_hand_computed(device):
+    # GRID: x 0..2, y 0..1, 0.5 m pillars -> H = 2 rows (y), W = 4 columns (x).
+    pts = torch.tensor([[0.1, 0.1, -1.0, 9.0], [0.2, 0.3, 0.5, 9.0],   # env 0, (iy 0, ix 0)
+                        [1.9, 0.9, -0.25, 9.0],                        # env 0, (1, 3)
+                        [2.5, 0.1, 4.0, 9.0],                          # outside the grid
+                        [0.6, 0.6, -2.0, 9.0]], device=device)         # env 1, (1, 1)
+    grid = pillar_height_map(pts, torch.tensor([0, 0, 0, 0, 1], device=device), 2, GRID)
+    assert grid.shape == (2, 2, 2, 4)
+    occ0 = [[1, 0, 0, 0], [0, 0, 0, 1]]
+    top0 = [[0.5, 0, 0, 0], [0, 0, 0, -0.25]]
+    assert grid[0, 0].tolist() == occ0 and grid[0, 1].tolist() == top0
+    assert grid[1, 0].tolist() == [[0, 0, 0, 0], [0, 1, 0, 0]]
+    assert grid[1, 1].tolist() == [[0, 0, 0, 0], [0, -2.0, 0, 0]]
 
 
 @pytest.mark.parametrize('device', DEVICES)

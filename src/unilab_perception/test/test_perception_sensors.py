@@ -78,8 +78,20 @@ class Lidar(Node):
 @pytest.fixture
 def graph(context, private_topics):
     """Yield (perception node, synthetic lidar, executor), connected."""
+    yield from _connected(context, private_topics, _params())
+
+
+@pytest.fixture
+def height_map_graph(context, private_topics):
+    """Yield the same with ``bev.output: height_map`` on a 3 x 4 grid of 4 m pillars."""
+    yield from _connected(context, private_topics, _params(**{
+        'bev.output': 'height_map', 'bev.x_range': [-8.0, 8.0], 'bev.y_range': [-6.0, 6.0],
+        'bev.pillar_size': 4.0, 'obs_dim': 2 * len(JOINTS) + E + 6 + 2 * 3 * 4}))
+
+
+def _connected(context, private_topics, params):
     node = PerceptionNode(context=context, cli_args=private_topics.args,
-                          parameter_overrides=_params())
+                          parameter_overrides=params)
     lidar = Lidar(context, private_topics)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
@@ -131,6 +143,38 @@ def test_cloud_and_imu_reach_the_observation(graph):
         'accepted'] == 1
 
 
+def _height_map_by_hand(points, x0, y0, size, h, w):
+    occ = np.zeros((h, w))
+    top = np.zeros((h, w))
+    for x, y, z in points[:, :3].astype(np.float64):
+        ix, iy = int(np.floor((x - x0) / size)), int(np.floor((y - y0) / size))
+        if 0 <= ix < w and 0 <= iy < h:
+            top[iy, ix] = z if not occ[iy, ix] else max(top[iy, ix], z)
+            occ[iy, ix] = 1.0
+    return np.concatenate([occ.ravel(), top.ravel()])
+
+
+def test_height_map_output_is_the_bev_grid(height_map_graph):
+    node, lidar, executor = height_map_graph
+    stamp = 7 * 10**9
+    clouds = [make_cloud(lidar_scan(3000, rings=8, seed=s), stamp, f'env{s}/lidar')
+              for s in range(N)]
+    for env in range(N):
+        lidar.imu(env, stamp, 0.0)
+    lidar.step(stamp, seq=1)
+    for c in clouds:
+        lidar.cloud_pub.publish(c)
+    assert spin_until(executor, lambda: lidar.received, 10.0), 'no observation'
+    obs = read_batch(lidar.received[0]).tensors['obs']
+    assert obs.shape == (N, 2 * len(JOINTS) + E + 6 + 24)
+    for env, c in enumerate(clouds):
+        pts = node.pipeline.process(read_cloud(c))
+        expected = _height_map_by_hand(pts, -8.0, -6.0, 4.0, 3, 4)
+        np.testing.assert_allclose(obs[env, 11:], expected, rtol=1e-6, atol=1e-6)
+        assert expected[:12].sum() > 0 and np.ptp(expected[12:]) > 0  # occupied, varied
+    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0}
+
+
 def test_malformed_cloud_is_dropped_counted_and_logged_once(graph):
     node, lidar, executor = graph
     bad = make_cloud(lidar_scan(500, rings=4), 10**9, 'env0/lidar')
@@ -153,6 +197,8 @@ def test_malformed_cloud_is_dropped_counted_and_logged_once(graph):
     ('pointcloud.voxel_size', -0.1, 'pointcloud.voxel_size'),
     ('pointcloud.roi_min', [0.0, 0.0, 5.0], 'roi_min'),
     ('bev.x_range', [1.0, -1.0], 'x_range'),
+    ('bev.output', 'voxels', 'bev.output'),
+    ('bev.output', 'height_map', 'obs_dim'),  # 2 * 40 * 40 columns, not F
     ('sync.policy', 'sometimes', 'sync.policy'),
     ('obs_dim', 99, 'obs_dim'),
 ])

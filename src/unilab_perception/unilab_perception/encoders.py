@@ -15,9 +15,13 @@ Batched torch encoders for the policy observation (no ROS).
 - :class:`JointHistoryEncoder`: 1-D convolution over time (or a GRU) on the
   last T joint readings ``[B, T, D]``.
 
+- :func:`pillar_height_map`: the BEV grid without weights (occupancy and
+  highest z per pillar), for a policy that learns its own CNN on the grid.
+
 All run on one device chosen by :func:`resolve_device` (``auto``: CUDA when
-present). Weights are seeded; without training they are fixed random
-features (see docs/perception.md).
+present). The encoders' weights are seeded and not trained: they are fixed
+random features (see docs/perception.md); ``bev.output: height_map`` hands
+the grid itself to the policy instead.
 """
 
 from __future__ import annotations
@@ -71,6 +75,29 @@ def scatter_max(values: torch.Tensor, index: torch.Tensor, size: int) -> torch.T
     out = torch.zeros(size, values.shape[1], dtype=values.dtype, device=values.device)
     return out.scatter_reduce_(0, index[:, None].expand_as(values), values, 'amax',
                                include_self=False)
+
+
+#: Channels of :func:`pillar_height_map`.
+HEIGHT_MAP_CHANNELS = ('occupancy', 'max_z')
+
+
+def pillar_height_map(points: torch.Tensor, batch: torch.Tensor, batch_size: int,
+                      grid: BevGrid) -> torch.Tensor:
+    """
+    Return the BEV height map ``[B, 2, H, W]`` of the points ``[P, >= 3]`` (no weights).
+
+    Channel 0 is 1 where a pillar holds a point, channel 1 the highest z in
+    it (0 where empty). Row ``iy``, column ``ix`` as in :func:`pillar_index`.
+    This is the grid the policy's own CNN learns on (``bev.output: height_map``).
+    """
+    h, w = grid.shape
+    cells = batch_size * h * w
+    pillar, keep = pillar_index(points[:, :3], batch, grid)
+    z = points[keep, 2:3]
+    out = torch.zeros(cells, 2, dtype=points.dtype, device=points.device)
+    out[pillar, 0] = 1.0
+    out[:, 1:2] = scatter_max(z, pillar, cells)
+    return out.view(batch_size, h, w, 2).permute(0, 3, 1, 2)
 
 
 class PillarEncoder(nn.Module):

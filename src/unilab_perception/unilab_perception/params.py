@@ -83,7 +83,21 @@ class BevSection(_Section):
                                  description='BEV grid y range (m).')
     pillar_size: float = Field(0.5, gt=0.0, description='Pillar edge (m).')
     channels: int = Field(16, ge=1, le=512, description='Pillar feature channels.')
-    feature_dim: int = Field(32, ge=1, le=4096, description='Cloud features per env.')
+    feature_dim: int = Field(32, ge=1, le=4096, description='Cloud features per env '
+                             '(bev.output `features`).')
+    output: Literal['features', 'height_map'] = Field(
+        'features', description='`features`: the pillar encoder\'s [N, feature_dim]; '
+        '`height_map`: the grid itself, [N, 2 * H * W] laid out [occupancy, max z] x H x W '
+        '(the policy learns on it).')
+
+    @property
+    def width(self) -> int:
+        """Return the observation columns per env this section gives."""
+        if self.output == 'features':
+            return self.feature_dim
+        h = round((self.y_range[1] - self.y_range[0]) / self.pillar_size)
+        w = round((self.x_range[1] - self.x_range[0]) / self.pillar_size)
+        return 2 * int(h) * int(w)
 
     @model_validator(mode='after')
     def _ranges(self):

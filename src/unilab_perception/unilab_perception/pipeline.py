@@ -4,8 +4,9 @@
 Point-cloud and image paths from a decoded message to per-env features (no ROS).
 
 ``CloudPipeline.process`` runs the configured CPU stages on one cloud and
-returns ``[P, 4]`` (x, y, z, intensity); ``encode`` runs the pillar encoder on
-one cloud per env in a single batch on the configured device.
+returns ``[P, 4]`` (x, y, z, intensity); ``encode`` runs the pillar encoder
+(or builds the BEV height map, ``bev.output: height_map``) on one cloud per
+env in a single batch on the configured device.
 ``ImagePipeline`` does the same for images: undistortion and ROI crop on the
 CPU, then one batched CNN pass.
 """
@@ -18,7 +19,8 @@ import torch
 from unilab_perception import cloud_ops
 from unilab_perception.cloud_ops_torch import (statistical_outlier_mask_torch,
                                                voxel_downsample_torch)
-from unilab_perception.encoders import BevGrid, ImageEncoder, PillarEncoder, resolve_device
+from unilab_perception.encoders import (BevGrid, ImageEncoder, pillar_height_map, PillarEncoder,
+                                        resolve_device)
 from unilab_perception.image_ops import crop, UndistortMap
 from unilab_perception.ingest import cloud_field, cloud_points, InvalidMessage
 from unilab_perception.params import (BevSection, EncoderSection, ImageSection,
@@ -49,9 +51,11 @@ class CloudPipeline:
         self.stage_backend = stage_backend
         torch.manual_seed(encoder.seed)
         grid = BevGrid(tuple(bev.x_range), tuple(bev.y_range), bev.pillar_size)
+        self.grid = grid
+        self.output = bev.output
         self.encoder = PillarEncoder(grid, 4, bev.channels, bev.feature_dim).to(self.device)
         self.encoder.eval()
-        self.feature_dim = bev.feature_dim
+        self.feature_dim = bev.width
 
     def _dev(self, pts):
         return pts if torch.is_tensor(pts) else torch.from_numpy(pts).to(self.device)
@@ -110,7 +114,12 @@ class CloudPipeline:
         return pts
 
     def encode(self, clouds: list) -> np.ndarray:
-        """Return ``[len(clouds), feature_dim]`` float32 features (one batch, one device)."""
+        """
+        Return ``[len(clouds), feature_dim]`` float32 (one batch, one device).
+
+        The pillar encoder's features, or with ``bev.output: height_map`` the
+        flattened ``[2, H, W]`` grid of :func:`pillar_height_map`.
+        """
         sizes = [c.shape[0] for c in clouds]
         if any(torch.is_tensor(c) for c in clouds):
             pts = torch.cat([self._dev(c) for c in clouds], dim=0).to(self.device)
@@ -119,7 +128,10 @@ class CloudPipeline:
         batch = torch.repeat_interleave(torch.arange(len(clouds)),
                                         torch.tensor(sizes)).to(self.device)
         with torch.inference_mode():
-            feats = self.encoder(pts, batch, len(clouds))
+            if self.output == 'height_map':
+                feats = pillar_height_map(pts, batch, len(clouds), self.grid).flatten(1)
+            else:
+                feats = self.encoder(pts, batch, len(clouds))
         return feats.cpu().numpy().astype(np.float32)
 
 

@@ -34,6 +34,21 @@ def test_onnx_matches_torch(tmp_path, bundle):
                                    .cpu(), rtol=1e-5, atol=1e-5)
 
 
+def test_onnx_with_a_grid_encoder_matches_torch(tmp_path, device):
+    from unilab_core.config import ModelSection
+    from unilab_policy.models import make_actor_critic
+    torch.manual_seed(0)
+    width = 5 + 2 * 8 * 6
+    ac = make_actor_critic(width, 3, ModelSection(hidden_sizes=[16], grid_input=[5, 2, 8, 6]))
+    b = PolicyBundle(ac).to(device)
+    b.obs_normalizer.update(torch.randn(200, width, device=device) * 2)
+    module = export_onnx(b.actor_critic, b.obs_normalizer, tmp_path / 'grid.onnx', width)
+    assert verify_onnx(tmp_path / 'grid.onnx', module, width, n=32) <= 1e-5
+    obs = torch.randn(4, width)
+    with torch.no_grad():
+        torch.testing.assert_close(module(obs), b(obs.to(device)).cpu(), rtol=1e-5, atol=1e-5)
+
+
 def test_export_is_detached_from_training(tmp_path, bundle):
     module = export_onnx(bundle.actor_critic, None, tmp_path / 'p.onnx', OBS)
     obs = torch.randn(4, OBS)

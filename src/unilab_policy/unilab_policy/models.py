@@ -3,7 +3,7 @@
 """Gaussian MLP actor-critic (rsl_rl ``ActorCritic`` layout) and the published policy bundle."""
 
 import math
-from typing import NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import torch
 from torch import nn
@@ -63,6 +63,43 @@ def _init(layer: nn.Linear, gain: float) -> nn.Linear:
     return layer
 
 
+class GridEncoder(nn.Module):
+    """
+    A BEV grid inside the observation -> ``[B, out_dim]`` features, trained with the policy.
+
+    Two strided 3x3 convolutions and a linear layer over the flattened result
+    (no adaptive pooling, so the ONNX export has fixed shapes). The grid is
+    read from columns ``offset : offset + C * H * W`` of the (normalised)
+    network input, laid out ``[C, H, W]`` as the perception node writes it.
+    """
+
+    def __init__(self, grid_input: Sequence[int], out_dim: int, activation: str):
+        super().__init__()
+        offset, c, h, w = (int(v) for v in grid_input)
+        self.offset, self.shape = offset, (c, h, w)
+        self.width = c * h * w
+        act = _ACTIVATIONS[activation]
+        self.conv = nn.Sequential(nn.Conv2d(c, 16, 3, stride=2, padding=1), act(),
+                                  nn.Conv2d(16, 16, 3, stride=2, padding=1), act(), nn.Flatten())
+        h2, w2 = (h + 1) // 2, (w + 1) // 2
+        self.linear = nn.Sequential(
+            _init(nn.Linear(16 * ((h2 + 1) // 2) * ((w2 + 1) // 2), out_dim), math.sqrt(2.0)),
+            act())
+        self.out_dim = int(out_dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Return ``[B, rest + out_dim]``: the columns outside the grid, then grid features."""
+        a, b = self.offset, self.offset + self.width
+        grid = x[:, a:b].reshape(x.shape[0], *self.shape)
+        return torch.cat([x[:, :a], x[:, b:], self.linear(self.conv(grid))], dim=1)
+
+
+def _grid_net(grid_input, grid_features, activation, mlp: nn.Sequential) -> nn.Module:
+    if not grid_input:
+        return mlp
+    return nn.Sequential(GridEncoder(grid_input, grid_features, activation), mlp)
+
+
 class ActorCritic(nn.Module):
     """
     Separate actor / critic MLPs with a state-independent learnable log-std.
@@ -71,18 +108,32 @@ class ActorCritic(nn.Module):
     parameter vector shared by all states (rsl_rl ``noise_std_type='log'``). The value head
     returns ``[B]`` (not ``[B, 1]``) so it matches the ``[T, N]`` storage layout directly.
     Observations are expected already normalised (see ``PolicyBundle``).
+
+    ``grid_input = [offset, C, H, W]`` marks a BEV grid inside the observation
+    (the perception node's ``bev.output: height_map``): actor and critic then
+    each put a :class:`GridEncoder` in front of their MLP, so the grid's
+    features are learned with the policy.
     """
 
     def __init__(self, obs_dim: int, act_dim: int, hidden_sizes: Sequence[int] = (256, 256),
-                 activation: str = 'elu', init_noise_std: float = 1.0):
+                 activation: str = 'elu', init_noise_std: float = 1.0,
+                 grid_input: Sequence[int] = (), grid_features: int = 32):
         """Create the networks; the actor output layer uses gain 0.01 (CleanRL)."""
         super().__init__()
         if init_noise_std <= 0.0:
             raise ValueError(f'init_noise_std must be > 0, got {init_noise_std}')
         self.obs_dim = int(obs_dim)
         self.act_dim = int(act_dim)
-        self.actor = make_mlp(self.obs_dim, self.act_dim, hidden_sizes, activation, 0.01)
-        self.critic = make_mlp(self.obs_dim, 1, hidden_sizes, activation, 1.0)
+        self.grid_input = tuple(int(v) for v in grid_input)
+        mlp_in = self.obs_dim
+        if self.grid_input:
+            check_grid_input(self.grid_input, self.obs_dim)
+            _, c, h, w = self.grid_input
+            mlp_in = self.obs_dim - c * h * w + int(grid_features)
+        self.actor = _grid_net(self.grid_input, grid_features, activation,
+                               make_mlp(mlp_in, self.act_dim, hidden_sizes, activation, 0.01))
+        self.critic = _grid_net(self.grid_input, grid_features, activation,
+                                make_mlp(mlp_in, 1, hidden_sizes, activation, 1.0))
         self.log_std = nn.Parameter(torch.full((self.act_dim,), math.log(init_noise_std)))
 
     @property
@@ -116,6 +167,30 @@ class ActorCritic(nn.Module):
         dist = self.distribution(obs)
         return EvalOutput(dist.log_prob(actions).sum(-1), dist.entropy().sum(-1),
                           self.value(obs), dist.mean, dist.stddev)
+
+
+def check_grid_input(grid_input: Sequence[int], width: int) -> None:
+    """Raise ValueError naming ``model.grid_input`` when it does not fit a ``width`` input."""
+    if len(grid_input) != 4 or min(grid_input[1:]) < 1 or grid_input[0] < 0:
+        raise ValueError(f'model.grid_input must be [offset, channels, height, width] with '
+                         f'offset >= 0 and sizes >= 1, got {list(grid_input)}')
+    offset, c, h, w = grid_input
+    if offset + c * h * w > width:
+        raise ValueError(f'model.grid_input {list(grid_input)} needs columns up to '
+                         f'{offset + c * h * w}, the network input has {width}')
+
+
+def make_actor_critic(width: int, act_dim: int, model: Any) -> ActorCritic:
+    """
+    Build the actor-critic a ``model:`` section describes (a ModelSection or its dict).
+
+    ``width`` is the network's input (observation plus action history).
+    """
+    m = model if isinstance(model, dict) else model.model_dump()
+    return ActorCritic(width, act_dim, hidden_sizes=tuple(m['hidden_sizes']),
+                       activation=m['activation'], init_noise_std=m['init_noise_std'],
+                       grid_input=tuple(m.get('grid_input') or ()),
+                       grid_features=int(m.get('grid_features', 32)))
 
 
 class PolicyBundle(nn.Module):

@@ -12,7 +12,7 @@ from unilab_core.ros.params import declare_section
 
 from unilab_policy.device import resolve_device
 from unilab_policy.history import policy_input_dim
-from unilab_policy.models import ActorCritic, PolicyBundle
+from unilab_policy.models import make_actor_critic, PolicyBundle
 from unilab_policy.normalizer import EmpiricalNormalization
 
 #: Weights are latched: a policy that starts (or restarts) late still gets
@@ -63,8 +63,6 @@ class PolicySetup:
     def build(self) -> PolicyBundle:
         """Create the actor-critic + normaliser bundle on the device (seeded)."""
         torch.manual_seed(self.seed)
-        ac = ActorCritic(self.input_dim, self.act_dim, hidden_sizes=tuple(self.model.hidden_sizes),
-                         activation=self.model.activation,
-                         init_noise_std=self.model.init_noise_std)
+        ac = make_actor_critic(self.input_dim, self.act_dim, self.model)
         norm = EmpiricalNormalization(self.input_dim, clip=self.norm.clip)
         return PolicyBundle(ac, norm).to(self.device)

@@ -28,7 +28,7 @@ from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError, dump_config, load_run_config, RunConfig
 from unilab_policy.checkpoint import save_checkpoint
 from unilab_policy.device import resolve_device
-from unilab_policy.models import ActorCritic, PolicyBundle
+from unilab_policy.models import make_actor_critic, PolicyBundle
 from unilab_policy.normalizer import EmpiricalNormalization
 from unilab_policy.offline.bc import BehaviourCloning
 from unilab_policy.offline.dataset import TransitionTensors
@@ -71,7 +71,7 @@ def evaluate(policy, task_name: str, num_envs: int, episodes: int, seed: int,
 def _bundle(cfg: RunConfig, obs_dim: int, act_dim: int, norm: EmpiricalNormalization,
             device: torch.device) -> PolicyBundle:
     m = cfg.model
-    ac = ActorCritic(obs_dim, act_dim, tuple(m.hidden_sizes), m.activation, m.init_noise_std)
+    ac = make_actor_critic(obs_dim, act_dim, m)
     n = EmpiricalNormalization(obs_dim, clip=cfg.normalization.clip)
     n.load_state_dict(norm.state_dict())
     n.freeze()
@@ -84,7 +84,9 @@ def _policy_params(cfg: RunConfig, obs_dim: int, act_dim: int) -> dict:
         'obs_dim': obs_dim, 'act_dim': act_dim,
         'model': {'hidden_sizes': list(cfg.model.hidden_sizes),
                   'activation': cfg.model.activation,
-                  'init_noise_std': cfg.model.init_noise_std},
+                  'init_noise_std': cfg.model.init_noise_std,
+                  'grid_input': list(cfg.model.grid_input),
+                  'grid_features': cfg.model.grid_features},
         'normalization': {'observations': cfg.normalization.observations,
                           'clip': cfg.normalization.clip}}}}
 
