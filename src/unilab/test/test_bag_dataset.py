@@ -5,7 +5,7 @@
 from bag_helpers import TB, tensor_batch_bytes, write_bag
 import numpy as np
 import pytest
-from unilab.bag.dataset import build_dataset
+from unilab.bag.dataset import build_dataset, HistorySpec
 from unilab.bag.info import bag_info
 from unilab.bag.storage import BagError
 
@@ -63,3 +63,46 @@ def test_bag_without_rollout_topic_is_a_clear_error(tmp_path):
                                         tensor_batch_bytes('action', 0, {'action': [[0.0]]}))])
     with pytest.raises(BagError, match='no `/unilab/rollout` topic'):
         build_dataset([bag])
+
+
+def _sensor_bag(tmp_path, skip_action=None):
+    """Task states 0..5 and actions 0..4 of 2 envs (no joint states); env 0 ends at step 2."""
+    msgs = []
+    for s in range(6):
+        term = [1.0, 0.0] if s == 3 else [0.0, 0.0]  # the outcome of step 2, read at step 3
+        msgs.append(('/unilab/task_state', TB, 10 * s, tensor_batch_bytes('task_state', s, {
+            'extras': [[float(s)], [10.0 + s]], 'reward': [0.5, 0.5], 'terminated': term,
+            'truncated': [0.0, 0.0]}, stamp_ns=10**9 * s)))
+        if s < 5 and s != skip_action:
+            msgs.append(('/unilab/action', TB, 10 * s + 1, tensor_batch_bytes(
+                'action', s, {'action': [[float(s)], [-0.6 * s]]})))
+    return write_bag(tmp_path / 'sbag', msgs)
+
+
+def test_sensors_source_rebuilds_the_action_history_by_hand(tmp_path):
+    spec = HistorySpec(2, low=(-1.0,), high=(1.0,))
+    d = build_dataset([_sensor_bag(tmp_path)], 'sensors', [], False, spec)
+    # Steps 0 and 1: fewer than 2 actions seen and no episode start -> left out (4 rows).
+    assert d.history_unknown == 4 and d.stats()['history_unknown'] == 4
+    # Rows of steps 2, 3, 4 for env 0 and 1: [extras, a_{t-1}, a_{t-2}], clipped to +-1.
+    np.testing.assert_allclose(d.arrays['obs'], [
+        [2, 1, 0], [12, -0.6, 0],          # step 2
+        [3, 0, 0], [13, -1, -0.6],         # step 3: env 0 starts over (zeros)
+        [4, 1, 0], [14, -1, -1]], atol=1e-6)  # step 4: a_3 = 3 clipped to 1
+    np.testing.assert_allclose(d.arrays['actions'][:, 0], [2, -1.2, 3, -1.8, 4, -2.4],
+                               atol=1e-6)  # the recorded actions themselves are not clipped
+    # next obs: the next step's input; env 0's step 2 ended its episode -> the obs itself.
+    np.testing.assert_allclose(d.arrays['next_obs'], [
+        [2, 1, 0], [13, -1, -0.6], [4, 1, 0], [14, -1, -1], [5, 1, 1], [15, -1, -1]],
+        atol=1e-6)
+    np.testing.assert_array_equal(d.arrays['terminated'], [1, 0, 0, 0, 0, 0])
+
+
+def test_sensors_history_after_a_missing_action_is_unknown_again(tmp_path):
+    d = build_dataset([_sensor_bag(tmp_path, skip_action=3)], 'sensors', [], False,
+                      HistorySpec(2))
+    # Step 3 has no action (no transition); step 4's history lacks a_3 -> left out too.
+    assert len(d) == 2 and d.history_unknown == 4 + 2
+    np.testing.assert_allclose(d.arrays['obs'][:, 0], [2, 12])
+    # Without a history the same bag gives every complete step.
+    assert len(build_dataset([_sensor_bag(tmp_path / 'b')], 'sensors', [], False)) == 10

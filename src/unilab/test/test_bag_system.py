@@ -10,7 +10,6 @@ import time
 
 from conftest import cli, TINY
 import numpy as np
-import pytest
 from unilab.bag.dataset import build_dataset
 from unilab.bag.storage import BagReader
 from unilab_bridge.tasks import make_task
@@ -18,16 +17,7 @@ from unilab_bridge.tasks import make_task
 
 def test_record_training_then_info_dataset_and_offline_training(tmp_path, tiny_config):
     bag = tmp_path / 'bag'
-    rec = subprocess.Popen([sys.executable, '-m', 'unilab.cli', 'record', str(bag)],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        time.sleep(1.0)  # graph topics are subscribed at start; this only lets DDS settle
-        cli('train', '--steps', '2048', *TINY, '--run-dir', tmp_path / 'run',
-            '--config', tiny_config, check=True)
-    finally:
-        rec.send_signal(signal.SIGINT)
-        out, _ = rec.communicate(timeout=30)
-    assert rec.returncode == 0, out
+    _record(tmp_path, bag, tiny_config, 2048)
     with BagReader(bag) as r:
         topics = r.topics
     for t in ('/joint_states', '/unilab/task_state', '/unilab/observation', '/unilab/action',
@@ -69,10 +59,59 @@ def test_offline_with_a_missing_bag_names_it(tmp_path):
     assert proc.returncode == 2 and 'nope' in proc.stderr
 
 
-def test_offline_refuses_an_action_history_by_name(tmp_path):
-    from unilab.bag.offline import train_offline
-    from unilab_core.config import ConfigError
-    with pytest.raises(ConfigError, match='model.action_history'):
-        train_offline([str(tmp_path / 'any')], overrides={'model.action_history': 2},
-                      run_dir=str(tmp_path / 'off'))
-    assert not (tmp_path / 'off').exists()  # refused before anything was written
+def _record(tmp_path, bag, config, steps):
+    rec = subprocess.Popen([sys.executable, '-m', 'unilab.cli', 'record', str(bag)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(1.0)  # graph topics are subscribed at start; this only lets DDS settle
+        cli('train', '--steps', str(steps), *TINY, '--run-dir', tmp_path / 'run',
+            '--config', config, check=True)
+    finally:
+        rec.send_signal(signal.SIGINT)
+        out, _ = rec.communicate(timeout=30)
+    assert rec.returncode == 0, out
+
+
+def test_offline_training_with_an_action_history(tmp_path, tiny_config):
+    """A run with model.action_history: 2 recorded, rebuilt from sensors, trained offline."""
+    from unilab.bag.dataset import HistorySpec
+    from unilab.prepare import task_info
+    from unilab_core.graph import holds_joint_positions
+    hist = tmp_path / 'hist.yaml'
+    hist.write_text(tiny_config.read_text().replace(
+        'model: {hidden_sizes: [32, 32]}', 'model: {hidden_sizes: [32, 32], action_history: 2}'))
+    assert 'action_history: 2' in hist.read_text()
+    bag = tmp_path / 'bag'
+    _record(tmp_path, bag, hist, 1024)
+    info, _ = task_info('arm6_reach')
+    a = build_dataset([bag]).arrays  # the policy node's own inputs, history included
+    assert a['obs'].shape == (1024, 21 + 2 * 6)
+    spec = HistorySpec(2, info.action_low, info.action_high, holds_joint_positions(info))
+    d = build_dataset([bag], 'sensors', info.joint_names, info.uses_joint_state, spec)
+    b = d.arrays
+    # The first two steps of each env have no known history; every other row is rebuilt
+    # exactly as the policy node kept it (clipped commands, joint positions at a reset).
+    assert d.history_unknown == 2 * 8 and len(b['obs']) == 1024 - 16
+    rows = {tuple(np.round(o, 5)): i for i, o in enumerate(a['obs'])}
+    match = [rows.get(tuple(np.round(o, 5))) for o in b['obs']]
+    assert None not in match
+    for f in a:
+        np.testing.assert_allclose(b[f], a[f][match], atol=1e-5, err_msg=f)
+
+    off = tmp_path / 'offline.yaml'
+    off.write_text('offline: {gradient_steps: 100, eval_every: 100, eval_envs: 8, '
+                   'eval_episodes: 8, batch_size: 64, dataset_source: sensors}\n'
+                   'logging: {tensorboard: false}\n'
+                   'model: {hidden_sizes: [32, 32], action_history: 2}\n')
+    cli('train', '--offline', bag, '--config', off, '--run-dir', tmp_path / 'off', check=True)
+    s = json.loads((tmp_path / 'off' / 'summary.json').read_text())
+    assert s['dataset']['transitions'] == 1024 - 16 and s['dataset']['history_unknown'] == 16
+    assert s['iql_return'] is not None and s['bc_return'] is not None
+    cli('export', tmp_path / 'off', '--format', 'onnx', check=True)
+
+    # The same rollouts with a config that forgets the history: the error says what to set.
+    off.write_text('offline: {gradient_steps: 10, eval_every: 10}\n'
+                   'logging: {tensorboard: false}\n')
+    proc = cli('train', '--offline', bag, '--config', off, '--run-dir', tmp_path / 'off2')
+    assert proc.returncode == 2
+    assert 'action history of 2: set model.action_history' in proc.stderr, proc.stderr

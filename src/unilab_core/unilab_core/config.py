@@ -349,7 +349,8 @@ class ModelSection(_Section):
     action_history: int = Field(
         0, ge=0, le=16,
         description='The policy\'s last N actions appended to its observation, newest first '
-                    '(zeros at an episode start): in-flight commands become part of the state, '
+                    '(at an episode start the held command: joint positions for position '
+                    'control, else zeros): in-flight commands become part of the state, '
                     'which makes a policy robust to actuation delay. 0 = off.')
     grid_input: list[int] = Field(
         default_factory=list,

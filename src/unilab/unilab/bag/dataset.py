@@ -16,6 +16,16 @@ function the perception node runs), the action of control step ``s`` comes
 from ``/unilab/action`` with ``seq == s``, and the step's outcome (reward,
 terminated, truncated) from the task state of step ``s + 1``.
 
+Action history (``model.action_history = H``): the policy's input is the
+observation followed by its last ``H`` commands (``unilab_policy.history``).
+Rollout chunks already carry that input. The sensors source rebuilds it from
+``/unilab/action`` as the policy node keeps it: clipped to the actuator
+range, started over at every episode start with the held command (the joint
+positions for position-controlled joints, else zeros). Rows whose history is
+not known (an env's first ``H`` steps in the bag before its first episode
+start, or after a gap in the recorded steps) are left out and counted
+(``history_unknown``).
+
 Episode ends: the bridge resets an env in the step that ends its episode, so
 the observation that follows a ``terminated`` or ``truncated`` step belongs to
 the next episode. Such rows keep their flags and get ``next_obs = obs``:
@@ -32,8 +42,19 @@ import numpy as np
 from unilab.bag.storage import BagError, BagReader
 from unilab_core import topics
 from unilab_perception.joint_obs import build_observation, JointStateIndex
+from unilab_policy.history import ActionHistory
 
 FIELDS = ('obs', 'actions', 'rewards', 'next_obs', 'terminated', 'truncated')
+
+
+@dataclasses.dataclass(frozen=True)
+class HistorySpec:
+    """How the policy node kept its action history (``model.action_history``)."""
+
+    length: int
+    low: tuple = ()
+    high: tuple = ()
+    fill_joint_position: bool = False  # else zeros at an episode start
 
 
 @dataclasses.dataclass
@@ -44,6 +65,7 @@ class Dataset:
     episode_returns: list[float]
     source: str
     bags: list[str]
+    history_unknown: int = 0
 
     def __len__(self) -> int:
         return len(self.arrays['obs'])
@@ -58,6 +80,7 @@ class Dataset:
             'behaviour_return_std': float(r.std()) if r.size else float('nan'),
             'terminated': int(self.arrays['terminated'].sum()),
             'truncated': int(self.arrays['truncated'].sum()),
+            'history_unknown': self.history_unknown,
         }
 
 
@@ -114,9 +137,14 @@ def rollout_dataset(reader: BagReader, topic: str = topics.ROLLOUT
     return parts, returns
 
 
-def sensor_dataset(reader: BagReader, joint_names: list[str], uses_joint_state: bool = True
-                   ) -> tuple[list[dict], list[float]]:
-    """Return transitions built from sensors + task state + actions of one bag."""
+def sensor_dataset(reader: BagReader, joint_names: list[str], uses_joint_state: bool = True,
+                   history: HistorySpec | None = None) -> tuple[list[dict], list[float], int]:
+    """
+    Return transitions built from sensors + task state + actions of one bag.
+
+    Also returns how many rows were left out because their action history was
+    not known (always 0 without ``history``).
+    """
     need = [topics.TASK_STATE, topics.ACTION]
     if uses_joint_state:
         need.append(topics.JOINT_STATES)
@@ -149,33 +177,88 @@ def sensor_dataset(reader: BagReader, joint_names: list[str], uses_joint_state: 
             q = index.gather(names, np.asarray(pos, np.float64), 'position')
             qd = index.gather(names, np.asarray(vel, np.float64), 'velocity')
         obs[seq] = build_observation(q, qd, t['extras'], uses_joint_state)
-    parts, returns = [], []
+    known = None
+    if history is not None and history.length:
+        obs, known = _with_history(obs, tasks, actions, history)
+    parts, returns, unknown = [], [], 0
     for seq in sorted(obs):
         if seq not in actions or seq + 1 not in obs:
             continue
         out = tasks[seq + 1][1]  # outcome of step seq is published with state seq + 1
         term, trunc = out['terminated'] > 0.5, out['truncated'] > 0.5
         done = term | trunc
-        parts.append({
+        rows = {
             'obs': obs[seq], 'actions': actions[seq], 'rewards': out['reward'],
             'next_obs': np.where(done[:, None], obs[seq], obs[seq + 1]),
             'terminated': term.astype(np.float32),
-            'truncated': (trunc & ~term).astype(np.float32)})
+            'truncated': (trunc & ~term).astype(np.float32)}
+        if known is not None:
+            keep = known[seq]
+            unknown += int((~keep).sum())
+            rows = {k: v[keep] for k, v in rows.items()}
+        parts.append(rows)
         if 'episode_return' in out:
             returns.extend(float(x) for x in out['episode_return'][done])
-    return parts, returns
+    return parts, returns, unknown
+
+
+def _with_history(obs: dict, tasks: dict, actions: dict, spec: HistorySpec):
+    """
+    Return ``(obs with the action history appended, known [N] per step)``.
+
+    Steps in order: an env's history starts over at its episode start (the
+    task state of that step flags the previous step's end, as the policy node
+    reads it), every recorded action is pushed, and a step without a recorded
+    action (or a missing step) makes every env's history unknown until it
+    starts over or ``length`` actions are recorded again.
+    """
+    seqs = sorted(obs)
+    n = obs[seqs[0]].shape[0]
+    act_dim = next(iter(actions.values())).shape[1] if actions else 0
+    hist = ActionHistory(n, act_dim, spec.length, spec.low or None, spec.high or None)
+    since = np.zeros(n, np.int64)  # actions recorded since the history was last unknown
+    started = np.zeros(n, bool)    # an episode start seen since then
+    out, known, prev = {}, {}, None
+    for seq in seqs:
+        if prev is not None and seq != prev + 1:  # a gap: nothing known about those steps
+            since[:], started[:] = 0, False
+        t = tasks[seq][1]
+        if 'terminated' in t:
+            reset = (t['terminated'] > 0.5) | (t['truncated'] > 0.5)
+            if reset.any():
+                fill = obs[seq][reset, :act_dim] if spec.fill_joint_position else None
+                hist.reset(reset, fill)
+                since[reset], started[reset] = 0, True
+        out[seq] = hist.observe(obs[seq])
+        known[seq] = started | (since >= spec.length)
+        if seq in actions:
+            hist.push(actions[seq])
+            since += 1
+        else:
+            hist.push(np.zeros((n, act_dim), np.float32))
+            since[:], started[:] = 0, False
+        prev = seq
+    return out, known
 
 
 def build_dataset(paths, source: str = 'rollout', joint_names=None,
-                  uses_joint_state: bool = True) -> Dataset:
-    """Read every bag of ``paths`` and concatenate their transitions."""
-    parts, returns = [], []
+                  uses_joint_state: bool = True, history: HistorySpec | None = None
+                  ) -> Dataset:
+    """
+    Read every bag of ``paths`` and concatenate their transitions.
+
+    ``history``: the policy's action history, rebuilt by the sensors source
+    (rollout chunks carry it already).
+    """
+    parts, returns, unknown = [], [], 0
     for p in paths:
         with BagReader(p) as reader:
             if source == 'rollout':
                 ps, rs = rollout_dataset(reader)
             elif source == 'sensors':
-                ps, rs = sensor_dataset(reader, list(joint_names or []), uses_joint_state)
+                ps, rs, u = sensor_dataset(reader, list(joint_names or []), uses_joint_state,
+                                           history)
+                unknown += u
             else:
                 raise ValueError(f'dataset source `{source}`: expected rollout or sensors')
         if not ps:
@@ -183,4 +266,4 @@ def build_dataset(paths, source: str = 'rollout', joint_names=None,
         parts.extend(ps)
         returns.extend(rs)
     arrays = {f: np.concatenate([x[f] for x in parts], 0).astype(np.float32) for f in FIELDS}
-    return Dataset(arrays, returns, source, [str(p) for p in paths])
+    return Dataset(arrays, returns, source, [str(p) for p in paths], unknown)

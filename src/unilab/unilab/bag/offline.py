@@ -19,15 +19,17 @@ import time
 
 import numpy as np
 import torch
-from unilab.bag.dataset import build_dataset
-from unilab.direct import make_gate
+from unilab.bag.dataset import build_dataset, HistorySpec
+from unilab.direct import held_command, make_gate
 from unilab.paths import default_config_files
 from unilab.prepare import make_run_dir, task_info
 from unilab_bridge.tasks import make_task, observation
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError, dump_config, load_run_config, RunConfig
+from unilab_core.graph import holds_joint_positions
 from unilab_policy.checkpoint import save_checkpoint
 from unilab_policy.device import resolve_device
+from unilab_policy.history import ActionHistory, policy_input_dim
 from unilab_policy.models import make_actor_critic, PolicyBundle
 from unilab_policy.normalizer import EmpiricalNormalization
 from unilab_policy.offline.bc import BehaviourCloning
@@ -38,26 +40,35 @@ import yaml
 
 
 def evaluate(policy, task_name: str, num_envs: int, episodes: int, seed: int,
-             device: torch.device, gate) -> float:
+             device: torch.device, gate, action_history: int = 0) -> float:
     """
     Return the mean return of the first ``episodes`` finished episodes.
 
     ``policy`` maps raw observations ``[N, obs]`` (torch) to actions, or is
     None for the zero action. Commands pass ``gate`` (``unilab.direct.make_gate``: the
-    same limits the graph's safety node enforces).
+    same limits the graph's safety node enforces). With ``action_history`` the
+    policy's input is the observation plus its last commands, kept as the
+    policy node keeps them.
     """
     task = make_task(task_name, num_envs, seed=seed)
     state = task.reset(seed=seed)
+    history = ActionHistory(num_envs, task.action_dim, action_history, task.action_low,
+                            task.action_high)
+    everyone = np.arange(num_envs)
+    history.reset(everyone, held_command(task, state, everyone))
     returns: list[float] = []
     try:
         while len(returns) < episodes:
-            obs = observation(state, task)
+            reset = np.flatnonzero(state.terminated | state.truncated)
+            if reset.size:
+                history.reset(reset, held_command(task, state, reset))
+            obs = history.observe(observation(state, task))
             if policy is None:
                 action = np.zeros((num_envs, task.action_dim), np.float32)
             else:
                 with torch.inference_mode():
                     action = policy(torch.from_numpy(obs).to(device)).cpu().numpy()
-            reset = np.flatnonzero(state.terminated | state.truncated)
+            history.push(action)
             if reset.size:
                 gate.reset(reset)
             state = task.step(gate.filter(action).command)
@@ -85,6 +96,7 @@ def _policy_params(cfg: RunConfig, obs_dim: int, act_dim: int) -> dict:
         'model': {'hidden_sizes': list(cfg.model.hidden_sizes),
                   'activation': cfg.model.activation,
                   'init_noise_std': cfg.model.init_noise_std,
+                  'action_history': cfg.model.action_history,
                   'grid_input': list(cfg.model.grid_input),
                   'grid_features': cfg.model.grid_features},
         'normalization': {'observations': cfg.normalization.observations,
@@ -97,22 +109,31 @@ def train_offline(bags: list[str], config_files: list[str] | None = None,
     """Build the dataset, train IQL and BC, evaluate, write the run dir; return the summary."""
     cfg = load_run_config(list(default_config_files()) + list(config_files or []), overrides)
     off = cfg.offline
-    if cfg.model.action_history:
-        raise ConfigError('model.action_history: offline training does not support an action '
-                          'history yet (set it to 0)')
+    hist = cfg.model.action_history
     info, _ = task_info(cfg.run.task)
+    # The network's input: the observation plus the policy's last `hist` commands.
+    width = policy_input_dim(info.obs_dim, info.action_dim, hist)
     rd = make_run_dir(cfg.run.task, run_dir, 'offline')
     dump_config(cfg, rd / 'config.yaml')
     atomic_write_text(rd / 'graph_params.yaml', yaml.safe_dump(
         _policy_params(cfg, info.obs_dim, info.action_dim), sort_keys=False))
 
     t0 = time.monotonic()
-    data = build_dataset(bags, off.dataset_source, info.joint_names, info.uses_joint_state)
+    data = build_dataset(bags, off.dataset_source, info.joint_names, info.uses_joint_state,
+                         HistorySpec(hist, info.action_low, info.action_high,
+                                     holds_joint_positions(info)))
     stats = data.stats()
     obs_w, act_w = data.arrays['obs'].shape[1], data.arrays['actions'].shape[1]
-    if (obs_w, act_w) != (info.obs_dim, info.action_dim):
+    if (obs_w, act_w) != (width, info.action_dim):
+        extra = ''
+        if off.dataset_source == 'rollout' and act_w == info.action_dim \
+                and (obs_w - info.obs_dim) % info.action_dim == 0 and obs_w >= info.obs_dim:
+            extra = (f'; the rollouts carry an action history of '
+                     f'{(obs_w - info.obs_dim) // info.action_dim}: set model.action_history '
+                     'to that (or use the sensors source)')
         raise ConfigError(f'run.task: bags hold obs {obs_w} / act {act_w}, task '
-                          f'{info.name} has obs {info.obs_dim} / act {info.action_dim}')
+                          f'{info.name} with model.action_history {hist} needs obs {width} / '
+                          f'act {info.action_dim}{extra}')
     log(f'unilab: offline dataset from {len(bags)} bag(s): {stats["transitions"]:,} '
         f'transitions, {stats["episodes"]} episodes, behaviour return '
         f'{stats["behaviour_return"]:.2f}; run dir {rd}')
@@ -120,11 +141,11 @@ def train_offline(bags: list[str], config_files: list[str] | None = None,
     torch.manual_seed(cfg.run.seed)
     device = resolve_device(cfg.run.device)
     tensors = TransitionTensors.from_arrays(data.arrays, device)
-    norm = EmpiricalNormalization(info.obs_dim, clip=cfg.normalization.clip).to(device)
+    norm = EmpiricalNormalization(width, clip=cfg.normalization.clip).to(device)
     if cfg.normalization.observations:
         norm.update(tensors.obs)  # fitted once on the whole dataset, then frozen
-    iql_bundle = _bundle(cfg, info.obs_dim, info.action_dim, norm, device)
-    bc_bundle = _bundle(cfg, info.obs_dim, info.action_dim, norm, device)
+    iql_bundle = _bundle(cfg, width, info.action_dim, norm, device)
+    bc_bundle = _bundle(cfg, width, info.action_dim, norm, device)
     iql = IQL(iql_bundle, tuple(cfg.model.hidden_sizes), off.lr, cfg.advantage.gamma,
               off.expectile, off.beta, off.target_tau, cfg.model.activation)
     bc = BehaviourCloning(bc_bundle, off.lr)
@@ -132,7 +153,7 @@ def train_offline(bags: list[str], config_files: list[str] | None = None,
 
     def ev(bundle):
         return evaluate(bundle.eval(), cfg.run.task, off.eval_envs, off.eval_episodes,
-                        cfg.run.seed + 1, device, make_gate(cfg, rd))
+                        cfg.run.seed + 1, device, make_gate(cfg, rd), hist)
 
     zero_return = evaluate(None, cfg.run.task, off.eval_envs, off.eval_episodes,
                            cfg.run.seed + 1, device, make_gate(cfg, rd))
