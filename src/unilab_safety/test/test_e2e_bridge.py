@@ -98,7 +98,17 @@ def test_bridge_applies_only_safe_commands(context, private_topics, tmp_path):
         # (the gate runs in its own process: a snapshot mid-step would race it).
         policy.stopped = True
         spin_until(executor, lambda: False, 0.3)
-        stats, counters = safety.stats(), bridge.counters
+        # The watchdog may still be sending a fallback while the snapshot is taken (a
+        # count one apart on a loaded machine): take both counts together, once they agree.
+        snap = {}
+
+        def settled():
+            snap['stats'], snap['counters'] = safety.stats(), dict(bridge.counters)
+            return (snap['counters'].get('fallback_commands', 0)
+                    == snap['stats']['published_fallback'])
+
+        spin_until(executor, settled, 5.0)
+        stats, counters = snap['stats'], snap['counters']
     finally:
         executor.shutdown()
         for n in (policy, bridge, safety):
