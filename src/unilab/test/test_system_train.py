@@ -113,21 +113,27 @@ def test_export_onnx_is_verified(tmp_path, tiny_config):
     assert module(torch.zeros(2, 21 + 3 * 6)).shape == (2, 6)
 
 
-@pytest.mark.system
-def test_pointcloud_and_imu_reach_the_policy_observation(tmp_path):
-    """Bridge lidar + IMU -> perception (voxel grid, outliers, pillars) -> policy obs."""
-    cfg = tmp_path / 'pc.yaml'
-    cfg.write_text('perception: {pointcloud: true, imu: true, bev_feature_dim: 16}\n'
+def _train_with_lidar(tmp_path, perception: str, envs: int):
+    """Train 256 steps of arm6_reach with a cheap lidar scan; return (run dir, params)."""
+    cfg = tmp_path / 'lidar.yaml'
+    cfg.write_text(f'perception: {perception}\n'
                    'bridge: {lidar_channels: 4, lidar_horizontal_samples: 64}\n'
                    'rollout: {rollout_length: 16, chunk_length: 8}\n'
                    'policy_update: {batch_size: 64, epochs: 2}\n'
                    'logging: {tensorboard: false}\n')
     run_dir = tmp_path / 'run'
+    cli('train', '--steps', 256, '--num-envs', envs, '--config', cfg, '--run-dir', run_dir,
+        '--no-progress', check=True)
+    return run_dir, yaml.safe_load((run_dir / 'graph_params.yaml').read_text())
+
+
+@pytest.mark.system
+def test_pointcloud_and_imu_reach_the_policy_observation(tmp_path):
+    """Bridge lidar + IMU -> perception (voxel grid, outliers, pillars) -> policy obs."""
     # 8 envs: one cloud and one IMU message per env and step arrive as a burst, more than
     # rclpy's sensor-data history of 5 holds (the graph hung on that before).
-    cli('train', '--steps', 256, '--num-envs', 8, '--config', cfg, '--run-dir', run_dir,
-        '--no-progress', check=True)
-    params = yaml.safe_load((run_dir / 'graph_params.yaml').read_text())
+    run_dir, params = _train_with_lidar(
+        tmp_path, '{pointcloud: true, imu: true, bev_feature_dim: 16}', envs=8)
     width = 21 + 6 + 16  # [q, qd, extras], imu, cloud features
     assert params['perception']['ros__parameters']['obs_dim'] == width
     assert params['policy']['ros__parameters']['obs_dim'] == width
@@ -147,17 +153,9 @@ def test_height_map_trains_the_policy_grid_encoder(tmp_path):
     """Bridge lidar -> perception BEV height map -> a policy that learns a CNN on it."""
     from unilab_core.config import ModelSection
     from unilab_policy.models import make_actor_critic
-    cfg = tmp_path / 'hm.yaml'
-    cfg.write_text('perception: {pointcloud: true, bev_output: height_map, bev_range: 3.0,\n'
-                   '             pillar_size: 0.5}\n'
-                   'bridge: {lidar_channels: 4, lidar_horizontal_samples: 64}\n'
-                   'rollout: {rollout_length: 16, chunk_length: 8}\n'
-                   'policy_update: {batch_size: 64, epochs: 2}\n'
-                   'logging: {tensorboard: false}\n')
-    run_dir = tmp_path / 'run'
-    cli('train', '--steps', 256, '--num-envs', 4, '--config', cfg, '--run-dir', run_dir,
-        '--no-progress', check=True)
-    params = yaml.safe_load((run_dir / 'graph_params.yaml').read_text())
+    run_dir, params = _train_with_lidar(
+        tmp_path, '{pointcloud: true, bev_output: height_map, bev_range: 3.0, '
+        'pillar_size: 0.5}', envs=4)
     width = 21 + 2 * 12 * 12  # [q, qd, extras], [occupancy, max z] x 12 x 12
     policy = params['policy']['ros__parameters']
     assert policy['obs_dim'] == params['perception']['ros__parameters']['obs_dim'] == width

@@ -16,6 +16,7 @@ def load_bundle(run_dir: str | pathlib.Path):
     """Rebuild the policy bundle of a run from its parameters and latest checkpoint."""
     import torch
     from unilab_policy.checkpoint import load_checkpoint
+    from unilab_policy.history import policy_input_dim
     from unilab_policy.models import make_actor_critic, PolicyBundle
     from unilab_policy.normalizer import EmpiricalNormalization
 
@@ -27,7 +28,7 @@ def load_bundle(run_dir: str | pathlib.Path):
                           '(needs graph_params.yaml and checkpoints/latest.pt)')
     p = yaml.safe_load(params_file.read_text())['policy']['ros__parameters']
     # The network's input: the observation plus the policy's last actions, if configured.
-    width = int(p['obs_dim']) + int(p['model'].get('action_history', 0)) * int(p['act_dim'])
+    width = policy_input_dim(p['obs_dim'], p['act_dim'], p['model'].get('action_history', 0))
     ac = make_actor_critic(width, p['act_dim'], p['model'])
     bundle = PolicyBundle(ac, EmpiricalNormalization(width, clip=p['normalization']['clip']))
     state = load_checkpoint(ckpt, map_location='cpu')

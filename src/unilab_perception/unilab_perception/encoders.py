@@ -77,10 +77,6 @@ def scatter_max(values: torch.Tensor, index: torch.Tensor, size: int) -> torch.T
                                include_self=False)
 
 
-#: Channels of :func:`pillar_height_map`.
-HEIGHT_MAP_CHANNELS = ('occupancy', 'max_z')
-
-
 def pillar_height_map(points: torch.Tensor, batch: torch.Tensor, batch_size: int,
                       grid: BevGrid) -> torch.Tensor:
     """

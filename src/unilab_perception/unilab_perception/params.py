@@ -90,15 +90,6 @@ class BevSection(_Section):
         '`height_map`: the grid itself, [N, 2 * H * W] laid out [occupancy, max z] x H x W '
         '(the policy learns on it).')
 
-    @property
-    def width(self) -> int:
-        """Return the observation columns per env this section gives."""
-        if self.output == 'features':
-            return self.feature_dim
-        h = round((self.y_range[1] - self.y_range[0]) / self.pillar_size)
-        w = round((self.x_range[1] - self.x_range[0]) / self.pillar_size)
-        return 2 * int(h) * int(w)
-
     @model_validator(mode='after')
     def _ranges(self):
         for name in ('x_range', 'y_range'):

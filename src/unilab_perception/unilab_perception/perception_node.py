@@ -84,7 +84,7 @@ class PerceptionNode(Node):
                 raise ConfigError(f'perception: parameter `encoder.device`: {exc}') from None
             self.cloud = SensorBuffer('pointcloud', capacity=MAX_PENDING, **buf_args)
             self._cloud_parts: dict[int, dict[int, tuple[np.ndarray, float]]] = {}
-            widths['cloud'] = self.cfg['bev'].width
+            widths['cloud'] = self.pipeline.feature_dim
         if sensors.image:
             from unilab_perception.pipeline import ImagePipeline
             try:

@@ -53,9 +53,13 @@ class CloudPipeline:
         grid = BevGrid(tuple(bev.x_range), tuple(bev.y_range), bev.pillar_size)
         self.grid = grid
         self.output = bev.output
-        self.encoder = PillarEncoder(grid, 4, bev.channels, bev.feature_dim).to(self.device)
-        self.encoder.eval()
-        self.feature_dim = bev.width
+        if bev.output == 'height_map':  # the policy learns on the grid: no encoder here
+            self.encoder = None
+            self.feature_dim = 2 * grid.shape[0] * grid.shape[1]
+        else:
+            self.encoder = PillarEncoder(grid, 4, bev.channels, bev.feature_dim).to(self.device)
+            self.encoder.eval()
+            self.feature_dim = bev.feature_dim
 
     def _dev(self, pts):
         return pts if torch.is_tensor(pts) else torch.from_numpy(pts).to(self.device)

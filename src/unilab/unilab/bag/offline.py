@@ -93,14 +93,7 @@ def _policy_params(cfg: RunConfig, obs_dim: int, act_dim: int) -> dict:
     # The subset of the policy node's parameters that ``unilab export`` reads.
     return {'policy': {'ros__parameters': {
         'obs_dim': obs_dim, 'act_dim': act_dim,
-        'model': {'hidden_sizes': list(cfg.model.hidden_sizes),
-                  'activation': cfg.model.activation,
-                  'init_noise_std': cfg.model.init_noise_std,
-                  'action_history': cfg.model.action_history,
-                  'grid_input': list(cfg.model.grid_input),
-                  'grid_features': cfg.model.grid_features},
-        'normalization': {'observations': cfg.normalization.observations,
-                          'clip': cfg.normalization.clip}}}}
+        'model': cfg.model.model_dump(), 'normalization': cfg.normalization.model_dump()}}}
 
 
 def train_offline(bags: list[str], config_files: list[str] | None = None,
