@@ -98,8 +98,10 @@ def test_bridge_applies_only_safe_commands(context, private_topics, tmp_path):
         # (the gate runs in its own process: a snapshot mid-step would race it).
         policy.stopped = True
         spin_until(executor, lambda: False, 0.3)
-        # The watchdog may still be sending a fallback while the snapshot is taken (a
-        # count one apart on a loaded machine): take both counts together, once they agree.
+        # The watchdog keeps sending a fallback every 20 ms while no action arrives, from
+        # the gate's own thread: stop the gate so the counts stop moving, then let the
+        # bridge take in what is still in flight.
+        safety.close()
         snap = {}
 
         def settled():
