@@ -267,6 +267,11 @@ class SafetySection(_Section):
         return v
 
 
+def bev_cells(bev_range: float, pillar_size: float) -> int:
+    """Return the cells along one side of the square BEV grid (as the perception node)."""
+    return int(round(2.0 * bev_range / pillar_size))
+
+
 class PerceptionSection(_Section):
     """Extra sensors in the policy observation (joint states and task state always)."""
 
@@ -288,7 +293,7 @@ class PerceptionSection(_Section):
 
     @model_validator(mode='after')
     def _grid_size(self):
-        n = round(2.0 * self.bev_range / self.pillar_size)
+        n = bev_cells(self.bev_range, self.pillar_size)
         if n < 1 or (self.bev_output == 'height_map' and 2 * n * n > 65536):
             raise ValueError(f'perception.bev_range {self.bev_range} / pillar_size '
                              f'{self.pillar_size} gives a {n} x {n} grid; the height map takes '

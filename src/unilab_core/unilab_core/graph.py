@@ -16,7 +16,7 @@ import pathlib
 from typing import Any
 
 from unilab_core.atomic import atomic_write_text
-from unilab_core.config import RunConfig
+from unilab_core.config import bev_cells, RunConfig
 import yaml
 
 
@@ -94,11 +94,6 @@ def holds_joint_positions(task) -> bool:
     """
     return (task.command_interface == 'position' and task.uses_joint_state
             and task.action_dim == len(task.joint_names))
-
-
-def bev_cells(bev_range: float, pillar_size: float) -> int:
-    """Return the cells along one side of the square BEV grid (as the perception node)."""
-    return int(round(2.0 * bev_range / pillar_size))
 
 
 def observation_layout(cfg: RunConfig, task_obs_dim: int) -> tuple[int, list[int]]:

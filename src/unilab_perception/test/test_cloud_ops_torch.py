@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 from unilab_perception import cloud_ops as co
-from unilab_perception.cloud_ops_torch import (knn_mean_distance_torch,
+from unilab_perception.cloud_ops_torch import (knn_mean_distance_torch, roi_mask_torch,
                                                statistical_outlier_mask_torch,
                                                voxel_downsample_torch)
 from unilab_perception.synthetic import lidar_scan
@@ -41,6 +41,18 @@ def test_scan_through_both_paths_gives_the_same_cloud(device):
     np.testing.assert_array_equal(
         statistical_outlier_mask_torch(gpu, 10, 2.0).cpu().numpy(),
         co.statistical_outlier_mask(cpu[:, :3].astype(np.float64), 10, 2.0))
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_roi_mask_keeps_lo_drops_hi_like_the_cpu_path(device):
+    p = np.array([[0, 0, 0], [1, 0, 0], [0.999, 0.5, -1], [-0.001, 0, 0], [0.5, 2, 0]],
+                 np.float32)
+    lo, hi = [0.0, -1.0, -1.0], [1.0, 1.0, 1.0]
+    m = roi_mask_torch(torch.from_numpy(p).to(device), lo, hi).cpu().numpy()
+    assert m.tolist() == [True, False, True, False, False]
+    np.testing.assert_array_equal(m, co.roi_mask(p, lo, hi))
+    with pytest.raises(ValueError, match='3-vectors lo, hi'):
+        roi_mask_torch(torch.from_numpy(p), [0.0, 0.0], hi)
 
 
 def test_statistical_hand_computed_and_edge_cases():

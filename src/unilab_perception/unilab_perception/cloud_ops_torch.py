@@ -16,6 +16,7 @@ stays on the GPU from the voxel grid to the pillar scatter:
   loses digits, then ``topk``); O(P^2) work, which a GPU does in a few
   milliseconds for a voxelised scan and a CPU does not: the CPU path is the
   k-d tree of ``cloud_ops``;
+* ``roi_mask_torch``: ``lo <= p < hi`` on every axis, like ``cloud_ops.roi_mask``;
 * ``statistical_outlier_mask_torch``: keep a point when its mean distance
   is above 0 and below ``mean + std_ratio * std`` (sample std).
 
@@ -65,6 +66,16 @@ def voxel_downsample_torch(points: torch.Tensor, voxel_size: float,
     counts = torch.bincount(inverse, minlength=groups)
     out = (sums / counts[:, None]).to(points.dtype)
     return (out, inverse) if return_inverse else out
+
+
+def roi_mask_torch(points: torch.Tensor, lo, hi) -> torch.Tensor:
+    """Return the mask of points ``[P, 3]`` with ``lo <= p < hi`` on every axis (bool)."""
+    if points.ndim != 2 or points.shape[1] != 3 or len(lo) != 3 or len(hi) != 3:
+        raise ValueError(f'roi_mask takes points [P, 3] and 3-vectors lo, hi; got points '
+                         f'{tuple(points.shape)}, lo {list(lo)}, hi {list(hi)}')
+    lo_t = torch.as_tensor(lo, dtype=points.dtype, device=points.device)
+    hi_t = torch.as_tensor(hi, dtype=points.dtype, device=points.device)
+    return ((points >= lo_t) & (points < hi_t)).all(dim=1)
 
 
 def knn_mean_distance_torch(points: torch.Tensor, k: int,

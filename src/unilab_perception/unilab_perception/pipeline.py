@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from unilab_perception import cloud_ops
-from unilab_perception.cloud_ops_torch import (statistical_outlier_mask_torch,
+from unilab_perception.cloud_ops_torch import (roi_mask_torch, statistical_outlier_mask_torch,
                                                voxel_downsample_torch)
 from unilab_perception.encoders import (BevGrid, ImageEncoder, pillar_height_map, PillarEncoder,
                                         resolve_device)
@@ -100,9 +100,7 @@ class CloudPipeline:
             if gpu and stage in ('roi', 'statistical_outlier'):
                 pts = self._dev(pts)
                 if stage == 'roi':
-                    lo = torch.tensor(c.roi_min, dtype=pts.dtype, device=pts.device)
-                    hi = torch.tensor(c.roi_max, dtype=pts.dtype, device=pts.device)
-                    m = ((pts[:, :3] >= lo) & (pts[:, :3] < hi)).all(dim=1)
+                    m = roi_mask_torch(pts[:, :3], c.roi_min, c.roi_max)
                 else:
                     m = statistical_outlier_mask_torch(pts[:, :3], c.sor_k, c.sor_std_ratio)
                 pts = pts[m]
