@@ -41,7 +41,8 @@ import dataclasses
 import numpy as np
 from unilab.bag.storage import BagError, BagReader
 from unilab_core import topics
-from unilab_perception.joint_obs import build_observation, JointStateIndex
+from unilab_core.joint_names import JointStateIndex
+from unilab_perception.joint_obs import build_observation, joint_field
 from unilab_policy.history import ActionHistory
 
 FIELDS = ('obs', 'actions', 'rewards', 'next_obs', 'terminated', 'truncated')
@@ -174,8 +175,8 @@ def sensor_dataset(reader: BagReader, joint_names: list[str], uses_joint_state: 
             names, pos, vel = joints[stamp]
             if index is None:
                 index = JointStateIndex(joint_names, t['extras'].shape[0])
-            q = index.gather(names, np.asarray(pos, np.float64), 'position')
-            qd = index.gather(names, np.asarray(vel, np.float64), 'velocity')
+            q = joint_field(index, names, pos, 'position')
+            qd = joint_field(index, names, vel, 'velocity')
         obs[seq] = build_observation(q, qd, t['extras'], uses_joint_state)
     known = None
     if history is not None and history.length:

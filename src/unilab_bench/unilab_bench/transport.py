@@ -280,7 +280,7 @@ def _xproc(kind: str, n: int, hz: float, warmup: int) -> dict:
     from rclpy.node import Node
     from unilab_core.ros.runtime import detach_and_shutdown
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    child = subprocess.Popen([sys.executable, '-m', 'unilab.bench_transport', kind, str(n)],
+    child = subprocess.Popen([sys.executable, '-m', 'unilab_bench.transport', kind, str(n)],
                              stdout=subprocess.PIPE, text=True, env=env)
     rclpy.init()
     node = Node('bench_pub')
