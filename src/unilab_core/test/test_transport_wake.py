@@ -14,7 +14,9 @@ import pytest
 from unilab_core.transport import futex, shm
 from unilab_core.transport.channel import TensorReader, TensorWriter
 from unilab_core.transport.descriptor import DescriptorError
-from unilab_core.transport.ring import R_STATE, R_WAITING, RingReader, RingWriter, S_META_KEY
+from unilab_core.transport.ring_layout import R_STATE, R_WAITING, S_META_KEY
+from unilab_core.transport.ring_reader import RingReader
+from unilab_core.transport.ring_writer import RingWriter
 from unilab_core.transport.stress import fill_pattern
 
 pytestmark = pytest.mark.skipif(not futex.available(), reason='futex needs Linux x86-64/AArch64')

@@ -71,7 +71,7 @@ from unilab_core.transport import futex, inproc, shm
 from unilab_core.transport.channel import Received, TensorReader, TensorWriter
 from unilab_core.transport.descriptor import Descriptor, DescriptorError, TensorSpec
 from unilab_core.transport.pacing import ArrivalClock
-from unilab_core.transport.ring import RingFullError, TransportError
+from unilab_core.transport.ring_layout import RingFullError, TransportError
 from unilab_interfaces.msg import TensorBatch, TensorDescriptor
 
 DESC_SUFFIX = '/_tensor_desc'

@@ -30,8 +30,9 @@ import numpy as np
 from unilab_core.transport import shm
 from unilab_core.transport.descriptor import (Descriptor, DescriptorError, DTYPES,
                                               layout_shapes, TensorSpec, unpack)
-from unilab_core.transport.ring import (Message, reclaim_stale, RingReader, RingWriter,
-                                        StaleSlotError, TransportError)
+from unilab_core.transport.ring_layout import reclaim_stale, StaleSlotError, TransportError
+from unilab_core.transport.ring_reader import Message, RingReader
+from unilab_core.transport.ring_writer import RingWriter
 
 
 def encode_layout(kind: str, specs: list[TensorSpec]) -> tuple[int, bytes]:
@@ -88,7 +89,7 @@ class TensorWriter:
             for k, a in arrays.items():
                 np.copyto(loan.tensors[k], a, casting='no')
         except BaseException:
-            self.ring._abort()
+            self.ring.abort()
             raise
         return loan.publish(kind, seq, version, stamp_ns)
 

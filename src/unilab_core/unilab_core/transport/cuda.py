@@ -31,8 +31,9 @@ from unilab_core.transport import shm
 from unilab_core.transport.channel import Received
 from unilab_core.transport.descriptor import (Descriptor, DescriptorError, layout_shapes,
                                               TensorSpec)
-from unilab_core.transport.ring import (RingReader, RingWriter, StaleSlotError,
-                                        TransportError)
+from unilab_core.transport.ring_layout import reclaim_stale, StaleSlotError, TransportError
+from unilab_core.transport.ring_reader import RingReader
+from unilab_core.transport.ring_writer import RingWriter
 
 EXT_BYTES = 8192
 
@@ -58,7 +59,6 @@ class CudaTensorWriter:
                  policy: str = 'latest', timeout_s: float = 1.0, device='cuda',
                  domain: int | None = None):
         import torch
-        from unilab_core.transport.ring import reclaim_stale
         domain = shm.ros_domain() if domain is None else domain
         self.reclaimed = reclaim_stale(domain)
         self.device = torch.device(device)
