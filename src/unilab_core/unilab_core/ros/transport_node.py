@@ -68,9 +68,10 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from unilab_core.ros.tensor_msg import Batch, make_batch, read_batch, TensorMessageError
 from unilab_core.transport import futex, inproc, shm
-from unilab_core.transport.channel import Received, TensorReader, TensorWriter
+from unilab_core.transport.channel import TensorReader, TensorWriter
 from unilab_core.transport.descriptor import Descriptor, DescriptorError, TensorSpec
 from unilab_core.transport.pacing import ArrivalClock
+from unilab_core.transport.received import Received
 from unilab_core.transport.ring_layout import RingFullError, TransportError
 from unilab_interfaces.msg import TensorBatch, TensorDescriptor
 

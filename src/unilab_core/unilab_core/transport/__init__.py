@@ -10,9 +10,10 @@ naming, mode 0600, stale reclaim, unlink on exit; ``descriptor`` and
 hand-off; ``cuda``: device slots shared through CUDA IPC.
 """
 
-from unilab_core.transport.channel import Received, TensorReader, TensorWriter
+from unilab_core.transport.channel import TensorReader, TensorWriter
 from unilab_core.transport.descriptor import Descriptor, DescriptorError, TensorSpec
 from unilab_core.transport.inproc import InprocRegistry, InprocSubscriber, REGISTRY
+from unilab_core.transport.received import Received
 from unilab_core.transport.ring_layout import (reclaim_stale, RingFullError, SegmentBusyError,
                                                StaleSlotError, TransportError)
 from unilab_core.transport.ring_reader import RingReader
