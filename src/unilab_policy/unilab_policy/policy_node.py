@@ -20,8 +20,8 @@ import torch
 from unilab_core import topics
 from unilab_core.config import ConfigError
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
-from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
-                                            TensorPublisher, TensorSubscription)
+from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
+                                          TensorPublisher, TensorSubscription)
 from unilab_policy.chunk import ChunkBuilder
 from unilab_policy.history import ActionHistory
 from unilab_policy.inference import InferencePolicy

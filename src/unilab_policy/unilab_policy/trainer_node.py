@@ -21,8 +21,8 @@ from unilab_core.config import (AdvantageSection, ConfigError, PolicyUpdateSecti
                                 RolloutSection)
 from unilab_core.ros.params import declare_section
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
-from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
-                                            TensorPublisher, TensorSubscription)
+from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
+                                          TensorPublisher, TensorSubscription)
 
 from unilab_policy.node_common import PolicySetup, WEIGHTS_QOS
 from unilab_policy.ppo import num_mini_batches_for, PPOParams

@@ -42,8 +42,8 @@ from unilab_core import topics
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
 from unilab_core.ros.tensor_msg import Batch, make_batch, TensorMessageError
-from unilab_core.ros.transport_node import (batch_capacity, close_endpoints, TensorPublisher,
-                                            TensorSubscription)
+from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints, TensorPublisher,
+                                          TensorSubscription)
 
 from unilab_safety.build import build_loop, pid_enabled
 from unilab_safety.limits import LimitsError
