@@ -28,8 +28,7 @@ import os
 import struct
 
 from unilab_core.transport import shm
-from unilab_core.transport.descriptor import (Descriptor, DescriptorError, layout_shapes,
-                                              TensorSpec)
+from unilab_core.transport.descriptor import Descriptor, DescriptorError, layout_shapes
 from unilab_core.transport.received import Received
 from unilab_core.transport.ring_layout import reclaim_stale, StaleSlotError, TransportError
 from unilab_core.transport.ring_reader import RingReader
@@ -208,4 +207,4 @@ class _SyncRelease:
         return self.msg.release()
 
 
-__all__ = ['CudaTensorReader', 'CudaTensorWriter', 'TensorSpec', 'cuda_available']
+__all__ = ['CudaTensorReader', 'CudaTensorWriter', 'cuda_available']

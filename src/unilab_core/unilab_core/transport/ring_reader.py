@@ -44,7 +44,6 @@ class ReaderStats:
     reads: int = 0
     skipped: int = 0        # latest: messages published but never read (reader too slow)
     torn: int = 0           # slot overwritten while being read: rejected, never delivered
-    stale: int = 0          # asked for an index the slot no longer holds
     retries: int = 0
 
 
