@@ -173,9 +173,10 @@ class RingMapping:
         """Hold the segment's registration lock (flock) in a ``with`` block."""
         return _Flock(self.seg.fd)
 
-    def release_views(self):
-        """Drop the numpy views (the mapping can then be closed)."""
+    def close(self):
+        """Drop the numpy views and close the segment (its owner also unlinks it)."""
         self.hdr = self.readers = self.slot_hdr = self.payload = self.slot_meta = None
+        self.seg.close()
 
 
 class _Flock:

@@ -243,23 +243,33 @@ class RingReader:
         self._held += 1
         return msg
 
+    def _newest_unread(self) -> tuple[int, int] | None:
+        """Return ``(index, slot)`` of the newest message if this reader has not had it."""
+        word = int(self.m.hdr[H_LATEST])
+        if word == 0:
+            return None
+        index, slot = unpack_latest(word)
+        return None if index <= self._last_index else (index, slot)
+
+    def _count_read(self, index: int) -> None:
+        """Count message ``index`` as read and the unread ones before it as skipped."""
+        self.stats.skipped += max(0, index - self._last_index - 1)
+        self._last_index = max(self._last_index, index)
+        self.stats.reads += 1
+
     def read_latest(self) -> Message | None:
         """Pin and return the newest message, or None when there is nothing new."""
         for _ in range(8):
-            word = int(self.m.hdr[H_LATEST])
-            if word == 0:
+            newest = self._newest_unread()
+            if newest is None:
                 return None
-            index, slot = unpack_latest(word)
-            if index <= self._last_index:
-                return None
+            index, slot = newest
             try:
                 msg = self.pin(slot, index)
             except StaleSlotError:
                 self.stats.retries += 1
                 continue  # a newer message replaced it: look again
-            self.stats.skipped += max(0, index - self._last_index - 1)
-            self._last_index = index
-            self.stats.reads += 1
+            self._count_read(index)
             return msg
         return None
 
@@ -271,12 +281,10 @@ class RingReader:
         overwritten meanwhile is counted in ``torn`` and retried, never returned.
         """
         for _ in range(64):
-            word = int(self.m.hdr[H_LATEST])
-            if word == 0:
+            newest = self._newest_unread()
+            if newest is None:
                 return None
-            index, slot = unpack_latest(word)
-            if index <= self._last_index:
-                return None
+            index, slot = newest
             sh = self.m.slot_hdr[slot]
             g1 = int(sh[S_GEN])
             if g1 & 1 or int(sh[S_INDEX]) != index:
@@ -292,9 +300,7 @@ class RingReader:
             if int(sh[S_GEN]) != g1 or int(sh[S_INDEX]) != index:
                 self.stats.torn += 1
                 continue
-            self.stats.skipped += max(0, index - self._last_index - 1)
-            self._last_index = index
-            self.stats.reads += 1
+            self._count_read(index)
             return dst, index
         return None
 
@@ -317,9 +323,7 @@ class RingReader:
         """Take message ``index`` from ``slot`` as named by a descriptor (either policy)."""
         if self.policy == 'latest':
             msg = self.pin(slot, index)
-            self.stats.skipped += max(0, index - self._last_index - 1)
-            self._last_index = max(self._last_index, index)
-            self.stats.reads += 1
+            self._count_read(index)
             return msg
         if self._held:
             raise TransportError('release the previous message before taking the next')
@@ -363,10 +367,8 @@ class RingReader:
                 self.row[R_WAKE] = 0
                 self.row[R_STATE] = 0
         self.row = None
-        seg = self.m.seg
-        self.m.release_views()
+        self.m.close()
         self.m = None
-        seg.close()
 
     def __enter__(self):
         return self

@@ -373,10 +373,8 @@ class RingWriter:
     def close(self) -> None:
         """Unlink the segment (readers keep their mappings until they close)."""
         if self.m is not None:
-            seg = self.m.seg
-            self.m.release_views()
+            self.m.close()
             self.m = None
-            seg.close()
 
     def __enter__(self):
         return self
