@@ -137,8 +137,9 @@ class Loan:
             layout = w._layouts[cache_key] = encode_layout(kind, self.specs)
             if len(w._layouts) > 64:  # a writer whose shapes change every message
                 w._layouts.pop(next(iter(w._layouts)))
+        key, blob = layout
         slot, index = w.ring.commit(stamp_ns, seq=int(seq), version=int(version),
-                                    meta_key=layout[0], meta=layout[1])
+                                    meta_key=key, meta=blob)
         return Descriptor(kind=kind, seq=int(seq), segment=w.ring.name, slot=slot,
                           slot_seq=index, payload_bytes=self.nbytes, tensors=self.specs,
                           version=int(version), stamp_ns=int(stamp_ns), writer_pid=w.pid,

@@ -48,6 +48,7 @@ import os
 import platform
 import threading
 import time
+from typing import NamedTuple
 
 import numpy as np
 from unilab_core.transport import shm
@@ -190,8 +191,16 @@ class _Flock:
         fcntl.flock(self.fd, fcntl.LOCK_UN)
 
 
-def read_owner(name: str) -> tuple[int, int, bytes] | None:
-    """Return (pid, start time, boot id) of a segment's owner, or None if unreadable."""
+class Owner(NamedTuple):
+    """The process that created a segment, as its header names it."""
+
+    pid: int
+    start_time: int  # clock ticks since boot (/proc/<pid>/stat field 22)
+    boot_id: bytes
+
+
+def read_owner(name: str) -> Owner | None:
+    """Return the owner record of segment ``name``, or None if unreadable."""
     try:
         fd = os.open(shm.segment_path(name), os.O_RDONLY)
     except OSError:
@@ -205,7 +214,7 @@ def read_owner(name: str) -> tuple[int, int, bytes] | None:
     w = np.frombuffer(raw, np.uint64)
     if int(w[H_MAGIC]) != MAGIC:
         return None
-    return int(w[H_OWNER_PID]), int(w[H_OWNER_START]), w[H_BOOT0:H_BOOT1 + 1].tobytes()
+    return Owner(int(w[H_OWNER_PID]), int(w[H_OWNER_START]), w[H_BOOT0:H_BOOT1 + 1].tobytes())
 
 
 def segment_is_stale(name: str, grace_s: float = 5.0) -> bool:
@@ -222,10 +231,9 @@ def segment_is_stale(name: str, grace_s: float = 5.0) -> bool:
         except OSError:
             return False
         return age > grace_s
-    pid, start, boot = owner
-    if boot != shm.boot_id():
+    if owner.boot_id != shm.boot_id():
         return True
-    return not shm.process_alive(pid, start)
+    return not shm.process_alive(owner.pid, owner.start_time)
 
 
 def reclaim_stale(domain: int | None = None) -> list[str]:

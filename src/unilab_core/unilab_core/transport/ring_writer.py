@@ -99,7 +99,7 @@ class RingWriter:
                 owner = read_owner(name)
                 raise SegmentBusyError(
                     f'shared-memory segment `{name}` is owned by live process '
-                    f'{owner[0] if owner else "?"}: is the same node running twice in one '
+                    f'{owner.pid if owner else "?"}: is the same node running twice in one '
                     f'ROS domain?') from None
             os.unlink(shm.segment_path(name))
             self.reclaimed.append(name)

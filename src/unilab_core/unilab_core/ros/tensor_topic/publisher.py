@@ -113,7 +113,8 @@ class TensorPublisher:
         self.topic = topic
         self.capacity = int(capacity)
         self.policy, self.slots, self.timeout_s = policy, int(slots), float(timeout_s)
-        self.key = (node_domain(node), topic)
+        self.domain = node_domain(node)
+        self.key = (self.domain, topic)
         self.desc_pub = node.create_publisher(TensorDescriptor, descriptor_topic(topic), qos)
         self.std_pub = node.create_publisher(standard_type, topic, qos)
         self.to_standard = to_standard or _default_standard
@@ -130,7 +131,7 @@ class TensorPublisher:
         if self.writer is None:
             self.writer = TensorWriter(
                 self.node.get_fully_qualified_name(), self.topic, self.capacity, self.slots,
-                self.policy, self.timeout_s, domain=self.key[0], on_stall=self._on_stall)
+                self.policy, self.timeout_s, domain=self.domain, on_stall=self._on_stall)
             for name in self.writer.reclaimed:
                 self.node.get_logger().warning(f'reclaimed stale shared-memory segment {name}')
         return self.writer
@@ -240,7 +241,7 @@ class TensorPublisher:
             self.device_writer = DEVICE_WRITER(
                 DEVICE_SEGMENT_PREFIX + self.node.get_fully_qualified_name(), self.topic,
                 self.capacity, self.slots, self.policy, self.timeout_s, device=device,
-                domain=self.key[0])
+                domain=self.domain)
             for name in getattr(self.device_writer, 'reclaimed', []):
                 self.node.get_logger().warning(f'reclaimed stale shared-memory segment {name}')
         return self.device_writer
