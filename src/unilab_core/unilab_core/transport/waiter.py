@@ -13,8 +13,8 @@ executor and blocks here until the task is done.
 Two options trade a busy core for latency:
 
 * ``spin_s`` > 0 polls that long after each message before sleeping on the
-  futex again (waking a sleeping thread costs 70-150 µs on a VM, a poll a
-  few µs);
+  futex again (waking a sleeping thread costs far more than a poll; figures
+  in docs/transport.md);
 * ``prewake_s`` > 0 is for periodic streams (sensors at 20-100 Hz): the
   period is estimated from the arrivals (``pacing.ArrivalClock``), the
   thread sleeps until ``prewake_s`` before the next message is due and polls
