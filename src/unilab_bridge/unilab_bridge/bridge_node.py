@@ -43,8 +43,8 @@ from unilab_core.joint_names import batched_joint_names
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.qos import sensor_qos
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
-from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
-                                            TensorPublisher, TensorSubscription)
+from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
+                                          TensorPublisher, TensorSubscription)
 from unilab_interfaces.msg import TensorBatch, TensorDescriptor
 
 # rosidl loads a message type's C type support on first use (~30 ms for the first type of a

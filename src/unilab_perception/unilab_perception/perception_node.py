@@ -25,8 +25,8 @@ from unilab_core.joint_names import env_of, JointLayoutError, JointStateIndex
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.qos import sensor_qos
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
-from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
-                                            TensorPublisher, TensorSubscription)
+from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
+                                          TensorPublisher, TensorSubscription)
 
 from unilab_perception import cloud_ops
 from unilab_perception.assembler import ObservationAssembler

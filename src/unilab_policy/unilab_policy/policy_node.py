@@ -19,8 +19,8 @@ from unilab_core import topics
 from unilab_core.config import ConfigError
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
-from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
-                                            TensorPublisher, TensorSubscription)
+from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
+                                          TensorPublisher, TensorSubscription)
 
 from unilab_policy.actor import ObservationError, StepIn, StepResult
 from unilab_policy.device import setup_device

@@ -20,8 +20,8 @@ from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
-from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
-                                            TensorPublisher, TensorSubscription)
+from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
+                                          TensorPublisher, TensorSubscription)
 
 from unilab_policy.device import setup_device
 from unilab_policy.factory import make_trainer

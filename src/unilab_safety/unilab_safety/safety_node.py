@@ -43,8 +43,8 @@ from unilab_core.config import ConfigError
 from unilab_core.joint_names import JointStateIndex
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.tensor_msg import Batch, make_batch, TensorMessageError
-from unilab_core.ros.transport_node import (batch_capacity, close_endpoints, TensorPublisher,
-                                            TensorSubscription)
+from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints, TensorPublisher,
+                                          TensorSubscription)
 
 from unilab_safety.build import build_loop, pid_enabled
 from unilab_safety.limits import LimitsError
