@@ -132,6 +132,12 @@ def _round_up(n: int, to: int) -> int:
     return (n + to - 1) // to * to
 
 
+def ring_bytes(capacity: int, n_slots: int, ext_bytes: int = 0) -> int:
+    """Return the segment size of a ring: header page, extension area, page-rounded slots."""
+    stride = _round_up(SLOT_HEADER_BYTES + capacity, PAGE)
+    return HEADER_BYTES + _round_up(ext_bytes, PAGE) + n_slots * stride
+
+
 @dataclasses.dataclass
 class WriterStats:
     """Counters of one writer (names as reported in diagnostics)."""
@@ -287,7 +293,7 @@ class RingWriter:
         self.reclaimed: list[str] = []
         stride = _round_up(SLOT_HEADER_BYTES + capacity, PAGE)
         ext = _round_up(ext_bytes, PAGE)
-        size = HEADER_BYTES + ext + n_slots * stride
+        size = ring_bytes(capacity, n_slots, ext_bytes)
         try:
             seg = shm.Segment.create(name, size)
         except FileExistsError:
