@@ -3,6 +3,7 @@
 """``unilab doctor`` end to end: on this machine, and on a fabricated host with a fake NVML."""
 
 import json
+import re
 
 from conftest import cli
 from doctor_helpers import FakeNvml, healthy_gpu, make_ament_index, make_tree
@@ -78,4 +79,6 @@ def test_doctor_on_a_failing_host(tmp_path):
     for c in checks:
         if c.status != OK:
             assert c.remedy.split()[0] in text
+            for command in re.findall(r'`[^`]*`', c.remedy):  # never wrapped mid-command
+                assert command in text, command
     assert text.splitlines()[-1].endswith('2 fail')

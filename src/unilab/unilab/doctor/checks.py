@@ -176,7 +176,8 @@ def check_memlock(soft: int, hard: int, cap_ipc_lock: bool, mlockall_wanted: boo
     if not mlockall_wanted:
         return Check('memlock', OK, text + '; safety.mlockall is off')
     if unlimited or cap_ipc_lock:
-        return Check('memlock', OK, text + ('; CAP_IPC_LOCK' if cap_ipc_lock else ''))
+        return Check('memlock', OK, text + ('; CAP_IPC_LOCK lifts the limit' if cap_ipc_lock
+                                            and not unlimited else ''))
     return Check('memlock', WARN,
                  text + ': mlockall of the safety process fails (ENOMEM), so its pages can '
                  'be swapped out and faulted back in mid-loop',
@@ -190,7 +191,7 @@ def check_rtprio(soft: int, hard: int, cap_sys_nice: bool, wanted: int) -> Check
     if wanted == 0:
         return Check('rtprio', OK, text + '; safety.rt_priority is 0 (not asked)')
     if cap_sys_nice:
-        return Check('rtprio', OK, text + f'; CAP_SYS_NICE: priority {wanted} allowed')
+        return Check('rtprio', OK, text + f'; CAP_SYS_NICE lifts it: priority {wanted} allowed')
     if soft == resource.RLIM_INFINITY or soft >= wanted:
         return Check('rtprio', OK, text + f' >= safety.rt_priority {wanted}')
     remedy = ('`<user> - rtprio 98` in /etc/security/limits.d/ (log in again); systemd: '

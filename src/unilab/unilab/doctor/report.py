@@ -12,6 +12,7 @@ one does (bad arguments or configuration: 2, from the CLI).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import textwrap
@@ -33,6 +34,7 @@ HOST_CHECKS = ('preempt_rt', 'isolcpus', 'memlock', 'rtprio', 'sched_rt_runtime'
                'cpu_governor', 'irq_affinity', 'dev_shm', 'clock_sync', 'rmw', 'ros_domain_id')
 DEVICE_CHECKS = ('torch_cuda', 'cuda_graphs', 'nvml')
 WIDTH = 100
+NBSP = '\u00a0'
 
 
 def check_names(gpu_indices=()) -> list[str]:
@@ -123,18 +125,23 @@ def to_json(checks: list[Check]) -> str:
     return json.dumps([c._asdict() for c in checks], indent=2)
 
 
+def _fill(text: str, width: int, first: str, rest: str) -> str:
+    """Wrap ``text`` without breaking a `command` span (its spaces are kept as NBSP meanwhile)."""
+    glued = re.sub(r'`[^`]*`', lambda m: m.group(0).replace(' ', NBSP), text)
+    wrapped = textwrap.fill(glued, width, initial_indent=first, subsequent_indent=rest,
+                            break_long_words=False, break_on_hyphens=False)
+    return wrapped.replace(NBSP, ' ')
+
+
 def format_text(checks: list[Check], width: int = WIDTH) -> str:
     """Return an aligned table: status, name, detail; a ``fix:`` line under each non-ok check."""
     col = max(len(c.name) for c in checks) + 2
     indent = ' ' * (6 + col)
     lines = []
     for c in checks:
-        head = f'{c.status:<6}{c.name:<{col}}'
-        lines.append(textwrap.fill(c.detail, width, initial_indent=head,
-                                   subsequent_indent=indent))
+        lines.append(_fill(c.detail, width, f'{c.status:<6}{c.name:<{col}}', indent))
         if c.remedy and c.status != 'ok':
-            lines.append(textwrap.fill(c.remedy, width, initial_indent=indent + 'fix: ',
-                                       subsequent_indent=indent + '     '))
+            lines.append(_fill(c.remedy, width, indent + 'fix: ', indent + '     '))
     counts = {s: sum(c.status == s for c in checks) for s in STATUSES}
     lines.append(', '.join(f'{n} {s}' for s, n in counts.items()))
     return '\n'.join(lines)
