@@ -153,6 +153,13 @@ def _plot(args) -> int:
     return 0
 
 
+def _doctor(args) -> int:
+    from unilab.doctor.report import diagnose, exit_code, format_text, to_json
+    checks = diagnose(args.config)
+    print(to_json(checks) if args.json else format_text(checks))
+    return exit_code(checks)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser (also used by the README's command list)."""
     parser = argparse.ArgumentParser(prog='unilab', description=__doc__)
@@ -225,6 +232,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help='also plot an SB3 Monitor CSV (rolling mean of 64 episodes)')
     p.add_argument('--label', action='append', default=[], help='curve labels, in order')
     p.set_defaults(func=_plot)
+
+    d = sub.add_parser('doctor', help='check this machine for training and real-time use '
+                       '(exit 1 if a check fails)')
+    d.add_argument('--config', action='append', default=[],
+                   help='extra YAML merged over the defaults (repeatable)')
+    d.add_argument('--json', action='store_true', help='print a JSON list of the checks')
+    d.set_defaults(func=_doctor)
 
     e = sub.add_parser('export', help='export a trained policy for deployment')
     e.add_argument('run_dir')

@@ -88,6 +88,21 @@ ARCH_X86 = platform.machine().lower() in ('x86_64', 'amd64', 'i686', 'i386')
 _fence_local = threading.local()
 
 
+def round_up(n: int, to: int) -> int:
+    """Return ``n`` rounded up to a multiple of ``to``."""
+    return (n + to - 1) // to * to
+
+
+def slot_stride(capacity: int) -> int:
+    """Return the bytes one slot takes: its 4 KiB header plus the payload, page-rounded."""
+    return round_up(SLOT_HEADER_BYTES + capacity, PAGE)
+
+
+def ring_bytes(capacity: int, n_slots: int, ext_bytes: int = 0) -> int:
+    """Return the segment size of a ring: header page, extension area, page-rounded slots."""
+    return HEADER_BYTES + round_up(ext_bytes, PAGE) + n_slots * slot_stride(capacity)
+
+
 def fence() -> None:
     """Issue a full memory barrier (see the module docstring for why this works)."""
     lk = getattr(_fence_local, 'lock', None)

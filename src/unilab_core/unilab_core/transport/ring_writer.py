@@ -49,13 +49,10 @@ from unilab_core.transport.ring_layout import (
     ARCH_X86, fence, H_BOOT0, H_BOOT1, H_CAPACITY, H_EXT_BYTES, H_HEAD, H_LATEST, H_MAGIC,
     H_NOTIFY, H_NSLOTS, H_OWNER_PID, H_OWNER_START, H_POLICY, H_SELF_DESCRIBING, H_STRIDE,
     H_VERSION, HEADER_BYTES, MAGIC, META_BYTES, pack_latest, PAGE, POLICIES, R_CURSOR, R_PID,
-    R_PIN, R_START, R_STATE, R_WAITING, R_WAKE, read_owner, RingFullError, RingMapping,
-    S_CLAIM, S_GEN, S_INDEX, S_META_KEY, S_META_LEN, S_NBYTES, S_PUB_NS, S_SEQ, S_STAMP,
-    S_VERSION, segment_is_stale, SegmentBusyError, SLOT_HEADER_BYTES, TransportError, VERSION)
-
-
-def _round_up(n: int, to: int) -> int:
-    return (n + to - 1) // to * to
+    R_PIN, R_START, R_STATE, R_WAITING, R_WAKE, read_owner, ring_bytes, RingFullError,
+    RingMapping, round_up, S_CLAIM, S_GEN, S_INDEX, S_META_KEY, S_META_LEN, S_NBYTES, S_PUB_NS,
+    S_SEQ, S_STAMP, S_VERSION, segment_is_stale, SegmentBusyError, slot_stride, TransportError,
+    VERSION)
 
 
 @dataclasses.dataclass
@@ -89,9 +86,9 @@ class RingWriter:
         self.on_stall = on_stall
         self.stats = WriterStats()
         self.reclaimed: list[str] = []
-        stride = _round_up(SLOT_HEADER_BYTES + capacity, PAGE)
-        ext = _round_up(ext_bytes, PAGE)
-        size = HEADER_BYTES + ext + n_slots * stride
+        stride = slot_stride(capacity)
+        ext = round_up(ext_bytes, PAGE)
+        size = ring_bytes(capacity, n_slots, ext_bytes)
         try:
             seg = shm.Segment.create(name, size)
         except FileExistsError:
