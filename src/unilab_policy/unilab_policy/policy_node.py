@@ -12,7 +12,6 @@ topic (training), or from ``weights_file`` at start (deployment).
 
 from __future__ import annotations
 
-import numpy as np
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from unilab_core import topics
@@ -48,7 +47,7 @@ class PolicyNode(Node):
         # Zero-copy transport: in-process readers get these very arrays, other UniLab
         # processes read a shared-memory ring, plain ROS readers get a TensorBatch.
         self.action_pub = TensorPublisher(
-            self, topics.ACTION, batch_capacity({'a': (n, a), 'v': (n,), 'l': (n,), 'r': (n,)}),
+            self, topics.ACTION, batch_capacity({'a': (n, a), 'v': (n,), 'l': (n,)}),
             qos=qos)
         self.rollout_pub = None
         if p.mode == 'on_policy':
@@ -91,8 +90,6 @@ class PolicyNode(Node):
         if out is None:
             return
         tensors = {'action': out.action, 'value': out.value, 'log_prob': out.log_prob}
-        if out.episode_start is not None:
-            tensors['reset'] = out.episode_start.astype(np.float32)
         self.action_pub.publish('action', out.seq, tensors, out.version, out.stamp_ns)
 
     def destroy_node(self):

@@ -84,6 +84,7 @@ class _ChildTicker:
         ctrl[base + 10] = gate.workspace_stops
         ctrl[base + 11] = gate.pid_rows
         ctrl[base + 12] = loop.resent
+        ctrl[base + 13] = loop.unreferenced
         ctrl[sh.C_FALLBACK_DELAY_MAX] = loop.fallback_delay_max_ns
         ctrl[sh.C_CYCLES] = rt.cycles
         ctrl[sh.C_MISSES] = rt.deadline_misses
@@ -100,7 +101,7 @@ def child_main(argv=None):
     block = sh.SharedBlock.attach(args['shm_fd'], args['n_rows'], args['n_joints'],
                                   args['capacity'], args['stats_size'])
     try:
-        from unilab_safety.build import as_spec, build_loop, pid_enabled
+        from unilab_safety.build import as_spec, build_loop
         spec = as_spec(args['spec'])
         s = spec.safety
         # Real-time settings first, in this (the loop's) thread; mlockall covers this
@@ -108,7 +109,7 @@ def child_main(argv=None):
         granted = apply_rt_settings(s.rt_priority, s.cpu_affinity, s.mlockall)
         reader = sh.ActionReader(block)
         ring = sh.SharedOutputRing(block)
-        state = sh.StateReader(block) if pid_enabled(spec) else None
+        state = sh.StateReader(block)
         loop = build_loop(spec, reader, ring, state)
         stats = PeriodStats(args['stats_size'], buffer=block.errors)
         ticker = _ChildTicker(block, loop, ring, reader, stats, args['wake_out_fd'],
@@ -265,7 +266,7 @@ class RtProcess:
             os.eventfd_write(self.wake_in, 1)
 
     def put_state(self, positions):
-        """Hand the latest measured joint positions [N, J] over (PID)."""
+        """Hand the latest measured joint positions [N, J] over (copied into the slot)."""
         self.state_writer.put(positions)
 
     def request_reset(self):

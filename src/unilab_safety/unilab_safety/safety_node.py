@@ -8,7 +8,9 @@ Three parts, joined only by lock-free slots:
 - the ROS executor: the action callback decodes a batch from the configured
   action topic (nothing else) and hands it to the loop through a latest-value
   slot; the diagnostics timer, the e-stop reset service (std_srvs/Trigger,
-  ``~/reset_estop``) and, with PID compensation, the joint-state subscription
+  ``~/reset_estop``), the joint-state subscription (the measured positions:
+  the gate's reference after resets) and, in lock-step simulation, the
+  simulator's task state (the only source of episode starts)
   also run here;
 - the real-time loop (rt.py): deadline-scheduled at ``rate_hz``, gates each
   new action once and runs the watchdog (loop.py). ``rt_mode: process`` (the
@@ -46,10 +48,11 @@ from unilab_core.ros.tensor_msg import Batch, make_batch, TensorMessageError
 from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints, TensorPublisher,
                                           TensorSubscription)
 
-from unilab_safety.build import build_loop, pid_enabled
+from unilab_safety.build import build_loop
 from unilab_safety.limits import LimitsError
 from unilab_safety.loop import ActionIn
 from unilab_safety.params import SafetySpec
+from unilab_safety.references import EpisodeStarts
 from unilab_safety.rt import PeriodStats, RtLoop
 from unilab_safety.rt_process import RtProcess
 from unilab_safety.slots import LatestSlot, OutputRing
@@ -86,6 +89,11 @@ class SafetyNode(Node):
         self.rt_mode = rt_mode
         self.joint_names = joint_names
         self.bad_messages = 0
+        self.bad_joint_states = 0
+        self.joint_states = 0  # joint-state messages handed to the loop
+        self.actions_received = 0
+        self._period_start = (0, 0)  # (received, superseded) at the last diagnostics
+        self.overload_periods = 0
         self.published = {'command': 0, 'fallback': 0, 'estop': 0}
         self.latency = PeriodStats(1 << 14)  # action received -> command published, ns
         self._logged: set[str] = set()
@@ -100,12 +108,17 @@ class SafetyNode(Node):
                                              on_error=self._bad_action)
         self.create_service(Trigger, '~/reset_estop', self._on_reset)
         self.create_timer(s.diagnostics_period_s, self._publish_diagnostics)
-        self._js_index = None
-        if pid_enabled(spec):
-            # PID compensation needs the measured positions (the bridge or robot driver).
-            self._js_index = JointStateIndex(joint_names, self.num_envs)
-            self._js_positions = np.zeros(self._js_index.shape)
-            self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state, qos)
+        # The measured joint positions: the gate's reference at start and after resets,
+        # fallbacks and e-stops (and the PID's input).
+        self._js_index = JointStateIndex(joint_names, self.num_envs)
+        self._js_positions = np.zeros(self._js_index.shape)
+        self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state, qos)
+        self.episode_starts = None
+        if spec.lockstep:
+            # Simulation: episode starts come from the simulator's own task state only.
+            self.episode_starts = EpisodeStarts(self.num_envs, len(joint_names))
+            self.task_sub = TensorSubscription(self, topics.TASK_STATE, self._on_task_state,
+                                               qos=qos, on_error=self._bad_task_state)
         self._last_safe = None  # last command published (the hold if the RT process dies)
         self._dead = False
         self._closing = False
@@ -192,6 +205,7 @@ class SafetyNode(Node):
 
     def _on_action(self, batch: Batch) -> None:
         recv_ns = time.monotonic_ns()
+        self.actions_received += 1
         try:
             # A copy: the RT loop uses it after this callback, when a shared-memory view
             # would already be back with the writer.
@@ -204,10 +218,13 @@ class SafetyNode(Node):
             self.bad_messages += 1
             self._log_once('bad_message', f'rejected malformed action message: {exc}')
             return
-        reset = batch.tensors.get('reset')
+        # A `reset` tensor in the action is ignored: an action publisher cannot lift the
+        # rate limit. Episode starts come from the simulator's task state (verified).
         reset_mask = None
-        if reset is not None and reset.shape == (self.num_envs,) and reset.any():
-            reset_mask = reset > 0.5
+        if self.episode_starts is not None:
+            reset_mask, positions = self.episode_starts.for_step(batch.seq)
+            if positions is not None:
+                self.rt.put_state(positions)
         # The gate accepts any row count; here a row is an env, so anything but
         # [num_envs, J] would publish a command the consumer refuses.
         shape_ok = action.shape == (self.num_envs, self.gate.n_joints)
@@ -223,11 +240,32 @@ class SafetyNode(Node):
 
     def _on_joint_state(self, msg: JointState) -> None:
         try:
-            self.rt.put_state(self._js_index.gather(msg.name, msg.position,
-                                                    out=self._js_positions))
+            positions = self._js_index.gather(msg.name, msg.position, out=self._js_positions)
         except ValueError as exc:
-            self.bad_messages += 1
+            self.bad_joint_states += 1
             self._log_once('joint_state', f'ignoring joint state: {exc}')
+            return
+        self.rt.put_state(positions)
+        self.joint_states += 1
+        if self.episode_starts is not None:
+            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            self.episode_starts.joint_state(stamp, positions)
+
+    def _bad_task_state(self, exc: Exception) -> None:
+        self.episode_starts.bad += 1
+        self._log_once('task_state', f'ignoring task state: {exc}')
+
+    def _on_task_state(self, batch: Batch) -> None:
+        t = batch.tensors
+        try:
+            ok = self.episode_starts.task_state(batch.seq, batch.stamp_ns, t['terminated'],
+                                                t['truncated'])
+        except (KeyError, TensorMessageError) as exc:
+            self._bad_task_state(exc)
+            return
+        if not ok:
+            self._log_once('task_state', 'ignoring task state: terminated / truncated do '
+                           f'not fit {self.num_envs} envs or are not finite')
 
     def _on_reset(self, request, response):
         was = self.rt.estopped
@@ -250,6 +288,13 @@ class SafetyNode(Node):
         out['batches'] += self.bad_messages
         out['rejected'] += self.bad_messages * self.num_envs
         out['bad_messages'] = self.bad_messages
+        out['bad_joint_states'] = self.bad_joint_states
+        out['joint_states'] = self.joint_states
+        out['actions_received'] = self.actions_received
+        if self.episode_starts is not None:
+            e = self.episode_starts
+            out.update({'episode_starts_applied': e.verified,
+                        'episode_starts_unverified': e.unverified, 'bad_task_states': e.bad})
         out.update({f'published_{k}': v for k, v in self.published.items()})
         out['deadline_misses'] = self.rt.deadline_misses
         out['loop_cycles'] = self.rt.cycles
@@ -279,6 +324,17 @@ class SafetyNode(Node):
             problems.append('E-STOP latched (call ~/reset_estop)')
         if stats['rejected']:
             problems.append(f"{stats['rejected']} rejected rows")
+        # Overload: more than half of this period's actions were superseded in the slot
+        # before the loop took them (a publisher faster than the loop; drop-oldest).
+        received, superseded = self.actions_received, stats['superseded_actions']
+        d_recv, d_sup = received - self._period_start[0], superseded - self._period_start[1]
+        self._period_start = (received, superseded)
+        if d_recv and d_sup > d_recv // 2:
+            self.overload_periods += 1
+            problems.append(f'overload: {d_sup} of {d_recv} actions superseded (drop-oldest)')
+            self._log_once('overload', f'action overload: {d_sup} of {d_recv} actions in '
+                           'one diagnostics period were superseded before the loop took them')
+        stats['overload_periods'] = self.overload_periods
         if problems:
             status.level = DiagnosticStatus.ERROR if stats['estopped'] or not self.rt.alive \
                 else DiagnosticStatus.WARN

@@ -49,7 +49,7 @@ C_STATE_IN = 24  # joint-state slot: gen, puts
 C_COUNTERS = 32
 COUNTER_NAMES = ('passed', 'clamped', 'rejected', 'batches', 'commands', 'fallbacks',
                  'stale_events', 'estop_events', 'estop_rows', 'estopped', 'workspace_stops',
-                 'pid_active_rows', 'resent_actions')
+                 'pid_active_rows', 'resent_actions', 'unreferenced_actions')
 N_CTRL = 64
 # Loop states (C_STATE).
 STARTING, RUNNING, STOPPED, FAILED = 0, 1, 2, 3
