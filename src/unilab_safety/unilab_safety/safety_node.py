@@ -44,11 +44,11 @@ from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
 from unilab_core.joint_names import JointStateIndex
 from unilab_core.ros.params import declare_params
-from unilab_core.ros.tensor_msg import Batch, make_batch, TensorMessageError
-from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints, TensorPublisher,
-                                          TensorSubscription)
+from unilab_core.ros.tensor_msg import Batch, TensorMessageError
+from unilab_core.ros.tensor_topic import close_endpoints, TensorSubscription
 
 from unilab_safety.build import build_loop
+from unilab_safety.command_output import CommandOutput
 from unilab_safety.limits import LimitsError
 from unilab_safety.loop import ActionIn
 from unilab_safety.params import SafetySpec
@@ -99,14 +99,15 @@ class SafetyNode(Node):
         self._logged: set[str] = set()
         qos = QoSProfile(depth=4)
         # Through the zero-copy transport; publish(TensorBatch) is thread-safe there.
-        self.pub = TensorPublisher(self, topics.SAFE_COMMAND,
-                                   batch_capacity({'command': (self.num_envs, len(joint_names))}),
-                                   qos=qos)
+        # The gated commands: the graph's tensor topic, or the robot controller's own type.
+        self.pub = CommandOutput(self, spec, qos)
         self.diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
         # Actions through the zero-copy transport (or a plain TensorBatch publisher).
         self.action_sub = TensorSubscription(self, topics.ACTION, self._on_action, qos=qos,
                                              on_error=self._bad_action)
         self.create_service(Trigger, '~/reset_estop', self._on_reset)
+        self.create_service(Trigger, '~/arm', lambda req, res: self._on_arm(res, True))
+        self.create_service(Trigger, '~/disarm', lambda req, res: self._on_arm(res, False))
         self.create_timer(s.diagnostics_period_s, self._publish_diagnostics)
         # The measured joint positions: the gate's reference at start and after resets,
         # fallbacks and e-stops (and the PID's input).
@@ -135,10 +136,12 @@ class SafetyNode(Node):
                                             name='unilab_safety_pub')
         self._pub_thread.start()
         self.get_logger().info(
-            f'gating {len(joint_names)} joints ({spec.interface}) from {topics.ACTION} '
-            f'to {topics.SAFE_COMMAND} at {s.rate_hz:g} Hz in a real-time {rt_mode}; watchdog '
-            f'{s.watchdog_timeout_s:g} s -> {s.watchdog_fallback}; limits '
-            f'{s.joint_limits_file}')
+            f'gating {len(joint_names)} joints ({spec.interface}) from '
+            f'{self.resolve_topic_name(topics.ACTION)} to {self.pub.topic_name} '
+            f'({spec.output.type}) at {s.rate_hz:g} Hz in a '
+            f'real-time {rt_mode}; watchdog {s.watchdog_timeout_s:g} s -> '
+            f'{s.watchdog_fallback}; limits {s.joint_limits_file}'
+            + ('' if spec.armed else '; DISARMED until ~/arm is called'))
         answers = granted or {'rt_thread': 'refused: did not start'}
         granted_text = ', '.join(f'{k}: {v}' for k, v in answers.items()
                                  if not v.startswith('refused'))
@@ -156,10 +159,9 @@ class SafetyNode(Node):
             if self._closing:
                 return
             while (entry := self.rt.pop()) is not None:
-                msg = make_batch(entry.kind, entry.seq, {'command': entry.command},
-                                 version=entry.version, stamp_ns=entry.stamp_ns)
                 try:
-                    self.pub.publish(msg)
+                    self.pub.publish(entry.kind, entry.seq, entry.version, entry.stamp_ns,
+                                     entry.command)
                 except Exception:  # noqa: B902 - context shut down while closing
                     if self._closing:
                         return
@@ -189,8 +191,11 @@ class SafetyNode(Node):
         command = self._last_safe[3]
         if self.gate.interface != 'position':
             command = np.zeros_like(command)
-        self.pub.publish(make_batch('estop', seq, {'command': command}, version=version,
-                                    stamp_ns=stamp_ns))
+        try:
+            self.pub.publish('estop', seq, version, stamp_ns, command)
+        except Exception as exc:  # noqa: B902 - the context is going away (shutdown)
+            self._log_once('dead_hold', f'could not publish the e-stop hold: {exc}')
+            return
         self.published['estop'] += 1
 
     # -- ROS callbacks ----------------------------------------------------------------
@@ -266,6 +271,21 @@ class SafetyNode(Node):
         if not ok:
             self._log_once('task_state', 'ignoring task state: terminated / truncated do '
                            f'not fit {self.num_envs} envs or are not finite')
+
+    def _on_arm(self, response, armed: bool):
+        """Let commands reach the actuators (arm) or stop them (disarm)."""
+        self.rt.set_armed(armed)
+        deadline = time.monotonic() + max(0.5, 20 * self.rt.period_ns * 1e-9)
+        while bool(self.rt.counters()['armed']) != armed and self.rt.alive \
+                and time.monotonic() < deadline:
+            time.sleep(self.rt.period_ns * 1e-9)
+        response.success = bool(self.rt.counters()['armed']) == armed
+        response.message = (('armed: commands reach the actuators, the first one limited '
+                             'from the measured joint positions') if armed else
+                            'disarmed: no command is sent') if response.success else \
+            'the safety loop did not acknowledge'
+        self.get_logger().warning(f'{"arm" if armed else "disarm"}: {response.message}')
+        return response
 
     def _on_reset(self, request, response):
         was = self.rt.estopped
