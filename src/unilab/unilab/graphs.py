@@ -143,13 +143,19 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
     and the safety gate (wall clock, real-time loop) is the only path to the
     controller, armed or not at start.
     """
+    def ns(topic: str) -> str:  # a robot's topic inside its namespace (a fleet on one graph)
+        return f'{namespace.rstrip("/")}/{topic.lstrip("/")}' if namespace else topic
+
+    inputs = profile.task_inputs.model_copy(update={
+        k: ns(getattr(profile.task_inputs, k))
+        for k in ('goal_topic', 'cmd_vel_topic', 'odom_topic')})
     per = perception_params(cfg, task, 1).model_copy(update={
         'joint_names': list(profile.joint_names), 'obs_dim': policy.obs_dim,
         'source': 'robot', 'control_rate_hz': profile.control_rate_hz,
-        'model_file': profile.model_file, 'task_inputs': profile.task_inputs})
+        'model_file': profile.model_file, 'task_inputs': inputs})
     if profile.imu_topic:
         per = per.model_copy(update={'imu': per.imu.model_copy(
-            update={'topic': profile.imu_topic})})
+            update={'topic': ns(profile.imu_topic)})})
     pol = policy.model_copy(update={
         'mode': 'deploy', 'weights_file': str(weights),
         'rollout': policy.rollout.model_copy(update={'num_envs': 1})})
@@ -161,11 +167,14 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
     watchdog = max(cfg.safety.watchdog_timeout_s, DEPLOY_WATCHDOG_PERIODS * profile.control_dt)
     spec = spec.model_copy(update={
         'armed': armed, 'state_timeout_s': profile.joint_state_timeout_s,
-        'output': OutputSection(type=profile.command.type, topic=profile.command.topic,
+        'output': OutputSection(type=profile.command.type, topic=ns(profile.command.topic),
                                 joints=profile.controller_joints),
         'safety': spec.safety.model_copy(update={'watchdog_timeout_s': watchdog})})
-    joint_states = {topics.JOINT_STATES: profile.joint_states_topic}
+    # The graph's own topics (absolute names) and the robot's joint states, per robot.
+    own = {t: ns(t) for t in (topics.OBSERVATION, topics.ACTION, topics.WEIGHTS,
+                              topics.SAFE_COMMAND)}
+    remap = {**own, topics.JOINT_STATES: ns(profile.joint_states_topic)}
     return Graph('deploy', (PERCEPTION, POLICY, SAFETY),
                  {'perception': per, 'policy': pol, 'safety': spec},
-                 namespace=namespace, remappings={'perception': joint_states,
-                                                  'safety': joint_states})
+                 namespace=namespace, remappings={n: dict(remap) for n in (
+                     'perception', 'policy', 'safety')})
