@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from unilab.prepare import PreparedRun
+from unilab_core.transport import backend
 
 
 def launch_node_kwargs(run: PreparedRun) -> list[dict]:
@@ -12,11 +13,14 @@ def launch_node_kwargs(run: PreparedRun) -> list[dict]:
     Return the ``launch_ros.actions.Node`` keyword arguments for every node of the graph.
 
     They come from the same graph description (:mod:`unilab.graphs`)
-    and the same parameter file the CLI uses, so the two starters agree.
+    and the same parameter file the CLI uses, so the two starters agree;
+    the transport backend reaches each process as ``UNILAB_TRANSPORT_BACKEND``
+    (the same variable ``unilab train`` sets).
     """
+    env = {backend.ENV: run.cfg.transport.backend}
     return [
         {'package': s.package, 'executable': s.executable, 'name': s.name,
-         'parameters': [str(run.params_file)], 'output': 'screen'}
+         'parameters': [str(run.params_file)], 'output': 'screen', 'additional_env': env}
         for s in run.graph.nodes
     ]
 

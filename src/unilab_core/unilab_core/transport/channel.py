@@ -29,6 +29,8 @@ import numpy as np
 from unilab_core.transport import shm
 from unilab_core.transport.descriptor import (Descriptor, DescriptorError, DTYPES,
                                               layout_shapes, TensorSpec, unpack)
+from unilab_core.transport.iox_layout import DESCRIPTOR_PREFIX
+from unilab_core.transport.iox_reader import IoxTensorReader
 from unilab_core.transport.received import Received
 from unilab_core.transport.ring_layout import reclaim_stale, StaleSlotError, TransportError
 from unilab_core.transport.ring_reader import RingReader
@@ -77,6 +79,10 @@ class TensorWriter:
     def name(self) -> str:
         """Return the segment name."""
         return self.ring.name
+
+    def wake_reader_count(self) -> int:
+        """Return the number of readers that read on futex wake-ups (they need no descriptor)."""
+        return self.ring.wake_reader_count()
 
     def write(self, kind: str, seq: int, tensors: dict[str, np.ndarray], version: int = 0,
               stamp_ns: int = 0) -> Descriptor | None:
@@ -147,10 +153,16 @@ class Loan:
 
 
 class TensorReader:
-    """Resolve descriptors into zero-copy views; maps each segment once."""
+    """
+    Resolve descriptors into zero-copy views; maps each segment once.
+
+    A descriptor that names an iceoryx2 service (``iox2:...``) subscribes to
+    it instead (``attach``); its messages are then read with ``read_woken``
+    like a self-describing ring's.
+    """
 
     def __init__(self, before_close=None):
-        self.readers: dict[str, RingReader] = {}
+        self.readers: dict[str, RingReader | IoxTensorReader] = {}
         self.errors: collections.Counter = collections.Counter()
         #: called with (name, RingReader) before a mapping is dropped (writer restarted)
         self.before_close = before_close
@@ -180,6 +192,24 @@ class TensorReader:
             except TransportError as exc:
                 raise DescriptorError('unknown_segment', str(exc)) from None
             self.readers[name] = reader
+        return reader
+
+    @staticmethod
+    def is_iox(desc: Descriptor) -> bool:
+        """Return whether ``desc`` names an iceoryx2 service rather than a ring segment."""
+        return desc.segment.startswith(DESCRIPTOR_PREFIX)
+
+    def attach(self, desc: Descriptor) -> IoxTensorReader:
+        """Subscribe to the iceoryx2 service ``desc`` names (once); return its reader."""
+        reader = self.readers.get(desc.segment)
+        if reader is None:
+            try:
+                reader = IoxTensorReader(desc.segment)
+            except DescriptorError as exc:
+                self.errors[exc.kind] += 1
+                raise
+            self.readers[desc.segment] = reader
+        reader.owner_pid = desc.writer_pid
         return reader
 
     def receive(self, desc: Descriptor) -> Received:
@@ -233,6 +263,8 @@ class TensorReader:
     def already_taken(self, desc: Descriptor) -> bool:
         """Return whether the message ``desc`` names was already read from its ring (woken)."""
         reader = self.readers.get(desc.segment)
+        if isinstance(reader, IoxTensorReader):
+            return reader.already_read(desc.slot_seq)
         if reader is None or reader.row is None or (
                 desc.writer_pid and reader.owner_pid != desc.writer_pid):
             return False
@@ -247,6 +279,12 @@ class TensorReader:
         header; DescriptorError (counted) if it is unusable.
         """
         reader = self.readers[name]
+        if isinstance(reader, IoxTensorReader):
+            try:
+                return reader.read()
+            except DescriptorError as exc:
+                self.errors[exc.kind] += 1
+                raise
         msg = reader.read_next() if reader.policy == 'reliable' else reader.read_latest()
         if msg is None:
             return None
