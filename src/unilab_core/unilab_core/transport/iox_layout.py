@@ -113,14 +113,14 @@ def check_layout(kind: str, specs: list[TensorSpec]) -> None:
                              f'{MAX_DIMS}')
 
 
-def write_header(h: TensorHeader, kind: str, specs: list[TensorSpec], nbytes: int, index: int,
-                 seq: int, version: int, stamp_ns: int, publish_ns: int) -> None:
-    """Fill a sample's header in place (the layout was checked by ``check_layout``)."""
-    h.magic, h.version = MAGIC, HEADER_VERSION
-    h.index, h.payload_bytes = index, nbytes
-    h.seq = seq & 0xFFFFFFFFFFFFFFFF
-    h.msg_version = version & 0xFFFFFFFFFFFFFFFF
-    h.stamp_ns, h.publish_ns = stamp_ns, publish_ns
+#: bytes of the header that depend only on the layout (kind, tensors): from ``n_tensors`` on
+LAYOUT_OFFSET = TensorHeader.n_tensors.offset
+
+
+def layout_bytes(kind: str, specs: list[TensorSpec]) -> bytes:
+    """Return the layout part of a header (``n_tensors`` .. the used tensor entries)."""
+    check_layout(kind, specs)
+    h = TensorHeader()
     h.kind = kind.encode()
     h.n_tensors = len(specs)
     for e, s in zip(h.tensors, specs):
@@ -129,17 +129,43 @@ def write_header(h: TensorHeader, kind: str, specs: list[TensorSpec], nbytes: in
         e.ndim = len(s.shape)
         e.offset = s.offset
         e.shape[:len(s.shape)] = s.shape
+    end = TensorHeader.tensors.offset + len(specs) * ctypes.sizeof(TensorEntry)
+    return ctypes.string_at(ctypes.addressof(h) + LAYOUT_OFFSET, end - LAYOUT_OFFSET)
+
+
+def write_header(address: int, layout: bytes, nbytes: int, index: int, seq: int, version: int,
+                 stamp_ns: int, publish_ns: int) -> None:
+    """Fill the header at ``address``: the scalar fields, then the cached ``layout_bytes``."""
+    h = TensorHeader.from_address(address)
+    h.magic, h.version = MAGIC, HEADER_VERSION
+    h.index, h.payload_bytes = index, nbytes
+    h.seq = seq & 0xFFFFFFFFFFFFFFFF
+    h.msg_version = version & 0xFFFFFFFFFFFFFFFF
+    h.stamp_ns, h.publish_ns = stamp_ns, publish_ns
+    ctypes.memmove(address + LAYOUT_OFFSET, layout, len(layout))
 
 
 class LayoutError(ValueError):
     """A sample's header is not a UniLab tensor header or names an impossible layout."""
 
 
-def read_header(h: TensorHeader) -> tuple[str, list[TensorSpec]]:
-    """Return ``(kind, specs)`` of a sample header; LayoutError if it is unusable."""
+def header_layout_bytes(address: int) -> bytes:
+    """Return the layout part of the header at ``address`` (a cache key for ``read_header``)."""
+    n = min(int(ctypes.c_uint32.from_address(address + LAYOUT_OFFSET).value), MAX_TENSORS)
+    end = TensorHeader.tensors.offset + n * ctypes.sizeof(TensorEntry)
+    return ctypes.string_at(address + LAYOUT_OFFSET, end - LAYOUT_OFFSET)
+
+
+def check_magic(h: TensorHeader) -> None:
+    """Raise LayoutError unless ``h`` is a UniLab tensor header of this version."""
     if h.magic != MAGIC or h.version != HEADER_VERSION:
         raise LayoutError(f'not a UniLab tensor header (magic {h.magic:#x}, version '
                           f'{h.version})')
+
+
+def read_header(h: TensorHeader) -> tuple[str, list[TensorSpec]]:
+    """Return ``(kind, specs)`` of a sample header; LayoutError if it is unusable."""
+    check_magic(h)
     n = int(h.n_tensors)
     if n > MAX_TENSORS:
         raise LayoutError(f'header names {n} tensors; at most {MAX_TENSORS}')

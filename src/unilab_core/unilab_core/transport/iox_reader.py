@@ -21,9 +21,10 @@ import time
 
 from unilab_core.transport import iox_service as svc
 from unilab_core.transport.descriptor import Descriptor, DescriptorError, unpack
-from unilab_core.transport.iox_layout import (Ack, ACK_GONE, ACK_REGISTER, byte_view, DESCRIPTOR_PREFIX,
-                                              EVENT_ACK, EVENT_CONNECTED, LayoutError,
-                                              read_header)
+from unilab_core.transport.iox_layout import (Ack, ACK_GONE, ACK_REGISTER, byte_view,
+                                              check_magic, DESCRIPTOR_PREFIX, EVENT_ACK,
+                                              EVENT_CONNECTED, header_layout_bytes, LayoutError,
+                                              read_header, TensorHeader)
 from unilab_core.transport.received import Received
 from unilab_core.transport.ring_layout import TransportError
 
@@ -75,6 +76,7 @@ class IoxTensorReader:
         # A latched writer hands over its history when told that a reader connected.
         self.ctl.notify_with_custom_event_id(svc.event_id(EVENT_CONNECTED))
         self._cleaned_at = 0.0
+        self._layouts: dict[bytes, tuple] = {}  # layout bytes -> (kind, specs), decoded once
 
     # -- waiting ---------------------------------------------------------------------------
     def has_news(self) -> bool:
@@ -125,9 +127,17 @@ class IoxTensorReader:
                     break
                 sample.delete()
                 sample = newer
-        h = sample.user_header().contents
+        h = TensorHeader.from_address(sample.user_header_ptr)
         try:
-            kind, specs = read_header(h)
+            check_magic(h)
+            key = header_layout_bytes(sample.user_header_ptr)
+            layout = self._layouts.get(key)
+            if layout is None:
+                layout = read_header(h)
+                if len(self._layouts) > 256:
+                    self._layouts.clear()
+                self._layouts[key] = layout
+            kind, specs = layout
             nbytes = int(sample.header.number_of_elements)
             if int(h.payload_bytes) > nbytes:
                 raise DescriptorError('bad_size', f'`{self.service_name}`: header claims '
@@ -157,7 +167,7 @@ class IoxTensorReader:
         return index <= self._last_index
 
     def _drop(self, sample) -> None:
-        index = int(sample.user_header().contents.index)
+        index = int(TensorHeader.from_address(sample.user_header_ptr).index)
         sample.delete()
         if self._ack is not None:
             self._send_ack(index + 1)

@@ -49,9 +49,9 @@ import numpy as np
 from unilab_core.transport import iox_service as svc
 from unilab_core.transport import shm
 from unilab_core.transport.descriptor import Descriptor, layout_shapes, TensorSpec
-from unilab_core.transport.iox_layout import (ACK_GONE, ACK_REGISTER, byte_view, check_layout,
+from unilab_core.transport.iox_layout import (ACK_GONE, ACK_REGISTER, byte_view,
                                               DESCRIPTOR_PREFIX, EVENT_CONNECTED, EVENT_DATA,
-                                              service_name, TensorHeader, write_header)
+                                              layout_bytes, service_name, write_header)
 from unilab_core.transport.ring_layout import POLICIES, RingFullError, TransportError
 
 #: readers (subscriptions in other processes) one topic serves; sizes the library's pool
@@ -273,11 +273,15 @@ class IoxTensorWriter:
 
     def _send(self, loan: 'IoxLoan', kind: str, seq: int, version: int,
               stamp_ns: int) -> Descriptor:
-        check_layout(kind, loan.specs)
+        key = (kind, tuple(loan.specs))
+        layout = self._layouts.get(key)
+        if layout is None:
+            layout = self._layouts[key] = layout_bytes(kind, loan.specs)  # checks it first
+            if len(self._layouts) > 64:  # a writer whose shapes change every message
+                self._layouts.pop(next(iter(self._layouts)))
         publish_ns = time.monotonic_ns()
-        h = loan.sample.user_header().contents
-        write_header(h, kind, loan.specs, loan.nbytes, loan.index, int(seq), int(version),
-                     int(stamp_ns), publish_ns)
+        write_header(loan.sample.user_header_ptr, layout, loan.nbytes, loan.index, int(seq),
+                     int(version), int(stamp_ns), publish_ns)
         with self._lock:
             self._loaned = False
             delivered = loan.sample.assume_init().send()
