@@ -443,6 +443,11 @@ def backend_decision(out: dict) -> dict:
     return res
 
 
+def _small(kind: str):
+    """Return the runner of cross-process path ``kind`` with the small control message."""
+    return lambda n, hz, w: _xproc(kind, n, hz, w, SMALL_SHAPE)
+
+
 def bench_transport(args) -> dict:
     """Run every path at every rate; return the figures (and write the PNG)."""
     from unilab_core.testing import isolate_ros_domain
@@ -469,8 +474,7 @@ def bench_transport(args) -> dict:
     # The small control message: both backends, default and loan + thread.
     small = {
         'small_memcpy': lambda n, hz, w: _memcpy(n, hz, w, SMALL_SHAPE),
-        **{f'small_{k}_xproc{v}': (lambda n, hz, w, k=k, v=v: _xproc(f'{k}{v}', n, hz, w,
-                                                                      SMALL_SHAPE))
+        **{f'small_{k}_xproc{v}': _small(f'{k}{v}')
            for k in ('unilab', 'iox') for v in ('', '_loan_thread')},
     }
     results: dict = {}

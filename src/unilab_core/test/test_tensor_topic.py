@@ -260,11 +260,11 @@ def test_cross_process_through_iceoryx2(ros):
 
 
 def _cuda() -> bool:
-    from unilab_core.transport.cuda import cuda_available
-    return cuda_available()
+    from unilab_core.transport.cuda import ipc_available
+    return ipc_available()
 
 
-@pytest.mark.skipif(_cuda(), reason='this process has CUDA: the descriptor would be opened')
+@pytest.mark.skipif(_cuda(), reason='CUDA and cupy here: the descriptor would be opened')
 def test_device_descriptor_without_cuda_is_dropped_with_a_clear_error(ros):
     a, b, ex = ros
     sub, got, raw = _subscription_and_raw_descriptors(ros, '/t/dev')
@@ -384,7 +384,7 @@ sub.close()
 '''
 
 
-@pytest.mark.skipif(not _cuda(), reason='needs CUDA (no GPU on this machine)')
+@pytest.mark.skipif(not _cuda(), reason='needs CUDA and cupy (no GPU on this machine)')
 def test_cuda_tensors_cross_process_through_the_ros_wrapper(ros):
     import torch
     a, b, ex = ros

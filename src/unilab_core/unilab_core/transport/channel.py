@@ -252,11 +252,12 @@ class TensorReader:
                                   f'`{desc.device}` (expected cpu or cuda[:N])')
         if self.device_reader is None:
             from unilab_core.transport import cuda
-            if not cuda.cuda_available():
+            if not cuda.ipc_available():
                 raise DescriptorError(
                     'no_cuda', f'segment `{desc.segment}` holds {desc.device} tensors and '
-                    f'this process has no CUDA device (torch.cuda.is_available() is false): '
-                    f'subscribe from a process with a GPU, or publish host arrays')
+                    f'this process has no CUDA device (torch.cuda.is_available() is false) '
+                    f'or no cupy (requirements-gpu.txt): subscribe from a process with a '
+                    f'GPU, or publish host arrays')
             self.device_reader = cuda.CudaTensorReader()
         return self.device_reader.receive(desc)
 

@@ -79,11 +79,12 @@ def reclaim_dead_nodes() -> list[str]:
         if isinstance(s, i.NodeState.Dead):
             view = s._0
             details = view.details
-            name = str(details.name) if details is not None else str(view.id.value)
+            name = details.name.as_str() if details is not None else str(view.id.value)
             try:
-                if view.try_remove_stale_resources():
+                # (The binding returns None on success, not the documented bool.)
+                if view.try_remove_stale_resources() is not False:
                     gone.append(name)
-            except Exception:  # another process is cleaning it up right now
+            except Exception:  # noqa: B902 - another process is cleaning it up right now
                 pass
     return gone
 

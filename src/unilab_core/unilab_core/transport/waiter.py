@@ -45,7 +45,8 @@ WAKE_TIMEOUT_S = 0.5
 class RingWaiter:
     """Own a thread that waits on ``ring`` and calls ``on_news()`` after each wake-up."""
 
-    def __init__(self, ring: RingReader | IoxTensorReader, *, spin_s: float = 0.0, prewake_s: float = 0.0,
+    def __init__(self, ring: RingReader | IoxTensorReader, *, spin_s: float = 0.0,
+                 prewake_s: float = 0.0,
                  name: str = 'unilab_wake', stats: collections.Counter | None = None):
         self.ring = ring
         self.spin_s = float(spin_s)
