@@ -62,7 +62,8 @@ class TensorSubscription:
 
     def __init__(self, node: Node, topic: str, callback: Callable[[Batch], None], *,
                  policy: str = 'latest', depth: int = 1, qos: QoSProfile | int = 10,
-                 accept_standard: bool = True,
+                 accept_standard: bool = True, standard_type=TensorBatch,
+                 from_standard: Callable[[object], Batch] | None = None,
                  on_error: Callable[[Exception], None] | None = None,
                  wake: bool = True, deliver: str = 'executor', spin_us: float = 0.0,
                  prewake_us: float = 0.0):
@@ -97,8 +98,12 @@ class TensorSubscription:
         # reaches us twice; the second copy is dropped once (a re-send is delivered).
         self._pending: collections.OrderedDict = collections.OrderedDict()
         self.std_sub = None
+        # The standard message on ``<topic>`` itself: a TensorBatch, or e.g. a JointState
+        # turned into a Batch by ``from_standard`` (it may raise TensorMessageError).
+        self.from_standard = from_standard or read_batch
         if accept_standard:
-            self.std_sub = node.create_subscription(TensorBatch, topic, self._on_standard, qos)
+            self.std_sub = node.create_subscription(standard_type, topic, self._on_standard,
+                                                    qos)
         self.key = (node_domain(node), topic)
         # A restarted writer's old mapping is dropped inside _on_descriptor (lock held).
         self.reader = TensorReader(
@@ -132,7 +137,7 @@ class TensorSubscription:
 
     def _on_standard(self, msg) -> None:
         try:
-            batch = read_batch(msg)
+            batch = self.from_standard(msg)
         except TensorMessageError as exc:
             self.stats['error_message'] += 1
             if self.on_error is not None:

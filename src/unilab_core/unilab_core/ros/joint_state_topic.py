@@ -1,0 +1,69 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+``/joint_states`` as a tensor topic: arrays between UniLab nodes, ``sensor_msgs/JointState`` for the rest.
+
+rclpy has no intra-process path: a ``JointState`` of 64 environments x 6
+joints between two nodes of one process costs serialising 384 names and
+three float64 arrays into DDS and back, every control step. The bridge
+therefore publishes its joint states through a ``TensorPublisher``: UniLab
+subscribers (perception, in the same process or through the transport)
+get ``[N, J]`` float64 arrays in the order of ``batched_joint_names``, tagged
+with a key of those names (``names_key``) so a reader built for other joints
+refuses them; a plain ROS reader (a bag recorder, ``ros2 topic echo``, a
+node that is not UniLab-aware) gets the standard ``JointState``, built only
+while such a reader exists (``joint_state_msg``). In the other direction a
+real robot driver's ``JointState`` reaches a ``TensorSubscription`` through
+its standard path and the subscriber's ``from_standard`` converter.
+"""
+
+from __future__ import annotations
+
+import array
+import hashlib
+from typing import Callable
+
+from builtin_interfaces.msg import Time
+import numpy as np
+from sensor_msgs.msg import JointState
+from unilab_core.ros.tensor_msg import Batch
+
+KIND = 'joint_state'
+FIELDS = ('position', 'velocity', 'effort')
+
+
+def names_key(names: list[str]) -> np.ndarray:
+    """Return the int64[1] key of a joint name list (64-bit BLAKE2b of the names)."""
+    digest = hashlib.blake2b('\n'.join(names).encode(), digest_size=8).digest()
+    return np.frombuffer(digest, np.int64).copy()
+
+
+def joint_state_tensors(key: np.ndarray, position, velocity, effort) -> dict[str, np.ndarray]:
+    """Return the tensors of one joint-state message (fresh float64 ``[N, J]`` arrays)."""
+    return {'position': np.array(position, dtype=np.float64),
+            'velocity': np.array(velocity, dtype=np.float64),
+            'effort': np.array(effort, dtype=np.float64), 'names_key': key}
+
+
+def _f64(a: np.ndarray) -> array.array:
+    out = array.array('d')
+    out.frombytes(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    return out
+
+
+def joint_state_msg(names: list[str]) -> Callable[[Batch], JointState]:
+    """Return the ``to_standard`` converter of a publisher whose joints are ``names``."""
+    def convert(batch: Batch) -> JointState:
+        msg = JointState()
+        msg.header.stamp = Time(sec=batch.stamp_ns // 1_000_000_000,
+                                nanosec=batch.stamp_ns % 1_000_000_000)
+        msg.name = names
+        for field in FIELDS:
+            setattr(msg, field, _f64(batch.tensors[field].reshape(-1)))
+        return msg
+    return convert
+
+
+def stamp_ns(msg: JointState) -> int:
+    """Return a JointState's header stamp in nanoseconds."""
+    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
