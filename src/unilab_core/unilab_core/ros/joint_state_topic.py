@@ -14,7 +14,9 @@ refuses them; a plain ROS reader (a bag recorder, ``ros2 topic echo``, a
 node that is not UniLab-aware) gets the standard ``JointState``, built only
 while such a reader exists (``joint_state_msg``). In the other direction a
 real robot driver's ``JointState`` reaches a ``TensorSubscription`` through
-its standard path and the subscriber's ``from_standard`` converter.
+its standard path and the subscriber's ``from_standard`` converter;
+``JointStateInput`` is that converter and the check of the arrays, for every
+node that reads joint states (perception, safety).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from typing import Callable
 from builtin_interfaces.msg import Time
 import numpy as np
 from sensor_msgs.msg import JointState
-from unilab_core.ros.tensor_msg import Batch
+from unilab_core.joint_names import batched_joint_names, JointLayoutError, JointStateIndex
+from unilab_core.ros.tensor_msg import Batch, TensorMessageError
 
 KIND = 'joint_state'
 FIELDS = ('position', 'velocity', 'effort')
@@ -67,3 +70,44 @@ def joint_state_msg(names: list[str]) -> Callable[[Batch], JointState]:
 def stamp_ns(msg: JointState) -> int:
     """Return a JointState's header stamp in nanoseconds."""
     return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+
+
+class JointStateInput:
+    """Turn either form of ``/joint_states`` into ``[N, J]`` float64 fields of our joints."""
+
+    def __init__(self, joint_names: list[str], num_envs: int):
+        self.index = JointStateIndex(joint_names, num_envs)
+        self.key = names_key(batched_joint_names(joint_names, num_envs))
+
+    def from_standard(self, msg: JointState) -> Batch:
+        """Map a plain JointState by name (``TensorSubscription(from_standard=...)``)."""
+        try:
+            tensors = {'position': self.index.gather(msg.name, msg.position, 'position'),
+                       'names_key': self.key}
+            if len(msg.velocity):
+                tensors['velocity'] = self.index.gather(msg.name, msg.velocity, 'velocity')
+        except JointLayoutError as exc:
+            raise TensorMessageError(str(exc)) from None
+        return Batch(KIND, 0, 0, stamp_ns(msg), tensors)
+
+    def fields(self, batch: Batch) -> dict[str, np.ndarray]:
+        """
+        Return ``{position, velocity}`` (those present) as ``[N, J]`` float64 copies.
+
+        Raises JointLayoutError when the arrays were made for other joint names
+        (``names_key``) or have another shape. Copies: a view from another
+        process is valid only during the callback.
+        """
+        key = batch.tensors.get('names_key')
+        if key is None or not np.array_equal(key, self.key):
+            raise JointLayoutError('joint-state arrays for other joint names than this '
+                                   'node\'s (names_key differs)')
+        out = {}
+        for f in ('position', 'velocity'):
+            if f in batch.tensors:
+                a = batch.tensors[f]
+                if a.size != self.index.shape[0] * self.index.shape[1]:
+                    raise JointLayoutError(f'joint-state `{f}` has {a.size} values, expected '
+                                           f'{self.index.shape}')
+                out[f] = np.array(a, dtype=np.float64).reshape(self.index.shape)
+        return out
