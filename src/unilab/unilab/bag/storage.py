@@ -3,13 +3,13 @@
 """
 Write, read and recover rosbag2 bags with ``rosbags`` (MCAP or sqlite3).
 
-MCAP recovery reads with the ``mcap`` library's stream reader. Writing takes the exact CDR bytes of a raw subscription; every connection
+Writing takes the exact CDR bytes of a raw subscription; every connection
 carries the full message definition (``msgdef`` + RIHS01 hash), so the bag is
 self-describing. ``flush()`` makes what was written so far survive a SIGKILL:
 MCAP closes the pending chunk and flushes the file, sqlite3 commits. A killed
 recording has no ``metadata.yaml`` and (MCAP) no summary section;
 ``recover_bag`` rewrites everything up to the last flushed chunk / commit into
-a clean bag.
+a clean bag (MCAP read with the ``mcap`` library's stream reader).
 """
 
 from __future__ import annotations

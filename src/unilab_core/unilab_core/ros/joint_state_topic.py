@@ -1,7 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-``/joint_states`` as a tensor topic: arrays between UniLab nodes, ``sensor_msgs/JointState`` for the rest.
+``/joint_states`` as a tensor topic: arrays between UniLab nodes, JointState for the rest.
 
 rclpy has no intra-process path: a ``JointState`` of 64 environments x 6
 joints between two nodes of one process costs serialising 384 names and
