@@ -163,6 +163,25 @@ sub.close()
 '''
 
 
+def _publish_until_child_reports(pub, ex, child, may_publish) -> tuple[list, dict | None]:
+    """Publish `k` messages (x = seq) until the CHILD process got six and printed counters."""
+    lines, seq, counters = [], 0, None
+    deadline = time.monotonic() + 20
+    while counters is None and time.monotonic() < deadline:
+        if len(lines) < 6 and may_publish(seq):
+            seq += 1
+            pub.publish('k', seq, {'x': np.full(1000, seq, np.float32)})
+        ex.spin_once(timeout_sec=0.05)
+        while select.select([child.stdout], [], [], 0.05)[0]:
+            line = child.stdout.readline()
+            if line.startswith('got'):
+                lines.append(line.split())
+            elif line.startswith('counters'):
+                counters = json.loads(line.split(' ', 1)[1])
+                break
+    return lines, counters
+
+
 @pytest.mark.parametrize('options', [{}, {'deliver': 'thread', 'prewake_us': 50000.0}],
                          ids=['default', 'thread_prewake'])
 def test_cross_process_through_shared_memory(ros, options):
@@ -174,20 +193,7 @@ def test_cross_process_through_shared_memory(ros, options):
         assert child.stdout.readline().startswith('ready')
         pub = TensorPublisher(a, '/t/x', 1 << 16, policy='reliable', slots=8, qos=16)
         assert spin_until(ex, lambda: pub.remote_readers() > 0, 20.0)
-        lines, seq, counters = [], 0, None
-        deadline = time.monotonic() + 20
-        while counters is None and time.monotonic() < deadline:
-            if len(lines) < 6:
-                seq += 1
-                pub.publish('k', seq, {'x': np.full(1000, seq, np.float32)})
-            ex.spin_once(timeout_sec=0.05)
-            while select.select([child.stdout], [], [], 0.05)[0]:
-                line = child.stdout.readline()
-                if line.startswith('got'):
-                    lines.append(line.split())
-                elif line.startswith('counters'):
-                    counters = json.loads(line.split(' ', 1)[1])
-                    break
+        lines, counters = _publish_until_child_reports(pub, ex, child, lambda seq: True)
         assert len(lines) == 6
         # reliable: every message, in order, each intact and read-only
         assert [int(s) for _, s, _, _ in lines] == list(range(1, 7))
@@ -226,22 +232,10 @@ def test_cross_process_through_iceoryx2(ros):
         pub = TensorPublisher(a, '/t/x', 1 << 16, policy='reliable', slots=8, qos=16,
                               backend='iceoryx2')
         assert spin_until(ex, lambda: pub.remote_readers() > 0, 20.0)
-        lines, seq, counters = [], 0, None
-        deadline = time.monotonic() + 20
-        while counters is None and time.monotonic() < deadline:
-            # Until the reader has subscribed to the service, messages go only to the
-            # history the service keeps; then publish the six the test counts.
-            if len(lines) < 6 and (seq < 6 or pub.writer.reader_count() > 0):
-                seq += 1
-                pub.publish('k', seq, {'x': np.full(1000, seq, np.float32)})
-            ex.spin_once(timeout_sec=0.05)
-            while select.select([child.stdout], [], [], 0.05)[0]:
-                line = child.stdout.readline()
-                if line.startswith('got'):
-                    lines.append(line.split())
-                elif line.startswith('counters'):
-                    counters = json.loads(line.split(' ', 1)[1])
-                    break
+        # Until the reader has subscribed to the service, messages go only to the history
+        # the service keeps; then publish the six the test counts.
+        lines, counters = _publish_until_child_reports(
+            pub, ex, child, lambda seq: seq < 6 or pub.writer.reader_count() > 0)
         assert len(lines) == 6
         got = [int(s) for _, s, _, _ in lines]
         assert got == list(range(got[0], got[0] + 6))  # reliable: in order, none missing

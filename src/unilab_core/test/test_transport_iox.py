@@ -7,11 +7,9 @@ import glob
 import json
 import os
 import random
-import select
 import signal
 import stat
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -23,7 +21,7 @@ from unilab_core.transport.iox_layout import DESCRIPTOR_PREFIX, service_name, Te
 from unilab_core.transport.iox_reader import IoxTensorReader
 from unilab_core.transport.iox_writer import IoxTensorWriter
 from unilab_core.transport.ring_layout import RingFullError
-from unilab_core.transport.stress import check_pattern, fill_pattern
+from unilab_core.transport.stress import check_pattern, expect_line, fill_pattern, spawn
 
 # The backend's modules import iceoryx2 only when used: skip where it is not installed.
 iox2 = pytest.importorskip('iceoryx2')
@@ -40,20 +38,7 @@ def _reader(w: IoxTensorWriter) -> IoxTensorReader:
 
 
 def _helper(*args, stdin=None):
-    return subprocess.Popen([sys.executable, '-m', 'unilab_core.transport.stress', *args,
-                             '--backend', 'iceoryx2'],
-                            stdout=subprocess.PIPE, stdin=stdin, text=True,
-                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
-
-
-def _expect_line(proc, prefix, timeout_s=30.0):
-    ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
-    if not ready:
-        proc.kill()
-        pytest.fail(f'helper said nothing within {timeout_s} s (expected {prefix!r})')
-    line = proc.stdout.readline()
-    assert line.startswith(prefix), f'helper said {line!r}'
-    return line
+    return spawn(*args, '--backend', 'iceoryx2', stdin=stdin)
 
 
 def test_roundtrip_views_loan_and_header(domain):
@@ -135,7 +120,7 @@ def test_latest_randomised_cross_process_no_torn_payload_skips_counted(domain):
     w = _helper('write', '/t/lat', '--domain', str(domain), '--count', str(count),
                 '--policy', 'latest', '--slots', '4', '--capacity', '32768',
                 '--max-sleep-us', '150', '--split-pause-us', '200', stdin=subprocess.PIPE)
-    _expect_line(w, 'ready')
+    expect_line(w, 'ready')
     r = IoxTensorReader(DESCRIPTOR_PREFIX + service_name(domain, '/t/lat'))
     rng = random.Random(1)
     bad, last, first = 0, -1, None
@@ -167,7 +152,7 @@ def test_reliable_randomised_cross_process_nothing_lost(domain):
     w = _helper('write', '/t/relx', '--domain', str(domain), '--count', str(count),
                 '--policy', 'reliable', '--slots', '4', '--capacity', '32768',
                 '--max-sleep-us', '100', '--wait-readers', '1', '--timeout-s', '20')
-    _expect_line(w, 'ready')
+    expect_line(w, 'ready')
     r = IoxTensorReader(DESCRIPTOR_PREFIX + service_name(domain, '/t/relx'))
     rng = random.Random(2)
     got, bad = [], 0
@@ -181,7 +166,7 @@ def test_reliable_randomised_cross_process_nothing_lost(domain):
         bad += not check_pattern(m.tensors['p'], m.descriptor.slot_seq)
         got.append(m.descriptor.slot_seq)
         assert m.release()
-    stats = json.loads(_expect_line(w, '{'))
+    stats = json.loads(expect_line(w, '{'))
     assert w.wait(30) == 0
     r.close()
     assert bad == 0
@@ -194,12 +179,12 @@ def test_reader_killed_mid_read_does_not_block_writer(domain, policy):
     topic = f'/t/kill_{policy}'
     w = IoxTensorWriter(topic, 4096, 2, policy, timeout_s=10.0, domain=domain)
     holder = _helper('hold', topic, '--domain', str(domain))
-    _expect_line(holder, 'subscribed')
+    expect_line(holder, 'subscribed')
     if policy == 'reliable':
         assert w.wait_for_readers(1, 10.0)
     shapes = {'p': ((4096,), np.uint8)}
     w.loan(shapes).publish('p', 0)
-    _expect_line(holder, 'held')
+    expect_line(holder, 'held')
     holder.send_signal(signal.SIGKILL)
     holder.wait(10)
     for i in range(1, 50):  # would wait for the dead reader forever (reliable)
@@ -214,7 +199,7 @@ def test_reader_killed_mid_read_does_not_block_writer(domain, policy):
 
 def test_killed_writer_is_cleaned_up_by_the_next_one(domain):
     p = _helper('own', '/t/own', '--domain', str(domain))
-    _expect_line(p, 'ready')
+    expect_line(p, 'ready')
     p.send_signal(signal.SIGKILL)
     p.wait(10)
     assert iox_service.dead_node_ids(), 'the killed writer\'s node should be dead'

@@ -59,6 +59,28 @@ def decode_layout(blob: bytes) -> tuple[str, list[TensorSpec]]:
     return str(kind), specs
 
 
+def write_through_loan(writer, kind: str, seq: int, tensors: dict[str, np.ndarray],
+                       version: int = 0, stamp_ns: int = 0) -> Descriptor | None:
+    """
+    Copy ``tensors`` into a loan of ``writer`` and publish it (the copy-in path).
+
+    ``writer`` is a ``TensorWriter`` or an ``IoxTensorWriter``: anything whose
+    ``loan(shapes)`` returns None (dropped) or a loan with ``tensors``,
+    ``publish(kind, seq, version, stamp_ns)`` and ``abort()``.
+    """
+    arrays = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
+    loan = writer.loan({k: (a.shape, a.dtype) for k, a in arrays.items()})
+    if loan is None:
+        return None
+    try:
+        for k, a in arrays.items():
+            np.copyto(loan.tensors[k], a, casting='no')
+    except BaseException:
+        loan.abort()
+        raise
+    return loan.publish(kind, seq, version, stamp_ns)
+
+
 class TensorWriter:
     """Write named numpy arrays into a ring; one per (node, topic)."""
 
@@ -87,17 +109,7 @@ class TensorWriter:
     def write(self, kind: str, seq: int, tensors: dict[str, np.ndarray], version: int = 0,
               stamp_ns: int = 0) -> Descriptor | None:
         """Copy ``tensors`` into the next slot; return its descriptor (None: dropped)."""
-        arrays = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
-        loan = self.loan({k: (a.shape, a.dtype) for k, a in arrays.items()})
-        if loan is None:
-            return None
-        try:
-            for k, a in arrays.items():
-                np.copyto(loan.tensors[k], a, casting='no')
-        except BaseException:
-            self.ring.abort()
-            raise
-        return loan.publish(kind, seq, version, stamp_ns)
+        return write_through_loan(self, kind, seq, tensors, version, stamp_ns)
 
     def loan(self, shapes: dict[str, tuple]) -> 'Loan | None':
         """
@@ -133,6 +145,10 @@ class Loan:
     nbytes: int
     specs: list
     tensors: dict[str, np.ndarray]
+
+    def abort(self) -> None:
+        """Give the slot up unpublished (readers reject its half-written payload)."""
+        self.writer.ring.abort()
 
     def publish(self, kind: str, seq: int, version: int = 0, stamp_ns: int = 0) -> Descriptor:
         """Commit the slot (waking futex readers) and return its descriptor."""

@@ -25,6 +25,7 @@ from unilab_core.transport.iox_layout import (Ack, ACK_GONE, ACK_REGISTER, byte_
                                               check_magic, DESCRIPTOR_PREFIX, EVENT_ACK,
                                               EVENT_CONNECTED, header_layout_bytes, LayoutError,
                                               read_header, TensorHeader)
+from unilab_core.transport.pacing import poll_for
 from unilab_core.transport.received import Received
 from unilab_core.transport.ring_layout import TransportError
 
@@ -87,12 +88,8 @@ class IoxTensorReader:
         """Block (GIL released) until a sample is waiting or ``timeout_s``; return has_news."""
         if self.has_news():
             return True
-        if spin_s > 0.0:
-            deadline = time.monotonic() + min(spin_s, timeout_s)
-            while time.monotonic() < deadline:
-                if self.has_news():
-                    return True
-                time.sleep(0)
+        if spin_s > 0.0 and poll_for(self.has_news, min(spin_s, timeout_s)):
+            return True
         self.listener.timed_wait(svc.duration(timeout_s))
         got = self.has_news()
         if not got:

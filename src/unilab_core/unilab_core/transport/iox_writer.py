@@ -48,6 +48,7 @@ from typing import Callable
 import numpy as np
 from unilab_core.transport import iox_service as svc
 from unilab_core.transport import shm
+from unilab_core.transport.channel import write_through_loan
 from unilab_core.transport.descriptor import Descriptor, layout_shapes, TensorSpec
 from unilab_core.transport.iox_layout import (ACK_GONE, ACK_REGISTER, byte_view,
                                               DESCRIPTOR_PREFIX, EVENT_CONNECTED, EVENT_DATA,
@@ -235,17 +236,7 @@ class IoxTensorWriter:
     def write(self, kind: str, seq: int, tensors: dict[str, np.ndarray], version: int = 0,
               stamp_ns: int = 0) -> Descriptor | None:
         """Copy ``tensors`` into a loaned sample and send it; return its descriptor."""
-        arrays = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
-        loan = self.loan({k: (a.shape, a.dtype) for k, a in arrays.items()})
-        if loan is None:
-            return None
-        try:
-            for k, a in arrays.items():
-                np.copyto(loan.tensors[k], a, casting='no')
-        except BaseException:
-            loan.abort()
-            raise
-        return loan.publish(kind, seq, version, stamp_ns)
+        return write_through_loan(self, kind, seq, tensors, version, stamp_ns)
 
     def loan(self, shapes: dict[str, tuple]) -> 'IoxLoan | None':
         """Return writable arrays inside a loaned sample (``{name: (shape, dtype)}``)."""

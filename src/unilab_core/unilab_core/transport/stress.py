@@ -20,6 +20,8 @@ import argparse
 import json
 import os
 import random
+import select
+import subprocess
 import sys
 import time
 
@@ -49,6 +51,24 @@ def check_pattern(view: np.ndarray, index: int) -> bool:
     with np.errstate(over='ignore'):
         expect = np.uint64(index) * K + np.arange(words.size, dtype=np.uint64)
     return bool(np.array_equal(words, expect))
+
+
+def spawn(*args: str, stdin=None) -> subprocess.Popen:
+    """Start ``python -m unilab_core.transport.stress ARGS`` (stdout piped, text)."""
+    return subprocess.Popen([sys.executable, '-m', 'unilab_core.transport.stress', *args],
+                            stdout=subprocess.PIPE, stdin=stdin, text=True,
+                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+
+
+def expect_line(proc: subprocess.Popen, prefix: str, timeout_s: float = 30.0) -> str:
+    """Return the helper's next line; AssertionError (helper killed) unless it starts so."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
+    if not ready:
+        proc.kill()
+        raise AssertionError(f'helper said nothing within {timeout_s} s (expected {prefix!r})')
+    line = proc.stdout.readline()
+    assert line.startswith(prefix), f'helper said {line!r}'
+    return line
 
 
 def _wait_segment(name: str, timeout_s: float = 20.0, **kw) -> RingReader:
