@@ -39,8 +39,9 @@ from unilab_bridge.tasks import make_task, UnknownTaskError
 from unilab_core import topics
 from unilab_core.config import BridgeSection, ConfigError, DisturbancesSection
 from unilab_core.joint_names import batched_joint_names
-from unilab_core.ros.joint_state_topic import (joint_state_msg, joint_state_tensors,
-                                               KIND as KIND_JOINT_STATE, names_key)
+from unilab_core.ros.joint_state_topic import (joint_state_capacity, joint_state_msg,
+                                               joint_state_tensors, KIND as KIND_JOINT_STATE,
+                                               names_key)
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.qos import sensor_qos
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
@@ -90,11 +91,10 @@ class BridgeNode(Node):
         qos = QoSProfile(depth=4)
         # Joint states through the transport (arrays in-process, no DDS); plain ROS
         # readers get sensor_msgs/JointState (unilab_core.ros.joint_state_topic).
-        n_j = len(self.task.joint_names)
         self.js_pub = TensorPublisher(
             self, topics.JOINT_STATES,
-            batch_capacity({f: (self.num_envs, n_j) for f in ('p', 'v', 'e')}, itemsize=8),
-            qos=qos, standard_type=JointState, to_standard=joint_state_msg(js_names))
+            joint_state_capacity(self.num_envs, len(self.task.joint_names)), qos=qos,
+            standard_type=JointState, to_standard=joint_state_msg(js_names))
         # Zero-copy transport for the task state; the safe command is accepted from the
         # transport and from a plain TensorBatch publisher alike.
         n, e = self.num_envs, self.task.extras_dim

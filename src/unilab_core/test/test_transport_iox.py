@@ -249,3 +249,21 @@ def test_bad_header_is_a_counted_layout_error_and_the_reader_goes_on(domain):
     got.release()
     tr.close()
     w.close()
+
+
+def test_latched_late_reader_gets_the_newest_message_at_once(domain):
+    w = IoxTensorWriter('/t/weights', 256, 4, 'reliable', domain=domain, latched=True)
+    for v in (1, 2, 3):
+        w.write('weights', 0, {'flat': np.full(4, v, np.float32)}, version=v)
+    r = _reader(w)  # joins after the writes: the writer hands it the history on connect
+    deadline = time.monotonic() + 5.0
+    got = None
+    while got is None and time.monotonic() < deadline:
+        r.wait(0.1)
+        got = r.read()
+    assert got is not None, 'a latched writer did not hand its last message to a late reader'
+    assert got.descriptor.version == 3 and got.tensors['flat'].tolist() == [3.0] * 4
+    got.release()
+    assert r.read() is None  # only the newest, not the older versions
+    r.close()
+    w.close()

@@ -41,6 +41,12 @@ def names_key(names: list[str]) -> np.ndarray:
     return np.frombuffer(digest, np.int64).copy()
 
 
+def joint_state_capacity(num_envs: int, n_joints: int) -> int:
+    """Return the ring-slot bytes of one joint-state message (three float64 ``[N, J]``)."""
+    from unilab_core.ros.tensor_topic import batch_capacity
+    return batch_capacity({f: (num_envs, n_joints) for f in FIELDS}, itemsize=8)
+
+
 def joint_state_tensors(key: np.ndarray, position, velocity, effort) -> dict[str, np.ndarray]:
     """Return the tensors of one joint-state message (fresh float64 ``[N, J]`` arrays)."""
     return {'position': np.array(position, dtype=np.float64),

@@ -18,6 +18,10 @@ Delivery policies, mapped onto the service's settings:
 * ``latest``: each subscriber buffers 1 sample with safe overflow (the
   newest replaces an unread one: counted as a skip by the reader), history
   1; the writer never waits.
+* history: 1 for ``latest`` and latched topics (a late reader of the
+  weights gets the newest version only), ``slots`` for other ``reliable``
+  topics (a reader that subscribed after its first descriptor still gets
+  the messages since).
 * ``reliable``: buffers of ``2 * slots`` without overflow and the
   ``DiscardData`` backpressure strategy at the library level, plus a window
   of ``slots`` messages enforced here: each reader publishes the index of
@@ -100,7 +104,9 @@ class IoxTensorWriter:
         self.service = svc.pubsub(self.service_name, create={
             'max_publishers': MAX_WRITERS, 'max_subscribers': MAX_READERS,
             'buffer': 2 * self.n_slots if reliable else 1,
-            'history': self.n_slots if reliable else 1,
+            # A late reader of a latched topic (weights) gets the newest message only;
+            # a reliable stream keeps the window for readers that subscribe mid-stream.
+            'history': self.n_slots if reliable and not latched else 1,
             'safe_overflow': not reliable, 'borrowed': BORROWED})
         have = self.service.static_config
         if have.has_safe_overflow == reliable:
