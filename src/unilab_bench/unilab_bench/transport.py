@@ -393,8 +393,9 @@ def _plot(results: dict, path: str) -> None:
     for ax, (rate, _) in zip(axes, RATES):
         for mode, res in results.items():
             lat = np.sort(np.asarray(res[rate]['lat_us']))
-            if lat.size:
-                ax.plot(lat, np.linspace(0, 1, lat.size), label=mode)
+            if lat.size:  # iceoryx2 dashed: the default colour cycle repeats after ten
+                ax.plot(lat, np.linspace(0, 1, lat.size), label=mode,
+                        linestyle='--' if mode.startswith('iox') else '-')
         ax.set_xscale('log')
         ax.set_xlabel('latency, publish call -> usable array [us]')
         ax.set_title(f'2.4 MB point cloud, {rate}')
