@@ -38,7 +38,8 @@ def _start(context):
                          namespace=arg('namespace'),
                          config_files=[arg('config')] if arg('config') else [],
                          run_dir=arg('run_dir') or None)
-    return [Node(**kw) for kw in launch_node_kwargs(run.graph, run.params_file)]
+    return [Node(**kw) for kw in launch_node_kwargs(run.graph, run.params_file,
+                                                    run.cfg.transport.backend)]
 
 
 def generate_launch_description():

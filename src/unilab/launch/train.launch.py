@@ -38,7 +38,7 @@ def _start(context):
     run = prepare_run([arg('config')] if arg('config') else [],
                       launch_overrides(arg('task'), arg('steps'), arg('num_envs'), arg('seed')),
                       run_dir=arg('run_dir') or None)
-    kwargs = launch_node_kwargs(run.graph, run.params_file)
+    kwargs = launch_node_kwargs(run.graph, run.params_file, run.cfg.transport.backend)
     nodes = [Node(**kw) for kw in kwargs]
     trainer = next(n for n, kw in zip(nodes, kwargs) if kw['name'] == run.graph.end_node)
     done = RegisterEventHandler(OnProcessExit(target_action=trainer,

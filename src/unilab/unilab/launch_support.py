@@ -5,21 +5,25 @@
 from __future__ import annotations
 
 from unilab_core.graph import Graph
+from unilab_core.transport import backend as transport_backend
 
 
-def launch_node_kwargs(graph: Graph, params_file) -> list[dict]:
+def launch_node_kwargs(graph: Graph, params_file, backend: str = 'ring') -> list[dict]:
     """
     Return the ``launch_ros.actions.Node`` keyword arguments for every node of ``graph``.
 
     They come from the same graph description (:mod:`unilab.graphs`) and the
     same parameter file the CLI uses (namespace and remappings included), so
-    the starters agree.
+    the starters agree; the transport ``backend`` (the configuration's
+    ``transport.backend``) reaches each process as ``UNILAB_TRANSPORT_BACKEND``,
+    the variable ``unilab train`` sets too.
     """
+    env = {transport_backend.ENV: transport_backend.check(backend)}
     return [
         {'package': s.package, 'executable': s.executable, 'name': s.name,
          'namespace': graph.namespace or '',
          'remappings': list(graph.remappings.get(s.name, {}).items()),
-         'parameters': [str(params_file)], 'output': 'screen'}
+         'parameters': [str(params_file)], 'output': 'screen', 'additional_env': env}
         for s in graph.nodes
     ]
 

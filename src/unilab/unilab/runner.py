@@ -16,6 +16,7 @@ from typing import Callable
 from unilab.prepare import PreparedRun
 from unilab.progress import ProgressDisplay
 from unilab_core.atomic import atomic_write_text
+from unilab_core.transport import backend
 
 
 def executable_path(package: str, executable: str) -> pathlib.Path:
@@ -172,7 +173,9 @@ def run_multiprocess(run: PreparedRun, progress: bool = True) -> dict:
 
 
 def run_graph(run: PreparedRun, progress: bool = True) -> dict:
-    """Run the graph in the configured process mode."""
+    """Run the graph in the configured process mode (and transport backend)."""
+    # One process-wide setting read by every TensorPublisher; node processes inherit it.
+    os.environ[backend.ENV] = run.cfg.transport.backend
     if run.cfg.run.process_mode == 'multiprocess':
         return run_multiprocess(run, progress)
     return run_composed(run, progress)
