@@ -69,7 +69,7 @@ def test_value_count_mismatch_raises():
 def test_non_finite_raises(bad):
     names = batched_joint_names(JOINTS, 1)
     index = JointStateIndex(JOINTS, 1)
-    with pytest.raises(JointLayoutError, match='NaN or Inf'):
+    with pytest.raises(JointLayoutError, match='NaN, Inf'):
         index.gather(names, _f64([0.0, bad, 1.0]), 'position')
 
 

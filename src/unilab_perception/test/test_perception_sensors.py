@@ -72,7 +72,8 @@ class Lidar(Node):
         js.velocity = array.array('d', [-0.25 * i for i in range(len(names))])
         self.js_pub.publish(js)
         self.task_pub.publish(make_batch('task_state', seq, {
-            'extras': np.array([[1.0], [2.0]]), 'reward': np.zeros(N)}, stamp_ns=stamp))
+            'extras': np.array([[1.0], [2.0]]), 'reward': np.zeros(N),
+            'terminated': np.zeros(N), 'truncated': np.zeros(N)}, stamp_ns=stamp))
 
 
 @pytest.fixture
@@ -138,7 +139,8 @@ def test_cloud_and_imu_reach_the_observation(graph):
     expected = node.pipeline.encode([node.pipeline.process(read_cloud(c)) for c in clouds])
     np.testing.assert_allclose(obs[:, 11:], expected, rtol=1e-5, atol=1e-6)
     assert not np.allclose(obs[0, 11:], obs[1, 11:])
-    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0}
+    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0,
+                             'withheld': 0, 'substituted': 0}
     assert node.diagnostics['frame_latency_ms'] and node.sensor_counters()['pointcloud'][
         'accepted'] == 1
 
@@ -172,7 +174,8 @@ def test_height_map_output_is_the_bev_grid(height_map_graph):
         expected = _height_map_by_hand(pts, -8.0, -6.0, 4.0, 3, 4)
         np.testing.assert_allclose(obs[env, 11:], expected, rtol=1e-6, atol=1e-6)
         assert expected[:12].sum() > 0 and np.ptp(expected[12:]) > 0  # occupied, varied
-    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0}
+    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0,
+                             'withheld': 0, 'substituted': 0}
 
 
 def test_malformed_cloud_is_dropped_counted_and_logged_once(graph):
@@ -188,8 +191,8 @@ def test_malformed_cloud_is_dropped_counted_and_logged_once(graph):
     assert spin_until(executor, lambda: node.counters['invalid'] == 4, 5.0)
     assert node.diagnostics['invalid'] == {'pointcloud/data_length': 2, 'pointcloud/empty': 1,
                                            'pointcloud/frame_id': 1}
-    assert node._logged_kinds == {'pointcloud/data_length', 'pointcloud/empty',
-                                  'pointcloud/frame_id'}
+    assert node.drops.logged == {'pointcloud/data_length': 1, 'pointcloud/empty': 1,
+                                 'pointcloud/frame_id': 1}
 
 
 @pytest.mark.parametrize('key,value,match', [

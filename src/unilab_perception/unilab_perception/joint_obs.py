@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from unilab_perception.ingest import MAX_MAGNITUDE, usable
+
 
 class JointLayoutError(ValueError):
     """A JointState does not carry the joints the policy expects."""
@@ -54,10 +56,12 @@ class JointStateIndex:
             raise JointLayoutError(
                 f'JointState `{field}` has {arr.size} values for {len(names)} names')
         idx = self.index_for(names)
-        out = arr[idx].astype(np.float32).reshape(self.num_envs, len(self.joint_names))
-        if not np.all(np.isfinite(out)):
-            raise JointLayoutError(f'JointState `{field}` contains NaN or Inf')
-        return out
+        # Checked in float32, the observation's precision: 1e300 rad/s is Inf there.
+        out, ok = usable(arr[idx])
+        if not ok.all():
+            raise JointLayoutError(f'JointState `{field}` contains NaN, Inf or values beyond '
+                                   f'+-{MAX_MAGNITUDE:g} in float32 ({int((~ok).sum())} of {ok.size})')
+        return out.reshape(self.num_envs, len(self.joint_names))
 
 
 def build_observation(q: np.ndarray | None, qd: np.ndarray | None, extras: np.ndarray,
