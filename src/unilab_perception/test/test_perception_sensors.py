@@ -98,7 +98,8 @@ def _connected(context, private_topics, params):
     executor.add_node(node)
     executor.add_node(lidar)
     assert spin_until(executor, lambda: (
-        lidar.cloud_pub.get_subscription_count() > 0 and lidar.imu_pub.get_subscription_count()
+        lidar.cloud_pub.get_subscription_count() > 0
+        and (node.imu is None or lidar.imu_pub.get_subscription_count())
         and lidar.js_pub.get_subscription_count() and lidar.task_pub.get_subscription_count()
         and node.pub.get_subscription_count() > 0), 5.0), 'discovery timed out'
     try:
@@ -208,3 +209,41 @@ def test_malformed_cloud_is_dropped_counted_and_logged_once(graph):
 def test_bad_parameters_name_the_key(context, key, value, match):
     with pytest.raises(ConfigError, match=match):
         PerceptionNode(context=context, parameter_overrides=_params(**{key: value}))
+
+
+@pytest.mark.parametrize('substitute', [False, True])
+def test_a_rejected_cloud_is_not_replaced_by_its_neighbour_unless_configured(
+        context, private_topics, substitute):
+    # slop (30 ms) reaches the previous step (20 ms): a neighbour could stand in.
+    params = _params(**{'sensors.imu': False, 'obs_dim': 2 * len(JOINTS) + E + F,
+                        'sync.slop_s': 0.03, 'sync.substitute_rejected': substitute})
+    for node, lidar, executor in _connected(context, private_topics, params):
+        def step(stamp, seq, bad_env=None):
+            # The clouds first (as the bridge publishes them), then the step that needs them.
+            received = node.cloud.counters['received'] + node.cloud.counters['rejected']
+            for env in range(N):
+                pts = lidar_scan(500, rings=4, seed=env)
+                if env == bad_env:
+                    pts['x'] = np.nan  # every point: the cloud is refused (`empty`)
+                lidar.cloud_pub.publish(make_cloud(pts, stamp, f'env{env}/lidar'))
+            assert spin_until(executor, lambda: node.cloud.counters['received']
+                              + node.cloud.counters['rejected'] > received, 5.0)
+            lidar.step(stamp, seq)
+
+        s1, s2 = 10**9, 10**9 + 20_000_000
+        step(s1, 1)
+        assert spin_until(executor, lambda: len(lidar.received) == 1, 10.0)
+        step(s2, 2, bad_env=0)
+        assert spin_until(executor, lambda: node.counters['invalid'] == 1, 5.0)
+        if substitute:  # served by step 1's clouds, and the count says so
+            assert spin_until(executor, lambda: len(lidar.received) == 2, 5.0)
+            assert node.counters['substituted'] == 1 and node.counters['withheld'] == 0
+            continue
+        spin_until(executor, lambda: len(lidar.received) > 1, 0.5)
+        assert len(lidar.received) == 1 and node.counters['withheld'] == 1
+        # A re-sent step (the bridge re-publishes on its timeout) brings valid clouds.
+        step(s2, 2)
+        assert spin_until(executor, lambda: len(lidar.received) == 2, 10.0)
+        assert read_batch(lidar.received[1]).seq == 2
+        assert node.counters['substituted'] == 0 and node.counters['withheld'] == 1
+        assert node.sensor_counters()['pointcloud']['rejected'] == 1

@@ -286,7 +286,8 @@ def cloud_field(cloud: np.ndarray, name: str, keep: np.ndarray | None = None,
             raise InvalidMessage('missing_field', f'cloud has no field `{name}`')
         n = cloud.shape[0] if keep is None else int(np.count_nonzero(keep))
         return np.full(n, default, np.float32)
-    out = cloud[name].astype(np.float32)
+    with np.errstate(over='ignore', invalid='ignore'):
+        out = cloud[name].astype(np.float32)
     return out if keep is None else out[keep]
 
 
@@ -377,9 +378,11 @@ def read_imu(msg, norm_tol: float = 1e-3) -> ImuSample:
         quat = np.array([o.x, o.y, o.z, o.w], np.float64)
         if not np.all(np.isfinite(quat)):
             raise InvalidMessage('nonfinite_imu', 'Imu `orientation` contains NaN or Inf')
-        if abs(float(np.linalg.norm(quat)) - 1.0) > norm_tol:
-            raise InvalidMessage('orientation_norm', f'Imu orientation has norm '
-                                 f'{np.linalg.norm(quat):.4f}, expected 1')
+        with np.errstate(over='ignore'):
+            norm = float(np.linalg.norm(quat))
+        if abs(norm - 1.0) > norm_tol:
+            raise InvalidMessage('orientation_norm', f'Imu orientation has norm {norm:.4g}, '
+                                 'expected 1')
     return ImuSample(stamp_ns(msg.header), quat, gyro, acc)
 
 

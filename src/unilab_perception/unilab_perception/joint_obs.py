@@ -60,7 +60,8 @@ class JointStateIndex:
         out, ok = usable(arr[idx])
         if not ok.all():
             raise JointLayoutError(f'JointState `{field}` contains NaN, Inf or values beyond '
-                                   f'+-{MAX_MAGNITUDE:g} in float32 ({int((~ok).sum())} of {ok.size})')
+                                   f'+-{MAX_MAGNITUDE:g} in float32 ({int((~ok).sum())} of '
+                                   f'{ok.size})')
         return out.reshape(self.num_envs, len(self.joint_names))
 
 

@@ -44,8 +44,7 @@ from unilab_perception.ingest import (check_task_state, check_values, InvalidMes
                                       read_cloud, read_image, read_imu, stamp_ns)
 from unilab_perception.joint_obs import JointLayoutError, JointStateIndex
 from unilab_perception.params import SECTIONS
-from unilab_perception.timesync import (
-    interpolate_quaternion, interpolate_vector, SensorBuffer, used_stamps)
+from unilab_perception.timesync import interpolate_vector, SensorBuffer, used_stamps
 
 #: Unmatched messages kept per source while waiting for the partner stamp.
 MAX_PENDING = 32
@@ -306,9 +305,12 @@ class PerceptionNode(Node):
             return None
         stamps = np.array([s for s, _ in with_q], np.float64) * 1e-9
         quats = np.array([q for _, q in with_q])
-        ref = interpolate_quaternion(buf, cloud_stamp, self.slop_ns, key=lambda v: v.orientation)
-        if ref is None:
+        # Only samples with an orientation (an Imu without one, covariance[0] = -1, is
+        # valid for the rates but has nothing to interpolate): covered within slop.
+        slop = self.slop_ns * 1e-9
+        if not stamps[0] - slop <= cloud_stamp * 1e-9 <= stamps[-1] + slop:
             return None
+        ref = cloud_ops.interpolate_orientation(stamps, quats, np.array([cloud_stamp * 1e-9]))[0]
 
         def rotation(times):
             t = cloud_stamp * 1e-9 + times

@@ -102,7 +102,8 @@ class CloudPipeline:
                                          'time', 'nonfinite_time')
                     quats, ref = point_rotation(times.astype(np.float64))
                     pts = self._host(pts)  # our own array either way: written in place
-                    pts[:, :3] = cloud_ops.deskew(pts[:, :3], quats, ref)
+                    pts[:, :3] = check_values(cloud_ops.deskew(pts[:, :3], quats, ref),
+                                              'de-skewed points', 'nonfinite_deskew')
                 continue
             if stage == 'voxel':
                 if pts.shape[0]:
