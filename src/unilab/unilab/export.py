@@ -15,7 +15,7 @@ ONNX_TOLERANCE = 1e-5
 def load_bundle(run_dir: str | pathlib.Path):
     """Rebuild the policy bundle of a run from its parameters and latest checkpoint."""
     import torch
-    from unilab_policy.checkpoint import load_checkpoint
+    from unilab_policy.checkpoint import load_checkpoint, one_line, restoring
     from unilab_policy.history import policy_input_dim
     from unilab_policy.models import make_actor_critic, PolicyBundle
     from unilab_policy.normalizer import EmpiricalNormalization
@@ -26,14 +26,20 @@ def load_bundle(run_dir: str | pathlib.Path):
     if not params_file.is_file() or not ckpt.is_file():
         raise ConfigError(f'{run_dir}: not a run directory with a checkpoint '
                           '(needs graph_params.yaml and checkpoints/latest.pt)')
-    p = yaml.safe_load(params_file.read_text())['policy']['ros__parameters']
-    # The network's input: the observation plus the policy's last actions, if configured.
-    width = policy_input_dim(p['obs_dim'], p['act_dim'], p['model'].get('action_history', 0))
-    ac = make_actor_critic(width, p['act_dim'], p['model'])
-    bundle = PolicyBundle(ac, EmpiricalNormalization(width, clip=p['normalization']['clip']))
-    state = load_checkpoint(ckpt, map_location='cpu')
-    bundle.load_state_dict(state['bundle'])
-    use_norm = bool(p['normalization']['observations'])
+    try:
+        p = yaml.safe_load(params_file.read_text())['policy']['ros__parameters']
+        # The network's input: the observation plus the policy's last actions, if configured.
+        width = policy_input_dim(p['obs_dim'], p['act_dim'], p['model'].get('action_history', 0))
+        ac = make_actor_critic(width, p['act_dim'], p['model'])
+        bundle = PolicyBundle(ac, EmpiricalNormalization(width, clip=p['normalization']['clip']))
+        use_norm = bool(p['normalization']['observations'])
+    except (yaml.YAMLError, UnicodeDecodeError, KeyError, TypeError, ValueError,
+            AttributeError, RuntimeError) as exc:
+        raise ConfigError(f'{params_file}: not the parameter file of a run ({one_line(exc)})'
+                          ) from None
+    state = load_checkpoint(ckpt, map_location='cpu', required=('bundle',))
+    with restoring(ckpt):
+        bundle.load_state_dict(state['bundle'])
     return bundle.to(torch.device('cpu')).eval(), width, use_norm
 
 

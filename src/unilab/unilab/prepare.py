@@ -100,4 +100,20 @@ def prepare_run(config_files: list[str] | None = None, overrides: dict | None = 
     limits_file = resolve_limits_file(cfg, info, limits, rd)
     graph = describe_graph(cfg, info, rd, limits_file, resume=str(rd) if resume else '')
     params = graph.write_params(rd / 'graph_params.yaml')
+    if resume:
+        check_resumable(rd)
     return PreparedRun(cfg, info, rd, graph, params, limits_file)
+
+
+def check_resumable(run_dir: pathlib.Path) -> None:
+    """
+    Refuse a run whose ``latest.pt`` cannot be resumed, before any node starts.
+
+    The trainer node would find out only after the graph is up (in its own
+    process with ``--multiprocess``); here the error is one line naming the file.
+    """
+    from unilab.export import load_bundle
+    from unilab_policy.checkpoint import load_checkpoint
+    from unilab_policy.trainer import RESUME_KEYS
+    load_checkpoint(run_dir / 'checkpoints' / 'latest.pt', required=RESUME_KEYS)
+    load_bundle(run_dir)  # the weights fit the run's model

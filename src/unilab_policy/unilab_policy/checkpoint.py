@@ -10,11 +10,19 @@ A checkpoint is a plain dict, e.g.::
 
 Only tensors, numbers, strings, bools, None and dict/list/tuple containers are allowed so
 ``torch.load(weights_only=True)`` can read it without executing pickled code.
+
+A file that cannot be used raises :class:`CheckpointError` with one line naming
+the file and the problem: corrupt or truncated, not a dict, a newer version,
+a key the reader needs is missing, NaN/Inf in any number or floating tensor
+(a checkpoint never holds one: the trainer rejects non-finite updates), or
+(:func:`restoring`) contents that do not fit the model being restored.
 """
 
+import contextlib
+import math
 import os
 import random
-from typing import Optional, Union
+from typing import Iterator, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -25,6 +33,12 @@ CHECKPOINT_VERSION = 1
 
 class CheckpointError(RuntimeError):
     """A checkpoint file is unreadable, truncated, or from an incompatible version."""
+
+
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """Return ``Type: message`` on one line (torch's messages span many), at most ``limit``."""
+    text = f'{type(exc).__name__}: ' + ' '.join(str(exc).split())
+    return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
 def save_checkpoint(path: Union[str, os.PathLike], state: dict) -> None:
@@ -41,12 +55,14 @@ def save_checkpoint(path: Union[str, os.PathLike], state: dict) -> None:
 
 
 def load_checkpoint(path: Union[str, os.PathLike],
-                    map_location: Optional[Union[str, torch.device]] = 'cpu') -> dict:
+                    map_location: Optional[Union[str, torch.device]] = 'cpu',
+                    required: Sequence[str] = ()) -> dict:
     """
     Load a checkpoint with ``torch.load(weights_only=True)``.
 
     Raises ``FileNotFoundError`` for a missing file and ``CheckpointError`` for a corrupt or
-    truncated file, a non-dict payload, or a ``version`` newer than this code understands.
+    truncated file, a non-dict payload, a ``version`` newer than this code understands, a
+    missing ``required`` key, or a NaN/Inf anywhere in it.
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
@@ -55,14 +71,59 @@ def load_checkpoint(path: Union[str, os.PathLike],
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises RuntimeError/EOFError/UnpicklingError/...
         raise CheckpointError(f'checkpoint {path} is corrupt or truncated '
-                              f'({type(exc).__name__}: {exc})') from exc
+                              f'({one_line(exc)})') from exc
     if not isinstance(state, dict):
         raise CheckpointError(f'checkpoint {path} holds {type(state).__name__}, expected dict')
     version = state.get('version')
-    if not isinstance(version, int) or version > CHECKPOINT_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version > CHECKPOINT_VERSION:
         raise CheckpointError(f'checkpoint {path} has version {version!r}; this code reads '
                               f'versions <= {CHECKPOINT_VERSION}')
+    missing = [k for k in required if k not in state]
+    if missing:
+        raise CheckpointError(f'checkpoint {path} lacks {missing} (has {sorted(map(str, state))})')
+    where = _first_nonfinite(state)
+    if where is not None:
+        raise CheckpointError(f'checkpoint {path} holds NaN or Inf in `{where}`')
     return state
+
+
+def _first_nonfinite(value, where: str = '') -> Optional[str]:
+    """Return the key path of the first NaN/Inf number or floating tensor in ``value``."""
+    if isinstance(value, torch.Tensor):
+        if (value.is_floating_point() or value.is_complex()) and value.numel() \
+                and not bool(torch.isfinite(value).all()):
+            return where or '.'
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (where or '.')
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    for k, v in items:
+        found = _first_nonfinite(v, f'{where}.{k}' if where else str(k))
+        if found is not None:
+            return found
+    return None
+
+
+@contextlib.contextmanager
+def restoring(path: Union[str, os.PathLike]) -> Iterator[None]:
+    """
+    Turn contents that do not fit the object being restored into one-line CheckpointErrors.
+
+    ``load_state_dict`` of a wrong shape, a key of the wrong type, a missing
+    entry: each raises its own exception type with a multi-line message.
+    """
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except (KeyError, TypeError, ValueError, RuntimeError, IndexError, AttributeError) as exc:
+        raise CheckpointError(f'checkpoint {os.fspath(path)} does not fit: '
+                              f'{one_line(exc)}') from None
 
 
 def capture_rng_state() -> dict:

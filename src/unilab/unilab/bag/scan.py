@@ -1,0 +1,524 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+Read a bag's storage files record by record, keeping what is readable and saying what is not.
+
+rosbags reads an intact bag well, but on a damaged one it either stops with
+an exception from deep inside (``OverflowError``, ``ReaderError``) or skips
+what it cannot parse without a word: a 4 KiB overwrite in an MCAP chunk makes
+it drop every message whose header no longer names a known channel or a time
+inside the chunk. This module is the check behind ``unilab bag info``,
+``bag recover`` and the refusal of damaged bags by every reader:
+
+MCAP (https://mcap.dev/spec): the data section is walked record by record
+with every length checked against the file. A chunk is decompressed (CRC
+checked when the writer stored one) and its records walked the same way; each
+message must name a channel defined before it and carry a time inside its
+chunk's range. Where a record is cut off or overwritten, reading resumes at
+the next chunk (from the summary's chunk index, else the next bytes that parse
+as a chunk), and inside a chunk at the messages its message index lists.
+
+sqlite3 (rosbag2's schema): rows are read in id order; where a damaged page
+stops the query, the following ids are tried one by one until rows read
+again. A row must have an integer id, time stamp, a known topic and a blob.
+
+Messages are yielded as ``(topic, msgtype, msgdef, timestamp, raw)`` in file
+order; :class:`Scan` collects the per-topic counts, the connections and a
+list of problems (where, what).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import mmap
+import pathlib
+import sqlite3
+import struct
+from typing import Iterator
+
+MAGIC = b'\x89MCAP0\r\n'
+FOOTER_LEN = 37  # opcode 1 + length 8 + summary_start 8 + summary_offset_start 8 + crc 4 + magic 8
+OP_HEADER, OP_FOOTER, OP_SCHEMA, OP_CHANNEL, OP_MESSAGE, OP_CHUNK, OP_MESSAGE_INDEX = (
+    0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07)
+OP_CHUNK_INDEX, OP_STATISTICS, OP_DATA_END = 0x08, 0x0B, 0x0F
+KNOWN_OPS = set(range(0x01, 0x10))
+COMPRESSIONS = ('', 'lz4', 'zstd')
+
+Message = tuple  # (topic, msgtype, msgdef, timestamp_ns, raw bytes)
+
+
+class ScanError(Exception):
+    """Nothing of the file is readable as a bag (not MCAP / sqlite3, empty, unreadable)."""
+
+
+@dataclasses.dataclass
+class Scan:
+    """What reading a bag's files found."""
+
+    #: topic -> (msgtype, message definition text)
+    connections: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
+    #: topic -> messages that read intact
+    readable: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: topic -> messages the file's own index / statistics say it holds ({} if it has none)
+    indexed: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: topic -> messages the bag's metadata.yaml says it holds (preferred over ``indexed``)
+    expected: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: topic -> messages that read intact but whose bytes do not decode (found by readers)
+    undecodable: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: 'FILE: byte N: what' / 'FILE: row id N: what', in file order
+    problems: list[str] = dataclasses.field(default_factory=list)
+    start_ns: int | None = None
+    end_ns: int | None = None
+
+    @property
+    def lost(self) -> dict[str, int]:
+        """Return per topic the messages the bag should hold but that cannot be used."""
+        expected = self.expected or self.indexed
+        out = {}
+        for topic in sorted(set(expected) | set(self.undecodable)):
+            n = (expected.get(topic, self.readable.get(topic, 0)) - self.readable.get(topic, 0)
+                 + self.undecodable.get(topic, 0))
+            if n > 0:
+                out[topic] = n
+        return out
+
+    @property
+    def damaged(self) -> bool:
+        """Return True if anything in the files could not be read as written."""
+        return bool(self.problems or self.lost)
+
+    def describe(self) -> str:
+        """Return one line: how much is lost, per topic, and the first problem."""
+        expected = self.expected or self.indexed
+        lost = self.lost
+        total = sum(expected.values()) if expected else None
+        head = (f'{sum(lost.values()):,} of {total:,} messages unreadable' if total is not None
+                else f'{sum(lost.values()):,} messages unreadable (the bag has no counts)')
+        per = ', '.join(f'{t} {n:,}' for t, n in lost.items())
+        first = f'; first problem: {self.problems[0]}' if self.problems else ''
+        more = f' (+{len(self.problems) - 1} more)' if len(self.problems) > 1 else ''
+        return head + (f' ({per})' if per else '') + first + more
+
+    def note(self, where: str, what: str) -> None:
+        """Record one problem (at most 100 are kept: the count says the rest)."""
+        if len(self.problems) < 100:
+            self.problems.append(f'{where}: {what}')
+
+    def count(self, topic: str, timestamp: int) -> None:
+        """Count one readable message."""
+        self.readable[topic] = self.readable.get(topic, 0) + 1
+        self.start_ns = timestamp if self.start_ns is None else min(self.start_ns, timestamp)
+        self.end_ns = timestamp if self.end_ns is None else max(self.end_ns, timestamp)
+
+
+def scan_file(path: pathlib.Path, scan: Scan) -> Iterator[Message]:
+    """Yield the readable messages of one ``.mcap`` or ``.db3`` file; note problems in ``scan``."""
+    if path.suffix == '.mcap':
+        return _scan_mcap(path, scan)
+    if path.suffix == '.db3':
+        return _scan_sqlite(path, scan)
+    raise ScanError(f'{path}: not a rosbag2 storage file (.mcap or .db3)')
+
+
+# ------------------------------------------------------------------ MCAP
+class _Buf:
+    """Bounds-checked little-endian reads from a bytes-like object."""
+
+    def __init__(self, data, start: int = 0, end: int | None = None):
+        self.data = data
+        self.pos = start
+        self.end = len(data) if end is None else end
+
+    def take(self, n: int):
+        if n < 0 or self.pos + n > self.end:
+            raise ValueError(f'needs {n} bytes at {self.pos}, record ends at {self.end}')
+        out = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def u16(self) -> int:
+        return struct.unpack('<H', self.take(2))[0]
+
+    def u32(self) -> int:
+        return struct.unpack('<I', self.take(4))[0]
+
+    def u64(self) -> int:
+        return struct.unpack('<Q', self.take(8))[0]
+
+    def string(self, limit: int = 1 << 20) -> str:
+        n = self.u32()
+        if n > limit:
+            raise ValueError(f'string of {n} bytes')
+        return bytes(self.take(n)).decode()
+
+
+@dataclasses.dataclass
+class _Mcap:
+    """Schemas and channels known so far, and the summary's chunk starts."""
+
+    path: pathlib.Path
+    scan: Scan
+    schemas: dict = dataclasses.field(default_factory=dict)  # id -> (name, data)
+    channels: dict = dataclasses.field(default_factory=dict)  # id -> topic
+    chunk_starts: list = dataclasses.field(default_factory=list)
+
+    def where(self, pos: int) -> str:
+        return f'{self.path.name}: byte {pos:,}'
+
+    def schema(self, body) -> None:
+        b = _Buf(body)
+        sid = b.u16()
+        name = b.string()
+        b.string()  # encoding
+        data = b.string(1 << 24)
+        self.schemas[sid] = (name, data)
+
+    def channel(self, body) -> None:
+        b = _Buf(body)
+        cid, sid = b.u16(), b.u16()
+        topic = b.string()
+        name, data = self.schemas.get(sid, ('', ''))
+        self.channels[cid] = topic
+        self.scan.connections.setdefault(topic, (name, data))
+
+    def message(self, body, pos: int, lo: int = 0, hi: int = 2**64 - 1):
+        """Return ``(topic, ts, raw)`` of a valid message record body, else None (noted)."""
+        if len(body) < 22:
+            self.scan.note(self.where(pos), f'message record of {len(body)} bytes')
+            return None
+        cid, _seq, log_time, _pub = struct.unpack_from('<HIQQ', body, 0)
+        if cid not in self.channels:
+            self.scan.note(self.where(pos), f'message names unknown channel {cid}')
+            return None
+        if not lo <= log_time <= hi:
+            self.scan.note(self.where(pos), f'message time {log_time} outside its chunk '
+                           f'[{lo}, {hi}]')
+            return None
+        return self.channels[cid], log_time, bytes(body[22:])
+
+
+def _records(data, start: int, end: int):
+    """Yield ``(pos, opcode, body_start, body_end)``; ``(pos, None, ...)`` at a bad record."""
+    pos = start
+    while pos < end:
+        if pos + 9 > end:
+            yield pos, None, pos, end
+            return
+        op = data[pos]
+        (length,) = struct.unpack_from('<Q', data, pos + 1)
+        if op not in KNOWN_OPS or length > end - pos - 9:
+            yield pos, None, pos, end
+            return
+        yield pos, op, pos + 9, pos + 9 + length
+        pos += 9 + length
+
+
+def _chunk_parts(body):
+    """Return ``(start, end, uncompressed size, crc, compression, compressed bytes)`` or raise."""
+    b = _Buf(body)
+    start, end, usize, crc = b.u64(), b.u64(), b.u64(), b.u32()
+    compression = b.string(64)
+    csize = b.u64()
+    if compression not in COMPRESSIONS:
+        raise ValueError(f'unknown compression {compression!r}')
+    if b.pos + csize != len(body):
+        raise ValueError(f'compressed size {csize} does not fill the chunk record')
+    return start, end, usize, crc, compression, b.take(csize)
+
+
+def _plausible_chunk(data, pos: int, end: int) -> bool:
+    """Return True if the bytes at ``pos`` parse as a whole chunk record ending by ``end``."""
+    try:
+        (length,) = struct.unpack_from('<Q', data, pos + 1)
+        if data[pos] != OP_CHUNK or length < 40 or pos + 9 + length > end:
+            return False
+        _chunk_parts(memoryview(data)[pos + 9:pos + 9 + length])
+        return True
+    except (ValueError, struct.error, UnicodeDecodeError, IndexError):
+        return False
+
+
+def _next_chunk(m: _Mcap, data, pos: int, end: int) -> int | None:
+    """Return the start of the next chunk after ``pos`` (summary index, else a search)."""
+    for start in m.chunk_starts:
+        if pos < start < end:
+            return start
+    if m.chunk_starts:
+        return None
+    at = data.find(bytes([OP_CHUNK]), pos + 1, end)
+    while at != -1:
+        if _plausible_chunk(data, at, end):
+            return at
+        at = data.find(bytes([OP_CHUNK]), at + 1, end)
+    return None
+
+
+def _summary(m: _Mcap, data, start: int, end: int) -> None:
+    """Read schemas, channels, chunk starts and statistics from the summary section."""
+    stats = None
+    for pos, op, b0, b1 in _records(data, start, end):
+        if op is None:
+            m.scan.note(m.where(pos), 'summary section damaged')
+            break
+        body = memoryview(data)[b0:b1]
+        try:
+            if op == OP_SCHEMA:
+                m.schema(body)
+            elif op == OP_CHANNEL:
+                m.channel(body)
+            elif op == OP_CHUNK_INDEX:
+                m.chunk_starts.append(struct.unpack_from('<Q', body, 16)[0])
+            elif op == OP_STATISTICS:
+                b = _Buf(body, 42)
+                n = b.u32()
+                stats = dict(struct.unpack_from('<HQ', body, 46 + 10 * i) for i in range(n // 10))
+        except (ValueError, struct.error, UnicodeDecodeError) as exc:
+            m.scan.note(m.where(pos), f'summary record damaged ({exc})')
+    m.chunk_starts.sort()
+    if stats is not None:
+        for cid, n in stats.items():
+            if cid in m.channels:
+                topic = m.channels[cid]
+                m.scan.indexed[topic] = m.scan.indexed.get(topic, 0) + n
+
+
+def _scan_mcap(path: pathlib.Path, scan: Scan) -> Iterator[Message]:
+    from rosbags.rosbag2.errors import ReaderError
+    from rosbags.rosbag2.storage_mcap import decompress
+    try:
+        with open(path, 'rb') as f:
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as exc:  # ValueError: an empty file cannot be mapped
+        raise ScanError(f'{path}: cannot read ({exc})') from None
+    if data[:8] != MAGIC:
+        raise ScanError(f'{path}: not an MCAP file (no MCAP magic)')
+    m = _Mcap(path, scan)
+    size = len(data)
+    end = size
+    footer = size - FOOTER_LEN
+    if size >= 8 + FOOTER_LEN and data[size - 8:] == MAGIC and data[footer] == OP_FOOTER:
+        (summary_start,) = struct.unpack_from('<Q', data, footer + 9)
+        end = footer
+        if summary_start:
+            if 8 <= summary_start <= footer:
+                _summary(m, data, summary_start, footer)
+                end = summary_start
+            else:
+                scan.note(m.where(footer), 'footer points outside the file')
+    else:
+        scan.note(m.where(size), 'no MCAP footer (recording killed, or the end is damaged)')
+    pos = 8
+    while pos < end:
+        bad = None
+        for rpos, op, b0, b1 in _records(data, pos, end):
+            pos = b1
+            if op is None:
+                bad = rpos
+                break
+            body = memoryview(data)[b0:b1]
+            try:
+                if op == OP_SCHEMA:
+                    m.schema(body)
+                elif op == OP_CHANNEL:
+                    m.channel(body)
+                elif op == OP_MESSAGE:
+                    got = m.message(body, rpos)
+                    if got is not None:
+                        yield _emit(scan, got)
+                elif op == OP_CHUNK:
+                    indexed = _message_index(data, b1, end)
+                    yield from _scan_chunk(m, body, rpos, indexed, decompress, ReaderError)
+                elif op == OP_DATA_END:
+                    pos = end
+                    break
+            except (ValueError, struct.error, UnicodeDecodeError) as exc:
+                scan.note(m.where(rpos), f'record (opcode {op:#04x}) damaged: {exc}')
+        if bad is None:
+            break
+        nxt = _next_chunk(m, data, bad, end)
+        what = 'record cut off or overwritten'
+        scan.note(m.where(bad), f'{what}; reading resumes at byte {nxt:,}' if nxt is not None
+                  else f'{what}; nothing readable after it')
+        if nxt is None:
+            break
+        pos = nxt
+
+
+def _emit(scan: Scan, got) -> Message:
+    topic, ts, raw = got
+    scan.count(topic, ts)
+    msgtype, msgdef = scan.connections.get(topic, ('', ''))
+    return topic, msgtype, msgdef, ts, raw
+
+
+def _message_index(data, pos: int, end: int) -> dict[int, tuple[int, int]]:
+    """Return ``{offset in chunk: (channel, log_time)}`` from the index records after a chunk."""
+    out = {}
+    for _, op, b0, b1 in _records(data, pos, end):
+        if op != OP_MESSAGE_INDEX:
+            break
+        try:
+            b = _Buf(data, b0, b1)
+            cid = b.u16()
+            n = b.u32()
+            for _ in range(n // 16):
+                ts, offset = b.u64(), b.u64()
+                out[offset] = (cid, ts)
+        except ValueError:
+            break
+    return out
+
+
+def _scan_chunk(m: _Mcap, body, pos: int, indexed: dict, decompress, reader_error
+                ) -> Iterator[Message]:
+    """Yield the valid messages of one chunk record at ``pos``."""
+    try:
+        lo, hi, usize, crc, compression, blob = _chunk_parts(body)
+        records = decompress(bytes(blob), compression, usize, crc)
+    except (ValueError, struct.error, UnicodeDecodeError, reader_error) as exc:
+        m.scan.note(m.where(pos), f'chunk damaged, its messages are lost ({exc})')
+        return
+    seen = set()
+    broken = None
+    for rpos, op, b0, b1 in _records(records, 0, len(records)):
+        if op is None:
+            broken = rpos
+            break
+        rec = memoryview(records)[b0:b1]
+        try:
+            if op == OP_SCHEMA:
+                m.schema(rec)
+            elif op == OP_CHANNEL:
+                m.channel(rec)
+            elif op == OP_MESSAGE:
+                got = m.message(rec, pos, lo, hi)
+                if got is not None:
+                    seen.add(rpos)
+                    yield _emit(m.scan, got)
+        except (ValueError, struct.error, UnicodeDecodeError) as exc:
+            m.scan.note(m.where(pos), f'chunk record at {rpos} damaged: {exc}')
+    if broken is None:
+        return
+    # The chunk's message index lists every message's offset: read those after the damage.
+    rescued = 0
+    for off in sorted(o for o in indexed if o > broken and o not in seen):
+        cid, ts = indexed[off]
+        got = None
+        if off + 9 + 22 <= len(records) and records[off] == OP_MESSAGE:
+            (length,) = struct.unpack_from('<Q', records, off + 1)
+            if 22 <= length <= len(records) - off - 9:
+                rec = memoryview(records)[off + 9:off + 9 + length]
+                if struct.unpack_from('<H', rec, 0)[0] == cid \
+                        and struct.unpack_from('<Q', rec, 6)[0] == ts:
+                    got = m.message(rec, pos, lo, hi)
+        if got is not None:
+            rescued += 1
+            yield _emit(m.scan, got)
+    m.scan.note(m.where(pos), f'chunk records damaged from offset {broken:,} of '
+                f'{len(records):,}; {rescued} later message(s) read again from its index')
+
+
+def seal_chunks(path: pathlib.Path, start: int = 8) -> int:
+    """
+    Write the CRC-32 of each complete chunk's records into its header, from byte ``start``.
+
+    rosbags writes chunks with CRC 0 ("not computed"), which leaves a damaged
+    payload undetectable. Chunks are only appended, so a complete chunk can be
+    sealed in place (also while the writer appends after it). Returns where
+    the next unsealed record starts.
+    """
+    import zlib
+    from rosbags.rosbag2.storage_mcap import decompress
+    with open(path, 'r+b') as f:
+        data = f.read()
+        pos = start
+        for rpos, op, b0, b1 in _records(data, start, len(data)):
+            if op is None:
+                break
+            if op == OP_CHUNK:
+                try:
+                    lo, hi, usize, crc, compression, blob = _chunk_parts(memoryview(data)[b0:b1])
+                except (ValueError, struct.error, UnicodeDecodeError):
+                    break
+                if crc == 0:
+                    records = decompress(bytes(blob), compression, usize, 0)
+                    f.seek(b0 + 24)
+                    f.write(struct.pack('<I', zlib.crc32(records)))
+            pos = b1
+    return pos
+
+
+# ------------------------------------------------------------------ sqlite3
+_ROWS = 'SELECT id, topic_id, timestamp, data FROM messages'
+
+
+def _scan_sqlite(path: pathlib.Path, scan: Scan) -> Iterator[Message]:
+    where = path.name
+    try:
+        con = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
+        con.text_factory = bytes  # a damaged text cell must not stop the query with a decode error
+        topics = {int(i): (n.decode(), t.decode())
+                  for i, n, t in con.execute('SELECT id, name, type FROM topics')}
+    except (sqlite3.Error, ValueError, UnicodeDecodeError, AttributeError) as exc:
+        raise ScanError(f'{path}: not a readable sqlite3 bag ({exc})') from None
+    try:
+        try:
+            defs = {t.decode(): d.decode() for t, d in con.execute(
+                'SELECT topic_type, encoded_message_definition FROM message_definitions')}
+        except (sqlite3.Error, UnicodeDecodeError, AttributeError):
+            defs = {}  # older bags have no such table; a damaged one loses only definitions
+        for name, msgtype in topics.values():
+            scan.connections.setdefault(name, (msgtype, defs.get(msgtype, '')))
+        try:
+            (max_id,) = con.execute('SELECT max(id) FROM messages').fetchone()
+        except sqlite3.Error:
+            max_id = None
+        last = 0
+        while True:
+            try:
+                for row in con.execute(f'{_ROWS} WHERE id > ? ORDER BY id', (last,)):
+                    last = row[0] if isinstance(row[0], int) else last + 1
+                    got = _row(row, topics, scan, where)
+                    if got is not None:
+                        yield got
+                break
+            except sqlite3.Error as exc:
+                if not isinstance(max_id, int) or last >= max_id:
+                    scan.note(f'{where}: rows after id {last}', f'unreadable ({exc})')
+                    break
+                first = last + 1
+                last, got = _probe(con, first, max_id, topics, scan, where)
+                if last > first:  # ids that no query reads (one readable by id is kept)
+                    scan.note(f'{where}: row ids {first}-{min(last - 1, max_id)}',
+                              f'unreadable ({exc})')
+                if got is None:
+                    break
+                yield got
+    finally:
+        con.close()
+
+
+def _probe(con, first: int, max_id: int, topics, scan: Scan, where: str):
+    """Try ids from ``first`` on, one by one; return ``(id, message)`` of the first readable."""
+    for rid in range(first, max_id + 1):
+        try:
+            row = con.execute(f'{_ROWS} WHERE id = ?', (rid,)).fetchone()
+        except sqlite3.Error:
+            continue
+        if row is not None:
+            got = _row(row, topics, scan, where)
+            if got is not None:
+                return rid, got
+    return max_id + 1, None
+
+
+def _row(row, topics, scan: Scan, where: str):
+    rid, tid, ts, data = row
+    if not (isinstance(rid, int) and isinstance(tid, int) and tid in topics
+            and isinstance(ts, int) and ts >= 0 and isinstance(data, bytes)):
+        scan.note(f'{where}: row id {rid!r}', 'damaged (topic, time stamp or data of the '
+                  'wrong type)')
+        return None
+    name, msgtype = topics[tid]
+    scan.count(name, ts)
+    return name, msgtype, scan.connections[name][1], ts, data
