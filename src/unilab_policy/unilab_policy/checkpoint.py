@@ -11,14 +11,21 @@ A checkpoint is a plain dict, e.g.::
 Only tensors, numbers, strings, bools, None and dict/list/tuple containers are allowed so
 ``torch.load(weights_only=True)`` can read it without executing pickled code.
 
+``save_checkpoint`` adds ``digest``, a SHA-256 over every key and value
+(tensor bytes included): torch's zip format does not check its contents, so
+a flipped bit in a weight would otherwise load as a different weight.
+
 A file that cannot be used raises :class:`CheckpointError` with one line naming
 the file and the problem: corrupt or truncated, not a dict, a newer version,
-a key the reader needs is missing, NaN/Inf in any number or floating tensor
-(a checkpoint never holds one: the trainer rejects non-finite updates), or
-(:func:`restoring`) contents that do not fit the model being restored.
+contents that do not match their digest, a key the reader needs is missing,
+NaN/Inf in any number or floating tensor (a checkpoint never holds one: the
+trainer rejects non-finite updates), or (:func:`restoring`) contents that do
+not fit the model being restored. Files without a digest (written before it
+existed) are read unchecked.
 """
 
 import contextlib
+import hashlib
 import math
 import os
 import random
@@ -50,8 +57,35 @@ def save_checkpoint(path: Union[str, os.PathLike], state: dict) -> None:
     """
     state = dict(state)
     state.setdefault('version', CHECKPOINT_VERSION)
+    state.pop('digest', None)
+    state['digest'] = content_digest(state)
     with atomic_path(path) as tmp, open(tmp, 'wb') as f:
         torch.save(state, f)
+
+
+def content_digest(state: dict) -> str:
+    """Return ``sha256:<hex>`` over ``state`` except ``digest`` (key order does not matter)."""
+    h = hashlib.sha256()
+    _feed(h, {k: v for k, v in state.items() if k != 'digest'})
+    return 'sha256:' + h.hexdigest()
+
+
+def _feed(h, value) -> None:
+    if isinstance(value, torch.Tensor):
+        t = value.detach().cpu().contiguous()
+        h.update(f'T{t.dtype}{tuple(t.shape)}|'.encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b'')
+    elif isinstance(value, dict):
+        h.update(f'D{len(value)}|'.encode())
+        for k in sorted(value, key=repr):
+            _feed(h, k)
+            _feed(h, value[k])
+    elif isinstance(value, (list, tuple)):
+        h.update(f'{type(value).__name__}{len(value)}|'.encode())
+        for v in value:
+            _feed(h, v)
+    else:  # int, float (repr is exact), str, bool, None
+        h.update(f'{type(value).__name__}:{value!r}|'.encode())
 
 
 def load_checkpoint(path: Union[str, os.PathLike],
@@ -78,6 +112,9 @@ def load_checkpoint(path: Union[str, os.PathLike],
     if not isinstance(version, int) or isinstance(version, bool) or version > CHECKPOINT_VERSION:
         raise CheckpointError(f'checkpoint {path} has version {version!r}; this code reads '
                               f'versions <= {CHECKPOINT_VERSION}')
+    if 'digest' in state and state['digest'] != content_digest(state):
+        raise CheckpointError(f'checkpoint {path} does not match its digest (changed or '
+                              'damaged after it was written)')
     missing = [k for k in required if k not in state]
     if missing:
         raise CheckpointError(f'checkpoint {path} lacks {missing} (has {sorted(map(str, state))})')
