@@ -181,6 +181,16 @@ class _Mcap:
         self.channels[cid] = topic
         self.scan.connections.setdefault(topic, (name, data))
 
+    def record(self, op: int, body, pos: int, lo: int = 0, hi: int = 2**64 - 1):
+        """Take in a schema or channel; return ``(topic, ts, raw)`` of a valid message record."""
+        if op == OP_SCHEMA:
+            self.schema(body)
+        elif op == OP_CHANNEL:
+            self.channel(body)
+        elif op == OP_MESSAGE:
+            return self.message(body, pos, lo, hi)
+        return None
+
     def message(self, body, pos: int, lo: int = 0, hi: int = 2**64 - 1):
         """Return ``(topic, ts, raw)`` of a valid message record body, else None (noted)."""
         if len(body) < 22:
@@ -317,14 +327,9 @@ def _scan_mcap(path: pathlib.Path, scan: Scan) -> Iterator[Message]:
                 break
             body = memoryview(data)[b0:b1]
             try:
-                if op == OP_SCHEMA:
-                    m.schema(body)
-                elif op == OP_CHANNEL:
-                    m.channel(body)
-                elif op == OP_MESSAGE:
-                    got = m.message(body, rpos)
-                    if got is not None:
-                        yield _emit(scan, got)
+                got = m.record(op, body, rpos)
+                if got is not None:
+                    yield _emit(scan, got)
                 elif op == OP_CHUNK:
                     indexed = _message_index(data, b1, end)
                     yield from _scan_chunk(m, body, rpos, indexed, decompress, ReaderError)
@@ -384,17 +389,11 @@ def _scan_chunk(m: _Mcap, body, pos: int, indexed: dict, decompress, reader_erro
         if op is None:
             broken = rpos
             break
-        rec = memoryview(records)[b0:b1]
         try:
-            if op == OP_SCHEMA:
-                m.schema(rec)
-            elif op == OP_CHANNEL:
-                m.channel(rec)
-            elif op == OP_MESSAGE:
-                got = m.message(rec, pos, lo, hi)
-                if got is not None:
-                    seen.add(rpos)
-                    yield _emit(m.scan, got)
+            got = m.record(op, memoryview(records)[b0:b1], pos, lo, hi)
+            if got is not None:
+                seen.add(rpos)
+                yield _emit(m.scan, got)
         except (ValueError, struct.error, UnicodeDecodeError) as exc:
             m.scan.note(m.where(pos), f'chunk record at {rpos} damaged: {exc}')
     if broken is None:
