@@ -126,7 +126,7 @@ def test_export_of_a_run_with_garbage_parameters(tmp_path):
     (rd / 'graph_params.yaml').write_bytes(b'\xff\xfe not yaml: [')
     _write(rd / 'checkpoints' / 'latest.pt', _resume_state())
     proc = cli('export', rd)
-    assert_clean_error(proc, 'graph_params.yaml', 'not the parameter file of a run')
+    assert_clean_error(proc, 'graph_params.yaml', 'no valid policy parameters')
 
 
 # ------------------------------------------------------------------ YAML

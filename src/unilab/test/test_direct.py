@@ -49,11 +49,11 @@ def test_train_direct_trains_and_applies_the_disturbances(tmp_path):
 
 
 def test_train_direct_with_action_history_exports_the_wider_network(tmp_path):
-    from unilab.bench_sim2real import _load_policy
+    from unilab_policy.factory import load_trained
     cfg = _cfg(**{'model.action_history': 2})
     out = train_direct(cfg, tmp_path / 'hist')
     assert out['steps'] >= 1024
-    bundle = _load_policy(cfg, str(tmp_path / 'hist'))
+    bundle = load_trained(tmp_path / 'hist').bundle
     # arm6_reach: 6 joints -> obs 6 + 6 + 9 extras, plus two 6-dim actions.
     assert bundle.actor_critic.obs_dim == 21 + 2 * 6
     assert bundle.obs_normalizer.mean.shape[-1] == 33
@@ -63,6 +63,7 @@ def test_train_direct_keeps_the_history_the_policy_node_keeps(tmp_path, monkeypa
     # Record, through the real class, each step's network input and the action pushed
     # after it (bootstrap inputs at chunk ends are observed but not followed by a push).
     import unilab.direct as direct
+    import unilab_policy.actor as actor_module
     from unilab_policy.history import ActionHistory
     steps, pushed, bounds = [], [], []
 
@@ -81,10 +82,10 @@ def test_train_direct_keeps_the_history_the_policy_node_keeps(tmp_path, monkeypa
             super().push(action)
 
     acted = []  # what the policy sent to the safety gate, step by step
-    real_gate = direct.make_gate
+    real_gate = direct.build_gate
 
-    def recording_gate(cfg, run_dir):
-        gate = real_gate(cfg, run_dir)
+    def recording_gate(spec):
+        gate = real_gate(spec)
         filter_ = gate.filter
 
         def record(action, **kw):
@@ -93,8 +94,8 @@ def test_train_direct_keeps_the_history_the_policy_node_keeps(tmp_path, monkeypa
         gate.filter = record
         return gate
 
-    monkeypatch.setattr(direct, 'ActionHistory', Recording)
-    monkeypatch.setattr(direct, 'make_gate', recording_gate)
+    monkeypatch.setattr(actor_module, 'ActionHistory', Recording)
+    monkeypatch.setattr(direct, 'build_gate', recording_gate)
     train_direct(_cfg(**{'model.action_history': 2}), tmp_path / 'hist')
     assert len(steps) >= 128 and steps[0].shape == (8, 21 + 12)
     # The history records the actions the policy sent, clipped to the actuator range.
@@ -111,24 +112,3 @@ def test_train_direct_keeps_the_history_the_policy_node_keeps(tmp_path, monkeypa
         np.testing.assert_allclose(h1, pushed[t - 1], atol=1e-6)
         want2 = pushed[t - 2] if t % 100 > 1 else steps[t - 1][:, 21:27]
         np.testing.assert_allclose(h2, want2, atol=1e-6)
-
-
-def test_bench_sim2real_over_seeds_reports_each_seed_and_the_means(tmp_path):
-    import argparse
-
-    from unilab.bench_sim2real import bench_sim2real
-    args = argparse.Namespace(steps=512, seed=0, seeds='0,1', num_envs=4,
-                              png=str(tmp_path / 'sim2real.png'))
-    out = bench_sim2real(args)
-    assert out['seed'] == [0, 1] and set(out['per_seed']) == {'0', '1'}
-    for res in out['per_seed'].values():
-        for label in ('nominal_trained', 'injection_trained'):
-            r = res[label]
-            assert r['eval_nominal']['episodes'] == 8 and r['eval_real']['episodes'] == 8
-            assert 0.0 <= r['eval_real']['success'] <= 1.0
-    # Means and minima are over the per-seed figures.
-    per = [res['success_real_injection_trained'] for res in out['per_seed'].values()]
-    assert out['success_real_injection_trained_mean'] == pytest.approx(np.mean(per), abs=1e-4)
-    assert out['success_real_injection_trained_min'] == pytest.approx(min(per), abs=1e-4)
-    assert isinstance(out['target_met'], bool)
-    assert pathlib.Path(out['plot']).stat().st_size > 0

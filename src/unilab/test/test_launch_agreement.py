@@ -18,7 +18,6 @@ import pytest
 from unilab.launch_support import launch_node_kwargs
 from unilab.prepare import prepare_run
 from unilab.runner import node_command
-from unilab_core.graph import NODES
 
 LAUNCH_FILE = pathlib.Path(__file__).resolve().parents[1] / 'launch' / 'train.launch.py'
 
@@ -75,7 +74,7 @@ def test_launch_file_starts_the_described_graph(tmp_path, monkeypatch):
     cli_run = prepare_run([], {'run.task': 'arm6_reach', 'run.total_steps': 4096,
                                'rollout.num_envs': 4}, run_dir=str(tmp_path / 'cli_run'))
     assert [(n['package'], n['executable'], n['name']) for n in nodes] == [
-        (s.package, s.executable, s.name) for s in NODES]
+        (s.package, s.executable, s.name) for s in cli_run.graph.nodes]
     assert [(n['package'], n['executable'], n['name'])
             for n in launch_node_kwargs(cli_run)] == [
         (n['package'], n['executable'], n['name']) for n in nodes]

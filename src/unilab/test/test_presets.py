@@ -19,16 +19,3 @@ def test_lidar_imu_preset_turns_on_the_perception_paths():
     cfg = load_run_config(list(default_config_files()) + [config_dir() / 'lidar_imu.yaml'])
     assert cfg.perception.pointcloud and cfg.perception.imu
     assert cfg.bridge.lidar_channels == 4 and cfg.rollout.num_envs == 8
-
-
-def test_sim2real_preset_is_what_bench_sim2real_trains_with():
-    from unilab.bench_sim2real import _config
-    injected = _config(1000, 0, 8, True)
-    nominal = _config(1000, 0, 8, False)
-    assert injected.disturbances.enabled and not nominal.disturbances.enabled
-    # The same network for both policies: only the training conditions differ.
-    assert injected.model.action_history == nominal.model.action_history == 3
-    assert list(injected.disturbances.actuator.delay_steps) == [0, 3]
-    # One PPO recipe for both: a fixed learning rate (see the preset's comment).
-    for cfg in (injected, nominal):
-        assert cfg.policy_update.schedule == 'fixed' and cfg.policy_update.lr == 3.0e-4

@@ -137,7 +137,7 @@ def test_pointcloud_and_imu_reach_the_policy_observation(tmp_path):
     width = 21 + 6 + 16  # [q, qd, extras], imu, cloud features
     assert params['perception']['ros__parameters']['obs_dim'] == width
     assert params['policy']['ros__parameters']['obs_dim'] == width
-    assert params['bridge']['ros__parameters']['lidar'] is True
+    assert params['bridge']['ros__parameters']['bridge']['lidar'] is True
     summary = json.loads((run_dir / 'summary.json').read_text())
     counters = summary['node_counters']
     assert counters['perception']['published'] >= counters['bridge']['steps'] > 0
@@ -167,7 +167,7 @@ def test_height_map_trains_the_policy_grid_encoder(tmp_path):
     # The lidar fills some pillars: occupancy varies over the run.
     assert (bundle['obs_normalizer.var'][21:21 + 144] > 0).any()
     # PPO moved the grid encoder's weights away from their seeded start.
-    torch.manual_seed(params['trainer']['ros__parameters']['seed'])
+    torch.manual_seed(params['trainer']['ros__parameters']['run']['seed'])
     start = make_actor_critic(width, 6, ModelSection(**policy['model'])).state_dict()
     for key in ('actor.0.conv.0.weight', 'critic.0.conv.0.weight', 'actor.0.linear.0.weight'):
         assert bundle[f'actor_critic.{key}'].shape == start[key].shape
@@ -198,7 +198,7 @@ def test_camera_images_reach_the_policy_observation(tmp_path):
     params = yaml.safe_load((run_dir / 'graph_params.yaml').read_text())
     width = 21 + 8  # [q, qd, extras], image features
     assert params['perception']['ros__parameters']['obs_dim'] == width
-    assert params['bridge']['ros__parameters']['camera'] is True
+    assert params['bridge']['ros__parameters']['bridge']['camera'] is True
     summary = json.loads((run_dir / 'summary.json').read_text())
     counters = summary['node_counters']
     assert counters['perception']['published'] >= counters['bridge']['steps'] > 0

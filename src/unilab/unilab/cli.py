@@ -1,7 +1,10 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-``unilab`` command line: train, tasks, config, bench, plot, export, record, replay, bag.
+``unilab`` command line: train, tasks, config, plot, export, record, replay, bag, check-robot.
+
+Other packages add subcommands through the ``unilab.commands`` entry points
+(``unilab_bench`` adds ``bench``).
 
 Exit codes: 0 success; 1 the command ran and its result is negative
 (``check-robot`` found a required item missing, ``bag info`` found a bag
@@ -157,17 +160,6 @@ def _config(args) -> int:
     return 0
 
 
-def _bench(args) -> int:
-    from unilab.bench import run_benchmark
-    result = run_benchmark(args.name, args)
-    text = json.dumps(result, indent=2)
-    if args.json:
-        from unilab_core.atomic import atomic_write_text
-        atomic_write_text(args.json, text + '\n')
-    print(text)
-    return 0
-
-
 def _export(args) -> int:
     from unilab.export import export_run
     out, diff = export_run(args.run_dir, args.format, args.out)
@@ -182,6 +174,13 @@ def _plot(args) -> int:
     out = plot_runs(args.run_dirs, args.out, args.title, args.monitor, args.label)
     print(f'unilab: wrote {out}')
     return 0
+
+
+def _doctor(args) -> int:
+    from unilab.doctor.report import diagnose, exit_code, format_text, to_json
+    checks = diagnose(args.config)
+    print(to_json(checks) if args.json else format_text(checks))
+    return exit_code(checks)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -253,27 +252,6 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument('--check', action='append', help='validate a YAML file over the defaults')
     c.set_defaults(func=_config)
 
-    b = sub.add_parser('bench', help='run a benchmark, print/write JSON figures')
-    b.add_argument('name', help='benchmark: graph, gae, train, bridge, perception')
-    b.add_argument('--json', help='write the result to this file')
-    b.add_argument('--steps', type=int, default=None,
-                   help='graph: control steps to time (300); train: env steps (50000); '
-                   'transport: messages per path and rate (100); '
-                   'sim2real: env steps per trained policy (1500000)')
-    b.add_argument('--num-envs', type=int, default=None, help='envs (graph: 64)')
-    b.add_argument('--task', help='task (graph: arm6_reach, train: Hopper-v5)')
-    b.add_argument('--seed', type=int, default=0)
-    b.add_argument('--seeds', default=None,
-                   help='sim2real: comma-separated training seeds, e.g. 0,1,2 (per-seed '
-                   'figures, their means and minima; the target on the mean returns)')
-    b.add_argument('--repeats', type=int, default=20, help='gae: timing repeats')
-    b.add_argument('--no-sb3', action='store_true', help='train: skip the SB3 baseline')
-    b.add_argument('--duration', type=float, default=None, help='safety: s per variant (30)')
-    b.add_argument('--png', default=None, help='safety: write the latency histogram here; '
-                   'transport: the latency CDFs (docs/transport_latency.png); '
-                   'sim2real: returns and success per seed')
-    b.set_defaults(func=_bench)
-
     p = sub.add_parser('plot', help='plot training curves of runs to a PNG')
     p.add_argument('run_dirs', nargs='+')
     p.add_argument('--out', default='training_curve.png')
@@ -283,12 +261,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--label', action='append', default=[], help='curve labels, in order')
     p.set_defaults(func=_plot)
 
+    d = sub.add_parser('doctor', help='check this machine for training and real-time use '
+                       '(exit 1 if a check fails)')
+    d.add_argument('--config', action='append', default=[],
+                   help='extra YAML merged over the defaults (repeatable)')
+    d.add_argument('--json', action='store_true', help='print a JSON list of the checks')
+    d.set_defaults(func=_doctor)
+
     e = sub.add_parser('export', help='export a trained policy for deployment')
     e.add_argument('run_dir')
     e.add_argument('--format', choices=('onnx', 'torchscript'), default='onnx')
     e.add_argument('--out', help='output file (default RUN_DIR/policy.<ext>)')
     e.set_defaults(func=_export)
+    for command in _command_plugins():
+        command(sub)
     return parser
+
+
+def _command_plugins() -> list:
+    """
+    Return the subcommands other packages add (entry point group ``unilab.commands``).
+
+    ``unilab_bench`` adds ``bench`` this way, so this package does not depend on it.
+    """
+    from importlib.metadata import entry_points
+    return [ep.load() for ep in sorted(entry_points(group='unilab.commands'),
+                                       key=lambda ep: ep.name)]
 
 
 def main(argv: list[str] | None = None) -> int:

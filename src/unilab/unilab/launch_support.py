@@ -11,7 +11,7 @@ def launch_node_kwargs(run: PreparedRun) -> list[dict]:
     """
     Return the ``launch_ros.actions.Node`` keyword arguments for every node of the graph.
 
-    They come from the same :func:`unilab_core.graph.describe_graph` result
+    They come from the same graph description (:mod:`unilab.graphs`)
     and the same parameter file the CLI uses, so the two starters agree.
     """
     return [

@@ -9,11 +9,12 @@ import datetime
 import math
 import pathlib
 
+from unilab.graphs import training_graph
 from unilab.paths import config_dir, default_config_files
 from unilab_bridge.tasks import make_task, UnknownTaskError
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError, dump_config, load_run_config, RunConfig
-from unilab_core.graph import describe_graph, Graph, TaskInfo
+from unilab_core.graph import Graph, TaskInfo
 import yaml
 
 
@@ -94,15 +95,21 @@ def prepare_run(config_files: list[str] | None = None, overrides: dict | None = 
         run_dir = run_dir or str(resume_dir)
     files.extend(config_files or [])
     cfg = load_run_config(files, overrides)
-    info, limits = task_info(cfg.run.task)
     rd = make_run_dir(cfg.run.task, run_dir)
     dump_config(cfg, rd / 'config.yaml')
-    limits_file = resolve_limits_file(cfg, info, limits, rd)
-    graph = describe_graph(cfg, info, rd, limits_file, resume=str(rd) if resume else '')
+    info, limits_file, graph = describe_training(cfg, rd, resume=str(rd) if resume else '')
     params = graph.write_params(rd / 'graph_params.yaml')
     if resume:
         check_resumable(rd)
     return PreparedRun(cfg, info, rd, graph, params, limits_file)
+
+
+def describe_training(cfg: RunConfig, run_dir: pathlib.Path,
+                      resume: str = '') -> tuple[TaskInfo, pathlib.Path, Graph]:
+    """Return the task, the joint-limits file in force and the training graph of ``cfg``."""
+    info, limits = task_info(cfg.run.task)
+    limits_file = resolve_limits_file(cfg, info, limits, pathlib.Path(run_dir))
+    return info, limits_file, training_graph(cfg, info, run_dir, limits_file, resume=resume)
 
 
 def check_resumable(run_dir: pathlib.Path) -> None:
@@ -112,8 +119,8 @@ def check_resumable(run_dir: pathlib.Path) -> None:
     The trainer node would find out only after the graph is up (in its own
     process with ``--multiprocess``); here the error is one line naming the file.
     """
-    from unilab.export import load_bundle
     from unilab_policy.checkpoint import load_checkpoint
+    from unilab_policy.factory import load_trained
     from unilab_policy.trainer import RESUME_KEYS
     load_checkpoint(run_dir / 'checkpoints' / 'latest.pt', required=RESUME_KEYS)
-    load_bundle(run_dir)  # the weights fit the run's model
+    load_trained(run_dir)  # the weights fit the run's model

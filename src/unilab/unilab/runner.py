@@ -10,7 +10,6 @@ import os
 import pathlib
 import signal
 import subprocess
-import sys
 import time
 
 from unilab.prepare import PreparedRun
@@ -127,8 +126,3 @@ def run_graph(run: PreparedRun, progress: bool = True) -> dict:
     if run.cfg.run.process_mode == 'multiprocess':
         return run_multiprocess(run, progress)
     return run_composed(run, progress)
-
-
-def stderr(text: str) -> None:
-    """Print to stderr."""
-    print(text, file=sys.stderr)

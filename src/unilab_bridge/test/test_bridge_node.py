@@ -62,8 +62,8 @@ def graph(context, private_topics):
     """Yield (bridge node, probe, executor) once the probe has the state of seq 0."""
     probe = Probe(context, private_topics)
     node = BridgeNode(context=context, cli_args=private_topics.args, parameter_overrides=[
-        Parameter('task', value='arm6_reach'), Parameter('num_envs', value=N),
-        Parameter('seed', value=0), Parameter('state_timeout_s', value=0.2)])
+        Parameter('run.task', value='arm6_reach'), Parameter('num_envs', value=N),
+        Parameter('run.seed', value=0), Parameter('bridge.state_timeout_s', value=0.2)])
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     executor.add_node(probe)
@@ -165,7 +165,7 @@ def test_state_is_republished_without_a_command(graph):
 def test_unknown_task_raises_config_error(context):
     with pytest.raises(ConfigError) as info:
         BridgeNode(context=context, parameter_overrides=[
-            Parameter('task', value='no_such_task'), Parameter('num_envs', value=1)])
+            Parameter('run.task', value='no_such_task'), Parameter('num_envs', value=1)])
     message = str(info.value)
     assert 'task' in message and 'no_such_task' in message and 'arm6_reach' in message
 
@@ -174,8 +174,8 @@ def test_required_camera_without_rendering_is_a_start_up_error(context, monkeypa
     import unilab_bridge.camera
     monkeypatch.setattr(unilab_bridge.camera, 'open_camera',
                         lambda sim, exposure_s=0.0: (None, 'EGL: no display'))
-    params = [Parameter('task', value='arm6_reach'), Parameter('num_envs', value=1),
-              Parameter('camera', value=True)]
+    params = [Parameter('run.task', value='arm6_reach'), Parameter('num_envs', value=1),
+              Parameter('bridge.camera', value=True)]
     with pytest.raises(ConfigError, match='perception.image.*EGL: no display'):
         BridgeNode(context=context,
                    parameter_overrides=params + [Parameter('camera_required', value=True)])

@@ -34,9 +34,9 @@ class SensorProbe(Node):
 
 
 def _params(**extra):
-    base = {'task': 'quad_walk', 'num_envs': N, 'seed': 0, 'state_timeout_s': 0.2,
-            'imu': True, 'lidar': True, 'lidar_horizontal_samples': 90,
-            'disturbances.enabled': True}
+    base = {'run.task': 'quad_walk', 'num_envs': N, 'run.seed': 0,
+            'bridge.state_timeout_s': 0.2, 'bridge.imu': True, 'bridge.lidar': True,
+            'bridge.lidar_horizontal_samples': 90, 'disturbances.enabled': True}
     base.update(extra)
     return [Parameter(k, value=v) for k, v in base.items()]
 
@@ -87,7 +87,7 @@ def test_imu_and_points_per_env_with_velodyne_layout(context, private_topics):
 
 def test_sensors_off_by_default_and_bad_disturbance_param(context, private_topics):
     node = BridgeNode(context=context, cli_args=private_topics.args, parameter_overrides=[
-        Parameter('task', value='arm6_reach'), Parameter('num_envs', value=1)])
+        Parameter('run.task', value='arm6_reach'), Parameter('num_envs', value=1)])
     try:
         assert node.imu_pub is None and node.points_pub is None and node.camera is None
         assert not hasattr(node.task, 'inner')  # disturbances off by default

@@ -27,22 +27,24 @@ import time
 
 from builtin_interfaces.msg import Time
 import numpy as np
-from pydantic import ValidationError
 from rcl_interfaces.msg import ParameterEvent
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rclpy.type_support import check_for_type_support
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, Imu, JointState, PointCloud2
+from unilab_bridge.params import BridgeNodeParams
 from unilab_bridge.sensor_msgs_out import make_imu, make_pointcloud
 from unilab_bridge.sensors import Lidar
 from unilab_bridge.tasks import make_task, UnknownTaskError
 from unilab_core import topics
-from unilab_core.config import _Section, ConfigError, DisturbancesSection
+from unilab_core.config import BridgeSection, ConfigError, DisturbancesSection
+from unilab_core.joint_names import batched_joint_names
+from unilab_core.ros.params import declare_params
 from unilab_core.ros.qos import sensor_qos
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
-from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
-                                            TensorPublisher, TensorSubscription)
+from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
+                                          TensorPublisher, TensorSubscription)
 from unilab_interfaces.msg import TensorBatch, TensorDescriptor
 
 # rosidl loads a message type's C type support on first use (~30 ms for the first type of a
@@ -59,48 +61,22 @@ def _f64(a: np.ndarray) -> array.array:
     return out
 
 
-def declare_nested(node: Node, prefix: str, model: type[_Section]) -> dict:
-    """Declare ``prefix.<field>`` parameters of a (nested) config model; return the values."""
-    values = {}
-    for fname, field in model.model_fields.items():
-        if isinstance(field.annotation, type) and issubclass(field.annotation, _Section):
-            values[fname] = declare_nested(node, f'{prefix}.{fname}', field.annotation)
-            continue
-        default = field.default_factory() if field.default_factory else field.default
-        values[fname] = node.declare_parameter(f'{prefix}.{fname}', default).value
-    return values
-
-
 class BridgeNode(Node):
     """Step N simulated robots in lock-step with the safe command topic."""
 
     def __init__(self, **kwargs):
         super().__init__('bridge', **kwargs)
-        p = self.declare_parameter
-        task_name = p('task', 'arm6_reach').value
-        self.num_envs = p('num_envs', 64).value
-        seed = p('seed', 0).value
-        self.timeout = p('state_timeout_s', 1.0).value
-        self.publish_clock = p('publish_clock', True).value
-        want_imu, want_lidar = p('imu', False).value, p('lidar', False).value
-        want_camera = p('camera', False).value
-        self.camera_required = p('camera_required', False).value
-        sensor_envs = p('sensor_envs', 0).value
-        lidar_cfg = (p('lidar_channels', 16).value, p('lidar_horizontal_samples', 360).value,
-                     p('lidar_range_m', 20.0).value)
-        run_dir = p('run_dir', '').value
-        try:
-            disturbances = DisturbancesSection.model_validate(
-                declare_nested(self, 'disturbances', DisturbancesSection))
-        except ValidationError as exc:
-            raise ConfigError('; '.join(
-                f"bridge: parameter `disturbances.{'.'.join(map(str, e['loc']))}`: {e['msg']}"
-                for e in exc.errors())) from None
+        self.params = p = declare_params(self, BridgeNodeParams)
+        b, disturbances = p.bridge, p.disturbances
+        task_name, seed, self.num_envs = p.run.task, p.run.seed, p.num_envs
+        self.timeout, self.publish_clock = b.state_timeout_s, b.publish_clock
+        self.camera_required = p.camera_required
+        run_dir = p.run_dir
         try:
             self.task = make_task(task_name, self.num_envs, seed=seed,
                                   disturbances=disturbances)
         except UnknownTaskError as exc:
-            raise ConfigError(f'bridge: parameter `task`: {exc}') from None
+            raise ConfigError(f'bridge: parameter `run.task`: {exc}') from None
         # Log after the first publish: rclpy's first log call costs ~0.1 s (inspect).
         self._later = [('warning', f'disturbances: {n}') for n in getattr(self.task, 'notes', [])]
         self._episode_log = None
@@ -109,14 +85,13 @@ class BridgeNode(Node):
                 ('info', f'disturbances on: {", ".join(self.task.active_terms) or "none"}'))
             if run_dir:
                 self._episode_log = pathlib.Path(run_dir) / 'disturbances.jsonl'
-        self._sensor_envs = range(min(sensor_envs or self.num_envs, self.num_envs))
-        self._setup_sensors(want_imu, want_lidar, want_camera, lidar_cfg, disturbances)
+        self._sensor_envs = range(min(b.sensor_envs or self.num_envs, self.num_envs))
+        self._setup_sensors(b, disturbances)
         self.seq = 0
         self.counters = {'steps': 0, 'republished': 0, 'stale_commands': 0, 'bad_commands': 0}
         self._logged: set[str] = set()
-        names = [f'env{i}/{j}' for i in range(self.num_envs) for j in self.task.joint_names]
         self._js = JointState()
-        self._js.name = names
+        self._js.name = batched_joint_names(self.task.joint_names, self.num_envs)
         qos = QoSProfile(depth=4)
         self.js_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos)
         # Zero-copy transport for the task state; the safe command is accepted from the
@@ -147,7 +122,8 @@ class BridgeNode(Node):
             f'control dt {self.task.control_dt:.3f} s, obs {self.task.obs_dim}, '
             f'act {self.task.action_dim} ({self.task.command_interface})')
 
-    def _setup_sensors(self, want_imu, want_lidar, want_camera, lidar_cfg, dist) -> None:
+    def _setup_sensors(self, b: BridgeSection, dist: DisturbancesSection) -> None:
+        want_imu, want_lidar, want_camera = b.imu, b.lidar, b.camera
         task = self.task
         sim = getattr(task, 'sim', None)
         self.imu_pub = self.points_pub = self.image_pub = None
@@ -169,8 +145,9 @@ class BridgeNode(Node):
             try:
                 if sim is None:
                     raise ValueError('not a UniLab MuJoCo task')
-                self.lidar = Lidar(sim.model, channels=lidar_cfg[0],
-                                   horizontal_samples=lidar_cfg[1], max_range=lidar_cfg[2])
+                self.lidar = Lidar(sim.model, channels=b.lidar_channels,
+                                   horizontal_samples=b.lidar_horizontal_samples,
+                                   max_range=b.lidar_range_m)
                 self.points_pub = self.create_publisher(PointCloud2, topics.POINTS, qos)
             except ValueError as exc:
                 self._later.append(('warning', f'lidar: {exc}; /points is off'))

@@ -17,7 +17,7 @@ import time
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from unilab_bridge.robot_contract import ContractItem, GraphSnapshot
-from unilab_core.ros.transport_node import descriptor_topic
+from unilab_core.ros.tensor_topic import descriptor_topic
 
 # At most this many frame ids are kept per topic (a JointState has one name per joint).
 _MAX_FRAMES = 64

@@ -12,6 +12,7 @@ from unilab_core.transport.channel import TensorReader, TensorWriter
 from unilab_core.transport.cuda import cuda_available
 from unilab_core.transport.descriptor import DescriptorError
 from unilab_core.transport.inproc import freeze, InprocRegistry, InprocSubscriber
+from unilab_core.transport.ring_layout import H_OWNER_PID
 
 
 @pytest.fixture
@@ -88,7 +89,7 @@ def test_reader_follows_restarted_writer(domain):
     w2 = TensorWriter('pub', '/re', 1024, 2, 'reliable', domain=domain)
     d = w2.write('k', 1, {'a': np.ones(4, np.float32)})
     d.writer_pid = w2.pid + 10 ** 6  # a different owner: forces the re-map path
-    w2.ring.m.hdr[6] = d.writer_pid
+    w2.ring.m.hdr[H_OWNER_PID] = d.writer_pid
     with r.receive(d) as got:
         assert (got.tensors['a'] == 1).all()
     w2.close()

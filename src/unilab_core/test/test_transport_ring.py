@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 from unilab_core.transport import shm
 from unilab_core.transport.channel import TensorWriter
-from unilab_core.transport.ring import (reclaim_stale, RingReader, RingWriter,
-                                        SegmentBusyError, StaleSlotError, TransportError)
+from unilab_core.transport.ring_layout import (reclaim_stale, SegmentBusyError, StaleSlotError,
+                                               TransportError)
+from unilab_core.transport.ring_reader import RingReader
+from unilab_core.transport.ring_writer import RingWriter
 from unilab_core.transport.stress import check_pattern, fill_pattern
 
 

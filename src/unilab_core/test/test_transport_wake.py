@@ -1,6 +1,6 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Futex wake-up path of the ring: woken across processes, dead sleepers, slot layouts."""
+"""Futex wake-up path of the ring: woken across processes, dead sleepers, waiter, slot layouts."""
 
 import os
 import select
@@ -14,8 +14,11 @@ import pytest
 from unilab_core.transport import futex, shm
 from unilab_core.transport.channel import TensorReader, TensorWriter
 from unilab_core.transport.descriptor import DescriptorError
-from unilab_core.transport.ring import R_STATE, R_WAITING, RingReader, RingWriter, S_META_KEY
-from unilab_core.transport.stress import fill_pattern
+from unilab_core.transport.ring_layout import R_STATE, R_WAITING, S_META_KEY
+from unilab_core.transport.ring_reader import RingReader
+from unilab_core.transport.ring_writer import RingWriter
+from unilab_core.transport.stress import check_pattern, fill_pattern
+from unilab_core.transport.waiter import RingWaiter
 
 pytestmark = pytest.mark.skipif(not futex.available(), reason='futex needs Linux x86-64/AArch64')
 
@@ -114,6 +117,32 @@ def test_spinning_wait_sees_news_without_a_futex_wake(domain):
         with r.read_latest() as msg:
             assert msg.index == 0
         assert r.wait(0.05, spin_s=0.01) is False
+
+
+@pytest.mark.parametrize('spin_s', [0.0, 0.001])
+def test_waiter_thread_calls_back_on_news_and_stops(domain, spin_s):
+    # The ROS-free waiter sleeps on the futex (polling first when spin_s > 0), calls the
+    # plain callable when the writer commits, and ends when stopped, even from its own
+    # thread (the callback stops it here, as a subscription does when a writer restarts).
+    name = shm.segment_name(domain, 'n', 'waiter')
+    with RingWriter(name, 4096, 4, 'latest') as w, RingReader(name) as r:
+        waiter = RingWaiter(r, spin_s=spin_s, name=f'test_waiter_{spin_s}')
+        got, done = [], threading.Event()
+
+        def on_news():
+            with r.read_latest() as msg:
+                got.append((msg.index, check_pattern(msg.data, msg.index)))
+            waiter.stop()
+            waiter.join(30.0)  # its own thread: returns at once
+            done.set()
+
+        waiter.start(on_news)
+        _until_asleep(w)
+        w.write(nbytes=4096, fill=lambda v: fill_pattern(v, 0))
+        assert done.wait(30.0)
+        waiter.join(30.0)
+        assert got == [(0, True)] and waiter.stopping() and w.wakes == 1
+        assert waiter.name not in [t.name for t in threading.enumerate()]
 
 
 @pytest.mark.parametrize('policy', ['latest', 'reliable'])

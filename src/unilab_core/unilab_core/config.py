@@ -29,6 +29,12 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra='forbid', validate_assignment=True, allow_inf_nan=False)
 
 
+def nested_section(field) -> type[_Section] | None:
+    """Return the section model of a pydantic field that holds a nested section, else None."""
+    ann = field.annotation
+    return ann if isinstance(ann, type) and issubclass(ann, _Section) else None
+
+
 # --------------------------------------------------------------------------
 # unilab_config.yaml
 # --------------------------------------------------------------------------
@@ -517,8 +523,9 @@ def describe_keys() -> list[tuple[str, str, Any]]:
     while todo:
         name, model = todo.pop(0)
         for fname, field in model.model_fields.items():
-            if isinstance(field.annotation, type) and issubclass(field.annotation, _Section):
-                todo.append((f'{name}.{fname}', field.annotation))  # nested block
+            sub = nested_section(field)
+            if sub is not None:
+                todo.append((f'{name}.{fname}', sub))  # nested block
                 continue
             default = field.default_factory() if field.default_factory else field.default
             rows.append((f'{name}.{fname}', field.description or '', default))

@@ -15,9 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 import numpy as np
 import pytest
+from unilab_core.joint_names import batched_joint_names, JointLayoutError, JointStateIndex
 from unilab_perception.ingest import (check_task_state, check_values, cloud_points,
                                       InvalidMessage, MAX_MAGNITUDE, read_cloud, read_imu, usable)
-from unilab_perception.joint_obs import batched_joint_names, JointLayoutError, JointStateIndex
+from unilab_perception.joint_obs import joint_field
 from unilab_perception.params import BevSection, EncoderSection, PointCloudSection
 from unilab_perception.pipeline import CloudPipeline
 
@@ -201,8 +202,8 @@ def test_joint_state_is_usable_or_refused(pos, vel, cut):
     pos = np.asarray(pos, np.float64)
     vel = np.asarray(vel, np.float64)[:4 - cut]  # a short velocity array is refused
     try:
-        q = index.gather(names, pos, 'position')
-        qd = index.gather(names, vel, 'velocity')
+        q = joint_field(index, names, pos, 'position')
+        qd = joint_field(index, names, vel, 'velocity')
     except JointLayoutError:
         return
     assert_usable(q)

@@ -1,13 +1,13 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""JointStateIndex and build_observation without ROS."""
+"""The observation's joint fields and build_observation without ROS."""
 
 import array
 
 import numpy as np
 import pytest
-from unilab_perception.joint_obs import (
-    batched_joint_names, build_observation, JointLayoutError, JointStateIndex)
+from unilab_core.joint_names import batched_joint_names, JointLayoutError, JointStateIndex
+from unilab_perception.joint_obs import build_observation, joint_field
 
 JOINTS = ['a', 'b', 'c']
 
@@ -16,67 +16,26 @@ def _f64(values):
     return array.array('d', [float(v) for v in values])
 
 
-def test_batched_names_are_env_major():
-    assert batched_joint_names(['a', 'b'], 2) == ['env0/a', 'env0/b', 'env1/a', 'env1/b']
-
-
-def test_gather_reorders_shuffled_names():
-    names = batched_joint_names(JOINTS, 2)
-    # value = 10 * env + joint, so a wrong index shows in the number
-    value = {f'env{i}/{j}': 10.0 * i + k for i in range(2) for k, j in enumerate(JOINTS)}
-    rng = np.random.default_rng(3)
-    shuffled = [names[i] for i in rng.permutation(len(names))]
-    assert shuffled != names
-    index = JointStateIndex(JOINTS, 2)
-    out = index.gather(shuffled, _f64(value[n] for n in shuffled), 'position')
-    assert out.dtype == np.float32
-    np.testing.assert_array_equal(out, [[0, 1, 2], [10, 11, 12]])
-
-
-def test_gather_ignores_extra_joints():
-    names = ['env0/gripper'] + batched_joint_names(JOINTS, 1)
-    index = JointStateIndex(JOINTS, 1)
-    out = index.gather(names, _f64([99, 1, 2, 3]), 'position')
-    np.testing.assert_array_equal(out, [[1, 2, 3]])
-
-
-def test_index_is_cached_per_name_list():
-    names = batched_joint_names(JOINTS, 1)
-    index = JointStateIndex(JOINTS, 1)
-    first = index.index_for(names)
-    assert index.index_for(list(names)) is first
-    other = index.index_for(list(reversed(names)))
-    np.testing.assert_array_equal(other, [2, 1, 0])
-
-
-def test_missing_joint_raises_naming_it():
-    names = [n for n in batched_joint_names(JOINTS, 2) if n != 'env1/b']
-    index = JointStateIndex(JOINTS, 2)
-    with pytest.raises(JointLayoutError, match='env1/b'):
-        index.gather(names, _f64(range(len(names))), 'position')
-
-
-def test_value_count_mismatch_raises():
-    names = batched_joint_names(JOINTS, 1)
-    index = JointStateIndex(JOINTS, 1)
-    with pytest.raises(JointLayoutError, match='velocity'):
-        index.gather(names, _f64([1, 2]), 'velocity')
-    with pytest.raises(JointLayoutError):
-        index.gather(names, _f64([]), 'velocity')
-
-
 @pytest.mark.parametrize('bad', [np.nan, np.inf, -np.inf])
 def test_non_finite_raises(bad):
     names = batched_joint_names(JOINTS, 1)
     index = JointStateIndex(JOINTS, 1)
-    with pytest.raises(JointLayoutError, match='NaN, Inf'):
-        index.gather(names, _f64([0.0, bad, 1.0]), 'position')
+    with pytest.raises(JointLayoutError, match='NaN or Inf'):
+        joint_field(index, names, _f64([0.0, bad, 1.0]), 'position')
+
+
+def test_float64_values_beyond_float32_are_refused():
+    # Finite in the message's float64, Inf in the policy's float32.
+    index = JointStateIndex(JOINTS, 1)
+    with pytest.raises(JointLayoutError, match='float32'):
+        joint_field(index, batched_joint_names(JOINTS, 1), _f64([0.0, 1e39, 1.0]), 'position')
 
 
 def test_non_finite_in_an_unused_joint_is_ignored():
     names = ['env0/unused'] + batched_joint_names(JOINTS, 1)
     index = JointStateIndex(JOINTS, 1)
-    out = index.gather(names, _f64([np.nan, 1, 2, 3]), 'position')
+    out = joint_field(index, names, _f64([np.nan, 1, 2, 3]), 'position')
+    assert out.dtype == np.float32
     np.testing.assert_array_equal(out, [[1, 2, 3]])
 
 

@@ -24,12 +24,13 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_sensor_data, QoSProfile
 from sensor_msgs.msg import Imu, JointState, PointCloud2
+from unilab_core.joint_names import batched_joint_names, JointLayoutError
 from unilab_core.ros.tensor_msg import make_batch, read_batch
 from unilab_core.testing import spin_until
 from unilab_interfaces.msg import TensorBatch
 from unilab_perception.ingest import (check_task_state, check_values, InvalidMessage,
                                       MAX_MAGNITUDE, read_cloud, read_imu)
-from unilab_perception.joint_obs import batched_joint_names, JointLayoutError
+from unilab_perception.joint_obs import joint_field
 from unilab_perception.messages import make_cloud
 from unilab_perception.perception_node import PerceptionNode
 from unilab_perception.synthetic import lidar_scan
@@ -261,8 +262,8 @@ def test_fuzz_run_publishes_nothing_unusable_and_counts_every_drop(fuzz_graph):
             step_ok &= kind is None
         settle(f'step {k} clouds')
         js = _joint_variant(rng, stamp)
-        kind = _verdict(lambda: [node.index.gather(js.name, js.position, 'position'),
-                                 node.index.gather(js.name, js.velocity, 'velocity')],
+        kind = _verdict(lambda: [joint_field(node.index, js.name, js.position, 'position'),
+                                 joint_field(node.index, js.name, js.velocity, 'velocity')],
                         'joint_state')
         expected.update([kind] if kind else [])
         step_ok &= kind is None

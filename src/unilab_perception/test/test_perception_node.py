@@ -12,10 +12,10 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
+from unilab_core.joint_names import batched_joint_names
 from unilab_core.ros.tensor_msg import make_batch, read_batch
 from unilab_core.testing import spin_until
 from unilab_interfaces.msg import TensorBatch
-from unilab_perception.joint_obs import batched_joint_names
 from unilab_perception.perception_node import PerceptionNode
 
 JOINTS = ['shoulder', 'elbow', 'wrist']

@@ -13,11 +13,11 @@ from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_sensor_data, QoSProfile
 from sensor_msgs.msg import Imu, JointState, PointCloud2
 from unilab_core.config import ConfigError
+from unilab_core.joint_names import batched_joint_names
 from unilab_core.ros.tensor_msg import make_batch, read_batch
 from unilab_core.testing import spin_until
 from unilab_interfaces.msg import TensorBatch
 from unilab_perception.ingest import read_cloud
-from unilab_perception.joint_obs import batched_joint_names
 from unilab_perception.messages import make_cloud
 from unilab_perception.perception_node import PerceptionNode
 from unilab_perception.synthetic import lidar_scan

@@ -1,68 +1,36 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-Build the policy observation from batched joint states and task extras (no ROS).
+Build the policy observation from joint states and task extras (no ROS).
 
-The bridge (or a robot driver) publishes one sensor_msgs/JointState for all
-environments with names ``env<i>/<joint>``; drivers do not promise an order,
-so the name -> column map is built once per distinct name list and cached.
+The joint names are mapped onto the policy's ``[N, J]`` layout by
+``unilab_core.joint_names.JointStateIndex`` (batched ``env<i>/<joint>`` names
+from the bridge, a robot's own names for one robot).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from unilab_core.joint_names import JointLayoutError, JointStateIndex
 
 from unilab_perception.ingest import MAX_MAGNITUDE, usable
 
 
-class JointLayoutError(ValueError):
-    """A JointState does not carry the joints the policy expects."""
+def joint_field(index: JointStateIndex, names, values, field: str) -> np.ndarray:
+    """
+    Return one JointState field as the observation's float32 ``[N, J]``.
 
-
-def batched_joint_names(joint_names: list[str], num_envs: int) -> list[str]:
-    """Return the names a batched JointState carries: ``env<i>/<joint>``."""
-    return [f'env{i}/{j}' for i in range(num_envs) for j in joint_names]
-
-
-class JointStateIndex:
-    """Map a JointState name list onto an [N, J] layout."""
-
-    def __init__(self, joint_names: list[str], num_envs: int):
-        self.joint_names = list(joint_names)
-        self.num_envs = num_envs
-        self._cache_key: tuple[str, ...] | None = None
-        self._index: np.ndarray | None = None
-
-    def index_for(self, names: list[str]) -> np.ndarray:
-        """Return flat indices [N*J] into the message arrays; raise on missing joints."""
-        key = tuple(names)
-        if key != self._cache_key:
-            pos = {n: i for i, n in enumerate(names)}
-            wanted = batched_joint_names(self.joint_names, self.num_envs)
-            missing = [n for n in wanted if n not in pos]
-            if missing:
-                raise JointLayoutError(
-                    f'JointState lacks {len(missing)} expected joints, e.g. {missing[:3]} '
-                    f'(got {len(names)} names, expected {len(wanted)})')
-            self._index = np.fromiter((pos[n] for n in wanted), dtype=np.intp,
-                                      count=len(wanted))
-            self._cache_key = key
-        return self._index
-
-    def gather(self, names: list[str], values, field: str) -> np.ndarray:
-        """Gather one field (position / velocity) as [N, J] float32."""
-        arr = np.frombuffer(values, dtype=np.float64) if len(values) else np.zeros(0)
-        if arr.size != len(names):
-            raise JointLayoutError(
-                f'JointState `{field}` has {arr.size} values for {len(names)} names')
-        idx = self.index_for(names)
-        # Checked in float32, the observation's precision: 1e300 rad/s is Inf there.
-        out, ok = usable(arr[idx])
-        if not ok.all():
-            raise JointLayoutError(f'JointState `{field}` contains NaN, Inf or values beyond '
-                                   f'+-{MAX_MAGNITUDE:g} in float32 ({int((~ok).sum())} of '
-                                   f'{ok.size})')
-        return out.reshape(self.num_envs, len(self.joint_names))
+    Validated in the precision the policy sees: a value that is finite in
+    float64 but overflows float32 (e.g. 1e39) is refused like NaN or Inf, and
+    so is one beyond ``ingest.MAX_MAGNITUDE``. Raises JointLayoutError naming
+    the field.
+    """
+    out, ok = usable(index.gather(names, values, field))
+    if not ok.all():
+        raise JointLayoutError(f'JointState `{field}` contains NaN or Inf (in float32) or '
+                               f'values beyond +-{MAX_MAGNITUDE:g} ({int((~ok).sum())} of '
+                               f'{ok.size})')
+    return out
 
 
 def build_observation(q: np.ndarray | None, qd: np.ndarray | None, extras: np.ndarray,

@@ -4,7 +4,7 @@
 The perception node's parameters beyond the joint path: typed sections, validated at start.
 
 Each section is declared as ROS parameters ``<section>.<field>`` with these
-defaults (``unilab_core.ros.params.declare_section``), so a node parameter
+defaults (``unilab_core.ros.params.declare_params``), so a node parameter
 YAML sets e.g. ``pointcloud: {voxel_size: 0.2}``; a bad value stops the node
 with an error naming ``perception: parameter `pointcloud.voxel_size```.
 Every extra sensor is off by default: the default graph's observation stays
@@ -165,6 +165,27 @@ class EncoderSection(_Section):
     device: Literal['auto', 'cpu', 'cuda'] = Field(
         'auto', description='Device of the encoders (the one CPU/GPU switch).')
     seed: int = Field(0, ge=0, description='Seed of the encoder weights.')
+
+
+class PerceptionNodeParams(_Section):
+    """Parameters of the perception node: the joint path plus the sections above."""
+
+    num_envs: int = Field(1, ge=1, description='Envs (or robots) in one observation batch.')
+    joint_names: list[str] = Field(
+        default_factory=list, min_length=1,
+        description='Joints of the observation, in the policy\'s order (JointState names: '
+        '`env<i>/<joint>`, or the plain names for one robot).')
+    uses_joint_state: bool = Field(
+        True, description='The observation starts with [q, qd] of these joints.')
+    extras_dim: int = Field(0, ge=0, description='Task extras per env (task_state `extras`).')
+    obs_dim: int = Field(0, ge=0, description='Expected observation width (0 = not checked).')
+    sensors: SensorsSection = Field(default_factory=SensorsSection)
+    pointcloud: PointCloudSection = Field(default_factory=PointCloudSection)
+    bev: BevSection = Field(default_factory=BevSection)
+    sync: SyncSection = Field(default_factory=SyncSection)
+    imu: ImuSection = Field(default_factory=ImuSection)
+    image: ImageSection = Field(default_factory=ImageSection)
+    encoder: EncoderSection = Field(default_factory=EncoderSection)
 
 
 SECTIONS = {'sensors': SensorsSection, 'pointcloud': PointCloudSection, 'bev': BevSection,

@@ -22,7 +22,6 @@ more before it is published: nothing NaN, Inf or beyond
 
 from __future__ import annotations
 
-import re
 import time
 
 import numpy as np
@@ -32,24 +31,24 @@ from sensor_msgs.msg import Image, Imu, JointState, PointCloud2
 from unilab_core import topics
 from unilab_core.config import ConfigError
 from unilab_core.droplog import DropLog
-from unilab_core.ros.params import declare_section
+from unilab_core.joint_names import env_of, JointLayoutError, JointStateIndex
+from unilab_core.ros.params import declare_params
 from unilab_core.ros.qos import sensor_qos
 from unilab_core.ros.tensor_msg import Batch
-from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
-                                            TensorPublisher, TensorSubscription)
+from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
+                                          TensorPublisher, TensorSubscription)
 
 from unilab_perception import cloud_ops
 from unilab_perception.assembler import ObservationAssembler
 from unilab_perception.ingest import (check_task_state, check_values, InvalidMessage, OUTCOME,
                                       read_cloud, read_image, read_imu, stamp_ns)
-from unilab_perception.joint_obs import JointLayoutError, JointStateIndex
-from unilab_perception.params import SECTIONS
+from unilab_perception.joint_obs import joint_field
+from unilab_perception.params import PerceptionNodeParams, SECTIONS
 from unilab_perception.timesync import interpolate_vector, SensorBuffer, used_stamps
 
 #: Unmatched messages kept per source while waiting for the partner stamp.
 MAX_PENDING = 32
 PASS_THROUGH = OUTCOME
-_ENV = re.compile(r'^/?env(\d+)/')
 
 
 class PerceptionNode(Node):
@@ -57,12 +56,11 @@ class PerceptionNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('perception', **kwargs)
-        self.num_envs = self.declare_parameter('num_envs', 64).value
-        joint_names = list(self.declare_parameter('joint_names', ['']).value)
-        self.uses_joint_state = self.declare_parameter('uses_joint_state', True).value
-        self.extras_dim = self.declare_parameter('extras_dim', 0).value
-        self.obs_dim = self.declare_parameter('obs_dim', 0).value
-        self.cfg = {name: declare_section(self, name, model) for name, model in SECTIONS.items()}
+        self.params = p = declare_params(self, PerceptionNodeParams)
+        self.num_envs, joint_names = p.num_envs, list(p.joint_names)
+        self.uses_joint_state, self.extras_dim, self.obs_dim = (p.uses_joint_state,
+                                                                p.extras_dim, p.obs_dim)
+        self.cfg = {name: getattr(p, name) for name in SECTIONS}
         self.index = JointStateIndex(joint_names, self.num_envs)
         self.counters = {'published': 0, 'invalid': 0, 'unmatched': 0, 'withheld': 0,
                          'substituted': 0}
@@ -150,8 +148,7 @@ class PerceptionNode(Node):
         return out
 
     def _env_of(self, frame_id: str) -> int | None:
-        m = _ENV.match(frame_id)
-        env = int(m.group(1)) if m else 0
+        env = env_of(frame_id) or 0
         return env if env < self.num_envs else None
 
     # -- joint / task lock-step path --------------------------------------
@@ -161,8 +158,8 @@ class PerceptionNode(Node):
             self._joint[stamp] = (None, None)
         else:
             try:
-                q = self.index.gather(msg.name, msg.position, 'position')
-                qd = self.index.gather(msg.name, msg.velocity, 'velocity')
+                q = joint_field(self.index, msg.name, msg.position, 'position')
+                qd = joint_field(self.index, msg.name, msg.velocity, 'velocity')
             except JointLayoutError as exc:
                 self._invalid('joint_state', str(exc))
                 return

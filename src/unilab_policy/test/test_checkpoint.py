@@ -8,6 +8,7 @@ import random
 import numpy as np
 import pytest
 import torch
+from unilab_core.config import AdvantageSection, PolicyUpdateSection
 
 from unilab_policy.checkpoint import (capture_rng_state, CHECKPOINT_VERSION, CheckpointError,
                                       load_checkpoint, restore_rng_state, save_checkpoint)
@@ -19,7 +20,8 @@ from unilab_policy.storage import RolloutStorage, Transition
 def _trained(device, seed):
     torch.manual_seed(seed)
     bundle = PolicyBundle(ActorCritic(3, 2, hidden_sizes=(8,)))
-    ppo = PPO(bundle.actor_critic, PPOParams(num_mini_batches=2, num_learning_epochs=1), device)
+    params = PPOParams(PolicyUpdateSection(epochs=1), AdvantageSection(), 2)
+    ppo = PPO(bundle.actor_critic, params, device)
     bundle.to(device)
     bundle.obs_normalizer.update(torch.randn(20, 3, device=device))
     st = RolloutStorage(2, 4, 3, 2, device)

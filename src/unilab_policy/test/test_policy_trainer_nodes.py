@@ -103,19 +103,20 @@ def graph(fresh_context, tmp_path, request):
         return node
 
     common = [Parameter('obs_dim', value=OBS), Parameter('act_dim', value=ACT),
-              Parameter('device', value='cpu'), Parameter('model.hidden_sizes', value=[8]),
+              Parameter('run.device', value='cpu'), Parameter('model.hidden_sizes', value=[8]),
               Parameter('model.action_history', value=history)]
     env = add(FakeEnv(context))
     policy = add(PolicyNode(context=context, parameter_overrides=common + [
-        Parameter('num_envs', value=N), Parameter('chunk_length', value=K),
-        Parameter('rollout_length', value=T)]
+        Parameter('rollout.num_envs', value=N), Parameter('rollout.chunk_length', value=K),
+        Parameter('rollout.rollout_length', value=T)]
         + [Parameter(k, value=v) for k, v in extra.items()]))
 
     def make_trainer(total_steps):
         trainer = add(TrainerNode(context=context, parameter_overrides=common + [
             Parameter('run_dir', value=str(tmp_path / 'run')),
-            Parameter('total_steps', value=total_steps),
-            Parameter('checkpoint_every', value=1), Parameter('tensorboard', value=False),
+            Parameter('run.total_steps', value=total_steps),
+            Parameter('logging.checkpoint_every', value=1),
+            Parameter('logging.tensorboard', value=False),
             Parameter('rollout.num_envs', value=N), Parameter('rollout.rollout_length', value=T),
             Parameter('rollout.chunk_length', value=K),
             Parameter('policy_update.batch_size', value=4),
@@ -146,10 +147,10 @@ def test_waits_for_weights_then_trains_on_policy(graph, tmp_path):
     executor, env, policy, make_trainer = graph
     env.start()
     # No trainer yet: the observation is held, nothing is answered.
-    assert spin_until(executor, lambda: policy.pending is not None, 5.0)
+    assert spin_until(executor, lambda: policy.actor.pending is not None, 5.0)
     spin_until(executor, lambda: bool(env.actions), 0.3)
     assert env.actions == []
-    assert policy.version == -1
+    assert policy.actor.version == -1
     assert policy.counters['steps'] == 0
 
     updates = 3
@@ -167,14 +168,14 @@ def test_waits_for_weights_then_trains_on_policy(graph, tmp_path):
     for v in range(updates):
         assert max(s for s, ver in zip(seqs, versions) if ver == v) == (v + 1) * T - 1
     # The observation after the last rollout is held until a version that never comes.
-    assert policy.pending is not None and policy.pending.seq == updates * T
+    assert policy.actor.pending is not None and policy.actor.pending.seq == updates * T
     assert env.seq == updates * T
 
     assert trainer.trainer.version == updates
     assert trainer.trainer.updates == updates
     assert trainer.trainer.stale_chunks == 0
     assert env.weight_versions == list(range(updates))  # done: no version 3 published
-    assert policy.version == updates - 1
+    assert policy.actor.version == updates - 1
     assert policy.counters['weight_swaps'] == updates
     assert policy.counters['chunks'] == updates * T // K
     assert policy.counters['steps'] == updates * T
@@ -205,8 +206,8 @@ HISTORY_PARAMS = {'action_low': [-0.5, -0.4], 'action_high': [0.5, 0.4],
 @pytest.mark.parametrize('graph', [(2, HISTORY_PARAMS)], indirect=True)
 def test_action_history_reaches_the_network_and_the_rollout(graph):
     executor, env, policy, make_trainer = graph
-    assert policy.setup.input_dim == OBS + 2 * ACT
-    assert policy.bundle.actor_critic.obs_dim == OBS + 2 * ACT
+    assert policy.actor.input_dim == OBS + 2 * ACT
+    assert policy.actor.bundle.actor_critic.obs_dim == OBS + 2 * ACT
     trainer = make_trainer(total_steps=T * N)  # one rollout, one update
     env.start()
     assert spin_until(executor, lambda: trainer.done, 30.0), policy.counters
@@ -231,7 +232,7 @@ def test_action_history_reaches_the_network_and_the_rollout(graph):
 def test_duplicate_and_bad_observations(graph):
     executor, env, policy, make_trainer = graph
     trainer = make_trainer(total_steps=1000)
-    assert spin_until(executor, lambda: policy.version == 0)
+    assert spin_until(executor, lambda: policy.actor.version == 0)
     env.stop_at = T + 1
     env.start()
     assert spin_until(executor, lambda: env.seq == T + 1 and env.answered)
@@ -250,7 +251,7 @@ def test_duplicate_and_bad_observations(graph):
     np.testing.assert_array_equal(action2, action)
     assert policy.counters['duplicates'] == 1
     assert policy.counters['steps'] == T + 2
-    assert policy.last_seq == T + 1
+    assert policy.actor.last_seq == T + 1
 
     # An older state is counted too, but answered with nothing.
     env.obs_pub.publish(make_batch('observation', 0, {'obs': np.zeros((N, OBS))}))
@@ -264,7 +265,7 @@ def test_duplicate_and_bad_observations(graph):
     assert spin_until(executor, lambda: policy.counters['bad_obs'] == len(bad))
     spin_until(executor, lambda: False, 0.1)
     assert len(env.actions) == answered + 1
-    assert policy.last_seq == T + 1
+    assert policy.actor.last_seq == T + 1
 
     # The node keeps working: the next good observation is answered and training goes on.
     env.auto = True
@@ -287,22 +288,22 @@ def test_new_version_mid_rollout_starts_a_clean_rollout(graph):
     env.create_subscription(TensorBatch, topics.ROLLOUT, lambda m: chunks.append(read_batch(m)),
                             QoSProfile(depth=64))
     weights_pub = env.create_publisher(TensorBatch, topics.WEIGHTS, WEIGHTS_QOS)
-    flat = flatten_state(policy.bundle)[0].numpy()
+    flat = flatten_state(policy.actor.bundle)[0].numpy()
     weights_pub.publish(make_batch('weights', 0, {'flat': flat}, version=0))
-    assert spin_until(executor, lambda: policy.version == 0
+    assert spin_until(executor, lambda: policy.actor.version == 0
                       and policy.rollout_pub.get_subscription_count() > 0)
 
     # Three steps of version 0: one chunk sent, one step closed, one step open.
     env.stop_at = K + 1
     env.start()
     assert spin_until(executor, lambda: env.seq == K + 1 and env.answered)
-    assert len(chunks) == 1 and policy.chunk.size == 1 and policy.chunk.has_open_step()
+    assert len(chunks) == 1 and policy.actor.chunk.size == 1 and policy.actor.chunk.has_open_step()
 
     weights_pub.publish(make_batch('weights', 5, {'flat': flat}, version=5))
-    assert spin_until(executor, lambda: policy.version == 5)
+    assert spin_until(executor, lambda: policy.actor.version == 5)
     env.stop_at = None
     env.step(env.actions[-1][2])
-    assert spin_until(executor, lambda: policy.pending is not None)
+    assert spin_until(executor, lambda: policy.actor.pending is not None)
     assert spin_until(executor, lambda: len(chunks) == 1 + T // K)
 
     acted = {s: (v, a) for s, v, a in env.actions}

@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from unilab_core.config import AdvantageSection, PolicyUpdateSection
 from unilab_policy.models import ActorCritic
 from unilab_policy.ppo import (adapt_learning_rate, gaussian_kl, num_mini_batches_for, PPO,
                                PPOParams)
@@ -27,14 +28,15 @@ def _collect(ppo, storage, reward_fn, device):
                                    torch.ones(N, dtype=torch.bool, device=device),
                                    torch.zeros(N, dtype=torch.bool, device=device),
                                    out.value, out.log_prob, out.mean, out.std))
-        storage.compute_returns(ppo.actor_critic.value(obs), ppo.params.gamma,
-                                ppo.params.lam)
+        storage.compute_returns(ppo.actor_critic.value(obs), ppo.params.advantage.gamma,
+                                ppo.params.advantage.gae_lambda)
 
 
 def _setup(device, **kw):
     torch.manual_seed(0)
     ac = ActorCritic(OBS, ACT, hidden_sizes=(32, 32), init_noise_std=0.5)
-    params = PPOParams(**{'learning_rate': 3e-3, 'schedule': 'fixed', **kw})
+    update = {'epochs': 4, 'lr': 3e-3, 'schedule': 'fixed', **kw}
+    params = PPOParams(PolicyUpdateSection(**update), AdvantageSection(), num_mini_batches=4)
     return PPO(ac, params, device), RolloutStorage(T, N, OBS, ACT, device)
 
 
@@ -99,7 +101,7 @@ def test_adapt_learning_rate_rule():
 
 @pytest.mark.parametrize('shift,direction', [(0.0, 1), (3.0, -1)])
 def test_adaptive_lr_moves_in_right_direction(shift, direction, device):
-    ppo, storage = _setup(device, schedule='adaptive', learning_rate=1e-4)
+    ppo, storage = _setup(device, schedule='adaptive', lr=1e-4)
 
     def reward(a):
         return -a.square().sum(-1)
@@ -139,6 +141,6 @@ def test_num_mini_batches_for():
 
 def test_params_validation():
     with pytest.raises(ValueError):
-        PPOParams(schedule='cosine')
+        PolicyUpdateSection(schedule='cosine')
     with pytest.raises(ValueError):
-        PPOParams(num_mini_batches=0)
+        PPOParams(PolicyUpdateSection(), AdvantageSection(), num_mini_batches=0)

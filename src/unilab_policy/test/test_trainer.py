@@ -8,16 +8,15 @@ import math
 import numpy as np
 import pytest
 import torch
+from unilab_core.config import AdvantageSection, PolicyUpdateSection
 from unilab_policy.models import ActorCritic, PolicyBundle
-from unilab_policy.ppo import PPOParams
+from unilab_policy.ppo import PPO, PPOParams
 from unilab_policy.trainer import BadChunkError, StaleChunkError, Trainer
 
 OBS, ACT, T, N, K = 3, 2, 4, 2, 2
 CPU = torch.device('cpu')
 
-PPO_COLUMNS = ['losses/surrogate', 'losses/value', 'losses/entropy', 'losses/approx_kl',
-               'losses/total', 'losses/grad_norm', 'charts/clip_fraction',
-               'charts/learning_rate', 'charts/action_std', 'charts/explained_variance']
+PPO_COLUMNS = list(PPO.METRICS)
 CHART_COLUMNS = ['charts/env_steps', 'charts/fps', 'charts/update_s', 'charts/mean_return',
                  'charts/episodes', 'charts/wall_s']
 
@@ -25,8 +24,8 @@ CHART_COLUMNS = ['charts/env_steps', 'charts/fps', 'charts/update_s', 'charts/me
 def _trainer(run_dir, seed=0, total_steps=1000, checkpoint_every=20):
     torch.manual_seed(seed)
     bundle = PolicyBundle(ActorCritic(OBS, ACT, hidden_sizes=(8,), init_noise_std=0.5))
-    params = PPOParams(num_learning_epochs=2, num_mini_batches=2, learning_rate=1e-3,
-                       schedule='fixed')
+    params = PPOParams(PolicyUpdateSection(epochs=2, lr=1e-3, schedule='fixed'),
+                       AdvantageSection(), num_mini_batches=2)
     return Trainer(bundle, params, T, N, CPU, run_dir, total_steps, checkpoint_every,
                    tensorboard=False)
 
@@ -96,7 +95,8 @@ def test_metrics_csv_rows(tmp_path, rng):
         rows = list(csv.DictReader(f))
     assert len(rows) == 2
     assert list(rows[0]) == ['update', 'env_steps'] + PPO_COLUMNS + CHART_COLUMNS + [
-        'policy/weights_version', 'policy/action_std', 'policy/rejected_updates']
+        'policy/weights_version', 'policy/action_std', 'policy/rejected_updates',
+        'policy/failed_updates']
     assert [int(r['update']) for r in rows] == [1, 2]
     assert [int(r['env_steps']) for r in rows] == [T * N, 2 * T * N]
     assert float(rows[1]['charts/env_steps']) == 2 * T * N
@@ -311,3 +311,45 @@ def test_nan_update_is_rejected_and_last_good_weights_kept(tmp_path, rng):
     assert tr.rejected_updates == 1 and not tr.last_update_rejected
     assert np.all(np.isfinite(tr.weights())) and not np.array_equal(tr.weights(), good)
     assert tr.summary()['rejected_updates'] == 1
+
+
+def test_a_failed_update_is_skipped_counted_and_collection_goes_on(tmp_path, rng):
+    # An exception inside the update (CUDA out of memory, say) must neither stall the
+    # graph (the policy waits for version v + 1) nor leave a half-filled rollout.
+    tr = _trainer(tmp_path)
+    good = tr.weights().copy()
+    real_update = tr.ppo.update
+
+    def out_of_memory(storage):
+        real_update(storage)  # weights change, then the failure: they must roll back
+        raise RuntimeError('CUDA out of memory (injected)')
+
+    tr.ppo.update = out_of_memory
+    assert _rollout(tr, rng) == [False, True]
+    assert tr.failed_updates == 1 and 'out of memory' in tr.last_update_failed
+    assert tr.version == 1 and tr.storage.step == 0  # new version, empty storage
+    assert np.array_equal(tr.weights(), good)
+    tr.ppo.update = real_update
+    assert _rollout(tr, rng) == [False, True]  # the next rollout trains normally
+    assert tr.failed_updates == 1 and not tr.last_update_failed and tr.version == 2
+    assert tr.summary()['failed_updates'] == 1
+    tr.close()
+    with open(tmp_path / 'metrics.csv', newline='') as f:
+        rows = list(csv.DictReader(f))
+    assert [r['policy/failed_updates'] for r in rows] == ['1.0', '1.0']
+    assert math.isnan(float(rows[0]['losses/value'])) and rows[1]['losses/value'] != 'nan'
+
+
+def test_updates_failing_again_and_again_stop_the_run(tmp_path, rng):
+    from unilab_policy.trainer import MAX_CONSECUTIVE_FAILURES, TrainingFailedError
+    tr = _trainer(tmp_path)
+
+    def broken(storage):
+        raise RuntimeError('CUDA error: an illegal memory access (injected)')
+
+    tr.ppo.update = broken
+    for _ in range(MAX_CONSECUTIVE_FAILURES - 1):
+        _rollout(tr, rng)
+    with pytest.raises(TrainingFailedError, match='illegal memory access'):
+        _rollout(tr, rng)
+    assert tr.failed_updates == MAX_CONSECUTIVE_FAILURES

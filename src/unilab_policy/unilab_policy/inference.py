@@ -57,8 +57,13 @@ class InferencePolicy:
         with torch.no_grad(), torch.cuda.graph(self.graph):
             self.static_mean, self.static_value = self._forward()
 
-    def act(self, obs: np.ndarray) -> ActOutput:
-        """Sample actions; return action, log-prob, value, mean and std (all on the device)."""
+    def act(self, obs: np.ndarray, deterministic: bool = False) -> ActOutput:
+        """
+        Sample actions (or take the mean); return action, log-prob, value, mean and std.
+
+        All outputs are on the device. ``deterministic`` acts with the policy
+        mean (deployment, evaluation) and draws no random numbers.
+        """
         # A private copy: published arrays are read-only, which torch.from_numpy warns about.
         self.static_obs.copy_(torch.from_numpy(np.array(obs, dtype=np.float32)))
         with torch.inference_mode():
@@ -68,7 +73,7 @@ class InferencePolicy:
             else:
                 mean, value = self._forward()
             std = self.bundle.actor_critic.action_std.expand_as(mean)
-            action = mean + std * torch.randn_like(mean)
+            action = mean if deterministic else mean + std * torch.randn_like(mean)
             # Diagonal Gaussian log-density, summed over action dims:
             # log p(a) = sum_i -(a_i - mu_i)^2 / (2 s_i^2) - log s_i - log sqrt(2 pi)
             log_prob = (-((action - mean) ** 2) / (2.0 * std ** 2) - std.log()

@@ -10,6 +10,8 @@ import warnings
 import torch
 from torch import nn
 
+from unilab_core.config import AdvantageSection, PolicyUpdateSection
+
 from .models import ActorCritic
 from .storage import RolloutStorage
 
@@ -17,34 +19,25 @@ LR_MIN = 1e-5
 LR_MAX = 1e-2
 
 
-@dataclass
+@dataclass(frozen=True)
 class PPOParams:
-    """PPO hyper-parameters (defaults follow rsl_rl except ``learning_rate``)."""
+    """
+    PPO hyper-parameters: the config's ``policy_update`` and ``advantage`` sections as they are.
 
-    clip_param: float = 0.2
-    num_learning_epochs: int = 4
-    num_mini_batches: int = 4
-    value_loss_coef: float = 1.0
-    entropy_coef: float = 0.0
-    learning_rate: float = 3e-4
-    max_grad_norm: float = 1.0
-    use_clipped_value_loss: bool = True
-    schedule: str = 'adaptive'  # 'adaptive' (KL-driven, rsl_rl) or 'fixed'
-    desired_kl: float = 0.01
-    gamma: float = 0.99
-    lam: float = 0.95
-    normalize_advantage: bool = True
+    Built by ``unilab_policy.factory.ppo_params`` (the one place that derives
+    ``num_mini_batches`` from ``policy_update.batch_size`` and the rollout size);
+    the sections are validated pydantic models, so the values are in range.
+    Advantages are always normalised per rollout (rsl_rl's default).
+    """
+
+    update: PolicyUpdateSection
+    advantage: AdvantageSection
+    num_mini_batches: int
 
     def __post_init__(self):
-        """Reject values that would silently break the update."""
-        if self.schedule not in ('adaptive', 'fixed'):
-            raise ValueError(f"schedule must be 'adaptive' or 'fixed', got '{self.schedule}'")
-        if self.num_learning_epochs < 1 or self.num_mini_batches < 1:
-            raise ValueError('num_learning_epochs and num_mini_batches must be >= 1')
-        if self.learning_rate <= 0.0 or self.clip_param <= 0.0:
-            raise ValueError('learning_rate and clip_param must be > 0')
-        if self.schedule == 'adaptive' and self.desired_kl <= 0.0:
-            raise ValueError('adaptive schedule needs desired_kl > 0')
+        """Reject a minibatch count the update cannot use."""
+        if self.num_mini_batches < 1:
+            raise ValueError(f'num_mini_batches must be >= 1, got {self.num_mini_batches}')
 
 
 def num_mini_batches_for(batch_size: int, num_steps: int, num_envs: int) -> int:
@@ -95,13 +88,18 @@ def adapt_learning_rate(lr: float, kl: float, desired_kl: float) -> float:
 class PPO:
     """Clipped-surrogate PPO with clipped value loss, entropy bonus and KL-adaptive Adam LR."""
 
+    #: The names of the metrics ``update`` returns, in order.
+    METRICS = ('losses/surrogate', 'losses/value', 'losses/entropy', 'losses/approx_kl',
+               'losses/total', 'losses/grad_norm', 'charts/clip_fraction',
+               'charts/learning_rate', 'charts/action_std', 'charts/explained_variance')
+
     def __init__(self, actor_critic: ActorCritic, params: PPOParams,
                  device: Union[str, torch.device]):
         """Move ``actor_critic`` to ``device`` and build an Adam optimiser over it."""
         self.device = torch.device(device)
         self.params = params
         self.actor_critic = actor_critic.to(self.device)
-        self.learning_rate = float(params.learning_rate)
+        self.learning_rate = float(params.update.lr)
         self.optimizer = torch.optim.Adam(self.actor_critic.parameters(), lr=self.learning_rate)
         self.num_updates = 0
 
@@ -114,15 +112,15 @@ class PPO:
         """
         Run the PPO epochs over a full rollout; returns flat, logger-ready metrics.
 
-        The caller must run ``storage.compute_returns(last_values, p.gamma, p.lam)`` first
+        The caller must run ``storage.compute_returns(last_values, gamma, gae_lambda)`` first
         (``RuntimeError`` otherwise); it does not ``clear()`` the storage.
         Advantages are normalised with mean/std over the *whole* T*N batch (rsl_rl default),
         applied per minibatch; storage keeps the raw values.
         """
         if not storage.returns_ready:
-            raise RuntimeError('storage.compute_returns(last_values, gamma, lam) must run '
+            raise RuntimeError('storage.compute_returns(last_values, gamma, gae_lambda) must run '
                                'before PPO.update')
-        p = self.params
+        p = self.params.update
         ac = self.actor_critic
         adv_mean = storage.advantages.mean()
         adv_std = (storage.advantages.std() if storage.batch_size > 1
@@ -131,10 +129,8 @@ class PPO:
         count = 0
         grad_norm_sum = 0.0
         ac.train()
-        for batch in storage.mini_batch_generator(p.num_mini_batches, p.num_learning_epochs):
-            advantages = batch.advantages
-            if p.normalize_advantage:
-                advantages = (advantages - adv_mean) / (adv_std + 1e-8)
+        for batch in storage.mini_batch_generator(self.params.num_mini_batches, p.epochs):
+            advantages = (batch.advantages - adv_mean) / (adv_std + 1e-8)
             out = ac.evaluate(batch.obs, batch.actions)
 
             with torch.no_grad():
@@ -151,7 +147,7 @@ class PPO:
             surrogate_loss = torch.max(surr, surr_clipped).mean()
 
             # Value loss, optionally clipped around the rollout values (rsl_rl / PPO2).
-            if p.use_clipped_value_loss:
+            if p.clipped_value_loss:
                 v_clipped = batch.values + (out.value - batch.values).clamp(-p.clip_param,
                                                                             p.clip_param)
                 value_loss = torch.max((out.value - batch.returns).square(),

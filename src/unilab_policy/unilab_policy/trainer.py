@@ -50,6 +50,17 @@ class BadChunkError(ValueError):
 RESUME_KEYS = ('bundle', 'ppo', 'weights_version', 'updates', 'env_steps', 'wall_s',
                'episode_returns', 'rng')
 
+
+class TrainingFailedError(RuntimeError):
+    """PPO updates failed ``MAX_CONSECUTIVE_FAILURES`` times in a row; the run must stop."""
+
+
+#: A failed update (an exception inside it, e.g. CUDA out of memory) is skipped: the
+#: weights stay as they were and a new version (same weights) lets collection go on.
+#: This many failures in a row stop the run instead (the cause is not passing).
+MAX_CONSECUTIVE_FAILURES = 3
+
+
 _VECTOR_FIELDS = ('obs', 'actions', 'mu', 'sigma')
 _FINITE_FIELDS = ('obs', 'actions', 'values', 'log_prob', 'rewards', 'mu', 'sigma', 'next_obs')
 
@@ -82,6 +93,9 @@ class Trainer:
         self.bad_chunks = 0
         self.rejected_updates = 0
         self.last_update_rejected = ''
+        self.failed_updates = 0
+        self.consecutive_failures = 0
+        self.last_update_failed = ''
         self.last_checkpoint = ''
         self.wall_start = time.monotonic()
         self.wall_offset = 0.0
@@ -165,21 +179,30 @@ class Trainer:
         return k
 
     def _update(self, next_obs_raw: torch.Tensor) -> None:
-        with torch.no_grad():
-            nxt = self.bundle.normalize(next_obs_raw) if self.normalize_obs else next_obs_raw
-            last_values = self.bundle.actor_critic.value(nxt)
-        self.storage.compute_returns(last_values, self.params.gamma, self.params.lam)
         t0 = time.monotonic()
         # Keep the last good state: a NaN loss or NaN weights must never be published.
         good = copy.deepcopy((self.bundle.state_dict(), self.ppo.state_dict()))
-        metrics = dict(self.ppo.update(self.storage))
-        self.last_update_rejected = self._check_update(metrics)
-        if self.last_update_rejected:
+        self.last_update_rejected = self.last_update_failed = ''
+        try:
+            metrics = self._ppo_update(next_obs_raw)
+            self.last_update_rejected = self._check_update(metrics)
+        except Exception as exc:  # noqa: BLE001 - any failure inside the update is handled
+            metrics = dict.fromkeys(PPO.METRICS, math.nan)  # the row keeps every column
+            self.last_update_failed = f'{type(exc).__name__}: {exc}'
+        if self.last_update_rejected or self.last_update_failed:
             self.bundle.load_state_dict(good[0])
             self.ppo.load_state_dict(good[1])
-            self.rejected_updates += 1
-        elif self.normalize_obs:
-            self.bundle.obs_normalizer.update(self.raw_obs.flatten(0, 1))
+        if self.last_update_failed:
+            self.failed_updates += 1
+            self.consecutive_failures += 1
+        else:
+            self.consecutive_failures = 0
+            if self.last_update_rejected:
+                self.rejected_updates += 1
+            elif self.normalize_obs:
+                self.bundle.obs_normalizer.update(self.raw_obs.flatten(0, 1))
+        # The rollout is used (or given up) either way: the next one starts empty, and the
+        # new version (possibly the same weights) lets the policy collect it.
         self.storage.clear()
         self.version += 1
         self.updates += 1
@@ -196,10 +219,25 @@ class Trainer:
             'policy/weights_version': float(self.version),
             'policy/action_std': float(self.bundle.actor_critic.action_std.mean().detach()),
             'policy/rejected_updates': float(self.rejected_updates),
+            'policy/failed_updates': float(self.failed_updates),
         })
         self.log.write(self.updates, self.env_steps, metrics)
+        if self.consecutive_failures >= MAX_CONSECUTIVE_FAILURES:
+            raise TrainingFailedError(
+                f'{self.consecutive_failures} PPO updates in a row failed, the last with '
+                f'{self.last_update_failed}; stopping (last good weights: '
+                f'{self.last_checkpoint or "no checkpoint yet"})')
         if self.updates % self.checkpoint_every == 0 or self.done:
             self.save_checkpoint()
+
+    def _ppo_update(self, next_obs_raw: torch.Tensor) -> dict:
+        """Bootstrap, GAE and the PPO epochs; return the update's metrics."""
+        with torch.no_grad():
+            nxt = self.bundle.normalize(next_obs_raw) if self.normalize_obs else next_obs_raw
+            last_values = self.bundle.actor_critic.value(nxt)
+        adv = self.params.advantage
+        self.storage.compute_returns(last_values, adv.gamma, adv.gae_lambda)
+        return dict(self.ppo.update(self.storage))
 
     def _check_update(self, metrics: dict) -> str:
         """Return why the update must be rejected ('' when it is sound)."""
@@ -282,6 +320,7 @@ class Trainer:
             'stale_chunks': self.stale_chunks,
             'bad_chunks': self.bad_chunks,
             'rejected_updates': self.rejected_updates,
+            'failed_updates': self.failed_updates,
         }
 
     def close(self) -> None:

@@ -17,16 +17,17 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from unilab_core import topics
 from unilab_core.atomic import atomic_write_text
-from unilab_core.config import (AdvantageSection, ConfigError, PolicyUpdateSection,
-                                RolloutSection)
-from unilab_core.ros.params import declare_section
+from unilab_core.config import ConfigError
+from unilab_core.ros.params import declare_params
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
-from unilab_core.ros.transport_node import (batch_capacity, close_endpoints,
-                                            TensorPublisher, TensorSubscription)
+from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
+                                          TensorPublisher, TensorSubscription)
 
-from unilab_policy.node_common import PolicySetup, WEIGHTS_QOS
-from unilab_policy.ppo import num_mini_batches_for, PPOParams
-from unilab_policy.trainer import BadChunkError, StaleChunkError, Trainer
+from unilab_policy.device import setup_device
+from unilab_policy.factory import make_trainer
+from unilab_policy.node_common import WEIGHTS_QOS
+from unilab_policy.params import TrainerNodeParams
+from unilab_policy.trainer import BadChunkError, StaleChunkError, TrainingFailedError
 
 
 class TrainerNode(Node):
@@ -34,36 +35,22 @@ class TrainerNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('trainer', **kwargs)
+        self.params = p = declare_params(self, TrainerNodeParams)
         try:
-            self.setup = PolicySetup(self, reserve_memory=True)
+            self.device = setup_device(p.run.device, p.run.torch_threads,
+                                       p.gpu.memory_pool_ratio, log=self.get_logger().info)
+            self.trainer = make_trainer(p, self.device)
         except ValueError as exc:
             raise ConfigError(f'trainer: {exc}') from None
-        p = self.declare_parameter
-        run_dir = p('run_dir', 'runs/latest').value
-        total_steps = p('total_steps', 100_000).value
-        checkpoint_every = p('checkpoint_every', 20).value
-        tensorboard = p('tensorboard', True).value
-        resume = p('resume', '').value
-        ro = declare_section(self, 'rollout', RolloutSection)
-        adv = declare_section(self, 'advantage', AdvantageSection)
-        up = declare_section(self, 'policy_update', PolicyUpdateSection)
-        params = PPOParams(
-            clip_param=up.clip_param, num_learning_epochs=up.epochs,
-            num_mini_batches=num_mini_batches_for(up.batch_size, ro.rollout_length,
-                                                  ro.num_envs),
-            value_loss_coef=up.value_loss_coef, entropy_coef=up.entropy_coef,
-            learning_rate=up.lr, max_grad_norm=up.max_grad_norm,
-            use_clipped_value_loss=up.clipped_value_loss, schedule=up.schedule,
-            desired_kl=up.desired_kl, gamma=adv.gamma, lam=adv.gae_lambda)
-        self.run_dir = pathlib.Path(run_dir)
-        self.trainer = Trainer(self.setup.build(), params, ro.rollout_length, ro.num_envs,
-                               self.setup.device, run_dir, total_steps, checkpoint_every,
-                               tensorboard, normalize_obs=self.setup.norm.observations)
-        if resume:
-            self.trainer.load(resume)
-            self.get_logger().info(f'resumed from {resume}: update {self.trainer.updates}, '
+        self.run_dir = pathlib.Path(p.run_dir)
+        if p.resume:
+            self.trainer.load(p.resume)
+            self.get_logger().info(f'resumed from {p.resume}: update {self.trainer.updates}, '
                                    f'{self.trainer.env_steps} env steps')
         self.done = False
+        #: Process exit status when this node runs alone (1: training failed).
+        self.exit_code = 0
+        self.failure = ''
         n_weights = self.trainer.weights().size
         self.weights_pub = TensorPublisher(self, topics.WEIGHTS,
                                            batch_capacity({'flat': (n_weights,)}),
@@ -73,10 +60,11 @@ class TrainerNode(Node):
                                             policy='reliable', depth=64,
                                             qos=QoSProfile(depth=64), on_error=self._bad_chunk)
         self._publish_weights()
+        ppo = self.trainer.params
         self.get_logger().info(
-            f'training on {self.setup.device}: {ro.num_envs} envs x {ro.rollout_length} steps '
-            f'per update, {params.num_mini_batches} minibatches x {params.num_learning_epochs} '
-            f'epochs, run dir {run_dir}')
+            f'training on {self.device}: {p.rollout.num_envs} envs x '
+            f'{p.rollout.rollout_length} steps per update, {ppo.num_mini_batches} minibatches '
+            f'x {ppo.update.epochs} epochs, run dir {p.run_dir}')
 
     def _publish_weights(self) -> None:
         t = self.trainer
@@ -98,15 +86,24 @@ class TrainerNode(Node):
         except StaleChunkError as exc:
             self.get_logger().warning(f'dropped rollout chunk: {exc}', throttle_duration_sec=5.0)
             return
+        except TrainingFailedError as exc:
+            self.fail(str(exc))
+            return
         except (TensorMessageError, KeyError, ValueError, RuntimeError) as exc:
             self.get_logger().error(f'dropped malformed rollout chunk: {exc}')
             return
         if not updated:
             return
-        if self.trainer.last_update_rejected:
+        t = self.trainer
+        if t.last_update_rejected:
             self.get_logger().error(
-                f'PPO update {self.trainer.updates} rejected '
-                f'({self.trainer.last_update_rejected}); continuing from the last good weights')
+                f'PPO update {t.updates} rejected ({t.last_update_rejected}); continuing '
+                'from the last good weights')
+        if t.last_update_failed:
+            self.get_logger().error(
+                f'PPO update {t.updates} failed ({t.last_update_failed}); skipped '
+                f'({t.failed_updates} failed so far), collection continues with the same '
+                f'weights as version {t.version}')
         if self.trainer.done:
             self.finish()
         else:
@@ -120,6 +117,15 @@ class TrainerNode(Node):
         summary = self.trainer.summary()
         atomic_write_text(self.run_dir / 'summary.json', json.dumps(summary, indent=2))
         self.get_logger().info(f'training done: {json.dumps(summary)}')
+        self.done = True
+
+    def fail(self, message: str) -> None:
+        """Stop training after an unrecoverable failure: summary, error line, exit code 1."""
+        self.failure = message
+        self.get_logger().error(f'training stopped: {message}')
+        summary = dict(self.trainer.summary(), failed=message)
+        atomic_write_text(self.run_dir / 'summary.json', json.dumps(summary, indent=2))
+        self.exit_code = 1
         self.done = True
 
     def close(self) -> None:

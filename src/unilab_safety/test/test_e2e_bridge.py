@@ -18,6 +18,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
+from spec_helpers import node_parameters
 from unilab_core.ros.tensor_msg import make_batch
 from unilab_core.testing import spin_until
 from unilab_interfaces.msg import TensorBatch
@@ -81,13 +82,12 @@ def test_bridge_applies_only_safe_commands(context, private_topics, tmp_path):
                      'num_envs': N, 'lockstep': True, 'watchdog_timeout_s': 0.02,
                      'mlockall': False, 'rt_priority': 0, 'diagnostics_period_s': 60.0}
     safety = SafetyNode(context=context, cli_args=private_topics.args,
-                        parameter_overrides=[Parameter(k, value=v)
-                                             for k, v in safety_params.items()])
+                        parameter_overrides=node_parameters(**safety_params))
     bridge = bridge_node.BridgeNode(
         context=context, cli_args=private_topics.args,
-        parameter_overrides=[Parameter('task', value='arm6_reach'),
+        parameter_overrides=[Parameter('run.task', value='arm6_reach'),
                              Parameter('num_envs', value=N),
-                             Parameter('state_timeout_s', value=5.0)])
+                             Parameter('bridge.state_timeout_s', value=5.0)])
     policy = ScriptedPolicy(context, private_topics, len(names))
     executor = SingleThreadedExecutor(context=context)
     for n in (safety, bridge, policy):
@@ -118,7 +118,8 @@ def test_bridge_applies_only_safe_commands(context, private_topics, tmp_path):
     assert policy.paused_once
     assert counters['bad_commands'] == 0
     # Every step went through the gate, one safe command per step, nothing else applied.
-    assert stats['published_command'] == stats['commands'] == stats['batches']
+    assert stats['published_command'] == stats['commands'] == stats['batches'] + stats[
+        'resent_actions']
     assert counters['steps'] == bridge.seq
     assert counters['steps'] + counters['stale_commands'] == stats['published_command']
     assert stats['passed'] + stats['clamped'] + stats['rejected'] == stats['batches'] * N

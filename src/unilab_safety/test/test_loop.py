@@ -173,3 +173,29 @@ def test_zero_watchdog_fallback_refused_for_positions():
         _loop('zero')
     with pytest.raises(ValueError, match='watchdog_fallback'):
         _loop('brake')
+
+
+def test_a_resent_action_gets_the_same_command_and_leaves_the_reference_alone():
+    # A consumer that re-sends its state (timeout) makes the policy answer the same step
+    # twice. The consumer applies one command per step; gating the copy again would move
+    # the rate-limit reference on to a command no actuator got.
+    loop, slot, ring = _loop()
+    slot.put(_action(1, [[0.0, 1.0], [0.0, 1.0]]))
+    loop.cycle(0)
+    far = [[1.0, 2.0], [-1.0, 0.0]]  # far beyond one step of 0.1 from the reference
+    slot.put(_action(2, far))
+    loop.cycle(PERIOD)
+    (_, first) = _drain(ring)
+    slot.put(_action(2, far))  # the same step again
+    loop.cycle(2 * PERIOD)
+    (again,) = _drain(ring)
+    assert (again.kind, again.seq) == ('command', 2)
+    np.testing.assert_array_equal(again.command, first.command)
+    c = loop.counters()
+    assert c['resent_actions'] == 1 and c['batches'] == 2 and c['commands'] == 3
+    assert c['passed'] + c['clamped'] + c['rejected'] == c['batches'] * N
+    # The next step is limited from the command applied at step 2, not from a second one.
+    slot.put(_action(3, far))
+    loop.cycle(3 * PERIOD)
+    (nxt,) = _drain(ring)
+    np.testing.assert_allclose(np.abs(nxt.command - first.command), 0.1, atol=1e-12)

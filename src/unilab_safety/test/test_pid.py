@@ -5,10 +5,11 @@
 import numpy as np
 import pytest
 
+from spec_helpers import spec
 from unilab_safety.build import build_gate
 from unilab_safety.gate import SafetyGate
 from unilab_safety.limits import load_joint_limits
-from unilab_safety.pid import JointStateIndex, PidCompensator
+from unilab_safety.pid import PidCompensator
 
 LIMITS = load_joint_limits({'joint_limits': {
     'a': {'has_position_limits': True, 'min_position': -1.0, 'max_position': 1.0,
@@ -79,27 +80,15 @@ def test_pid_config_errors_name_the_key(tmp_path):
     import yaml
     path = tmp_path / 'l.yaml'
     path.write_text(yaml.safe_dump(LIMITS.to_dict()))
-    spec = {'joint_limits_file': str(path), 'joint_names': ['a', 'b'],
-            'allow_unlimited_joints': False, 'interface': 'position', 'dt': 0.1,
-            'max_delta': 0.0, 'fallback': 'hold', 'pid_kp': [1.0, 2.0, 3.0]}
+    flat = {'joint_limits_file': str(path), 'joint_names': ['a', 'b'], 'dt': 0.1,
+            'pid_kp': [1.0, 2.0, 3.0]}
     with pytest.raises(ValueError, match='pid_kp'):
-        build_gate(spec)
-    spec.update(pid_kp=[1.0], interface='velocity')
+        build_gate(spec(**flat))
+    flat.update(pid_kp=[1.0], interface='velocity')
     with pytest.raises(ValueError, match='position'):
-        build_gate(spec)
+        build_gate(spec(**flat))
     with pytest.raises(ValueError, match='kd'):
         PidCompensator(1.0, 0.0, -1.0, 0.1, n_joints=2)
-
-
-def test_joint_state_index_maps_env_names():
-    idx = JointStateIndex(2, ['a', 'b'])
-    names = ['env1/b', 'env0/a', 'env1/a', 'env0/b']
-    np.testing.assert_array_equal(idx.gather(names, [4.0, 1.0, 3.0, 2.0]),
-                                  [[1.0, 2.0], [3.0, 4.0]])
-    with pytest.raises(ValueError, match="env 1 joint 'b'"):
-        idx.gather(['env0/a', 'env0/b', 'env1/a'], [1.0, 2.0, 3.0])
-    single = JointStateIndex(1, ['a', 'b'])  # a robot: plain joint names
-    np.testing.assert_array_equal(single.gather(['b', 'a'], [2.0, 1.0]), [[1.0, 2.0]])
 
 
 @pytest.mark.parametrize('key, value', [('safety.pid_kp', [1.0, -2.0]),

@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+from spec_helpers import spec
 
 from unilab_safety import shm_slots as sh
 from unilab_safety.loop import ActionIn
@@ -24,15 +25,11 @@ def _spec(tmp_path, **kw):
     import yaml
     path = tmp_path / 'limits.yaml'
     path.write_text(yaml.safe_dump(LIMITS))
-    spec = {'joint_limits_file': str(path), 'joint_names': ['a', 'b'],
-            'allow_unlimited_joints': False, 'interface': 'position', 'dt': 0.1,
-            'max_delta': 0.0, 'fallback': 'hold', 'workspace_box': [],
-            'workspace_model_file': '', 'lookahead_s': 0.1, 'num_envs': 2,
-            'watchdog_timeout_s': 5.0, 'watchdog_fallback': 'hold', 'lockstep': True,
-            'rate_hz': 1000.0, 'busy_wait_us': 0.0, 'rt_priority': 0, 'cpu_affinity': [],
-            'mlockall': False}
-    spec.update(kw)
-    return spec
+    values = {'joint_limits_file': str(path), 'joint_names': ['a', 'b'], 'dt': 0.1,
+              'num_envs': 2, 'watchdog_timeout_s': 5.0, 'lockstep': True, 'rt_priority': 0,
+              'mlockall': False}
+    values.update(kw)
+    return spec(**values)
 
 
 def _action(seq, a, reset=None, shape_ok=True):

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
+from spec_helpers import node_parameters
 from std_srvs.srv import Trigger
 from unilab_core.config import ConfigError
 from unilab_core.ros.tensor_msg import make_batch, read_batch
@@ -76,7 +76,7 @@ def _params(limits_file, run_dir, **extra):
     values = {'joint_limits_file': str(limits_file), 'joint_names': JOINTS,
               'interface': 'position', 'dt': DT, 'num_envs': N, 'run_dir': str(run_dir),
               'diagnostics_period_s': 0.1, 'mlockall': False, 'rt_priority': 0, **extra}
-    return [Parameter(k, value=v) for k, v in values.items()]
+    return node_parameters(**values)
 
 
 @pytest.fixture

@@ -10,6 +10,12 @@ zero or e-stop) and repeats it every timeout while the silence lasts. E-stop
 latches: actions are then answered with the hold command, kind ``estop``, until
 ``request_reset`` is called (the node's std_srvs/Trigger service).
 
+An action re-sent for a step already answered (same ``seq`` and version: a
+consumer re-published its state after a timeout and the policy answered
+again) gets the same command again, not a second pass through the gate: the
+consumer applies one command per step, so gating the copy would move the
+rate-limit reference on to a command no actuator received.
+
 Output kinds: ``command`` (the answer to an action; the only kind a lock-step
 simulator steps on), ``fallback`` (watchdog hold / zero) and ``estop``. In
 ``lockstep`` mode (simulation) fallbacks are not applied by the consumer, so
@@ -61,8 +67,12 @@ class SafetyLoop:
         # Measured joint positions for the gate's optional PID (``latest()`` -> [N, J] or None).
         self.state = state
         self._scratch = np.zeros((self.n, gate.n_joints))
+        # The last command answered to an action (seq, version): a re-sent action gets it
+        # again instead of being gated a second time (see _on_action).
+        self._answer = np.zeros((self.n, gate.n_joints))
+        self._answered = None
         gate.hold_command(n_rows=self.n)  # size the gate's buffers before the loop runs
-        self.batches = self.commands = self.fallbacks = 0
+        self.batches = self.commands = self.fallbacks = self.resent = 0
         self.estop_events = self.estop_rows = 0
         self.estopped = False
         self.last_seq = self.last_version = self.last_stamp_ns = 0
@@ -118,6 +128,17 @@ class SafetyLoop:
         self._emit(kind, self._scratch)
 
     def _on_action(self, item, now_ns):
+        if self._answered == (item.seq, item.version) and not self.estopped:
+            # The same step again (a consumer's timeout made the policy answer twice).
+            # Gating it again would move the reference on from a command the actuator
+            # never got (the consumer applies one command per step): answer the same.
+            self.resent += 1
+            self.commands += 1
+            self.watchdog.feed(now_ns)
+            self.last_action_ns = now_ns
+            self.last_fallback_ns = None
+            self._emit('command', self._answer, item.recv_ns)
+            return
         self.batches += 1
         self.last_seq, self.last_version = item.seq, item.version
         self.last_stamp_ns = item.stamp_ns
@@ -141,6 +162,8 @@ class SafetyLoop:
             # reference (a first hold without any last command must not be jumped from).
             gate.fill_fallback(self._scratch, commit=True)
             command = self._scratch
+        np.copyto(self._answer, command)
+        self._answered = (item.seq, item.version)
         self.commands += 1  # counted before the push: a published entry is always counted
         self._emit('command', command, item.recv_ns)
 
@@ -158,4 +181,5 @@ class SafetyLoop:
             'estop_rows': self.estop_rows, 'estopped': int(self.estopped),
             'workspace_stops': self.gate.workspace_stops, 'pid_active_rows': self.gate.pid_rows,
             'superseded_actions': self.slot.superseded, 'output_overruns': self.ring.overruns,
+            'resent_actions': self.resent,
         }

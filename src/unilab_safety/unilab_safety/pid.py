@@ -97,39 +97,3 @@ class PidCompensator:
         np.copyto(self.has_prev, ok)
         np.add(cmd, u, out=cmd, where=ok[:, None])
         return int(np.count_nonzero(ok))
-
-
-class JointStateIndex:
-    """
-    Map sensor_msgs/JointState names to an ``[N, J]`` position array.
-
-    Names are ``env<i>/<joint>`` (the bridge, all envs in one message) or,
-    for a single robot (N = 1), the plain joint names. The index is built
-    from the first message and rebuilt when the name list changes.
-    """
-
-    def __init__(self, num_envs, joint_names):
-        self.n, self.joints = int(num_envs), list(joint_names)
-        self._names = None
-        self._take = None
-        self.out = np.zeros((self.n, len(self.joints)))
-
-    def gather(self, names, positions):
-        """Return the [N, J] positions of one message (own buffer); raise ValueError."""
-        names = list(names)
-        if names != self._names:
-            where = {name: k for k, name in enumerate(names)}
-            take = []
-            for i in range(self.n):
-                for j in self.joints:
-                    k = where.get(f'env{i}/{j}', where.get(j) if self.n == 1 else None)
-                    if k is None:
-                        raise ValueError(f'joint state has no position for env {i} joint {j!r}')
-                    take.append(k)
-            self._names, self._take = names, np.array(take, dtype=np.intp)
-        pos = np.asarray(positions, dtype=np.float64)
-        if pos.shape[0] != len(self._names):
-            raise ValueError(f'joint state has {pos.shape[0]} positions for '
-                             f'{len(self._names)} names')
-        self.out.reshape(-1)[:] = pos[self._take]
-        return self.out

@@ -83,6 +83,7 @@ class _ChildTicker:
         ctrl[base + 9] = int(loop.estopped)
         ctrl[base + 10] = gate.workspace_stops
         ctrl[base + 11] = gate.pid_rows
+        ctrl[base + 12] = loop.resent
         ctrl[sh.C_FALLBACK_DELAY_MAX] = loop.fallback_delay_max_ns
         ctrl[sh.C_CYCLES] = rt.cycles
         ctrl[sh.C_MISSES] = rt.deadline_misses
@@ -98,13 +99,13 @@ def child_main(argv=None):
     out = sys.stdout
     block = sh.SharedBlock.attach(args['shm_fd'], args['n_rows'], args['n_joints'],
                                   args['capacity'], args['stats_size'])
-    spec = args['spec']
     try:
+        from unilab_safety.build import as_spec, build_loop, pid_enabled
+        spec = as_spec(args['spec'])
+        s = spec.safety
         # Real-time settings first, in this (the loop's) thread; mlockall covers this
         # small process only.
-        granted = apply_rt_settings(spec['rt_priority'], spec['cpu_affinity'],
-                                    spec['mlockall'])
-        from unilab_safety.build import build_loop, pid_enabled
+        granted = apply_rt_settings(s.rt_priority, s.cpu_affinity, s.mlockall)
         reader = sh.ActionReader(block)
         ring = sh.SharedOutputRing(block)
         state = sh.StateReader(block) if pid_enabled(spec) else None
@@ -112,7 +113,7 @@ def child_main(argv=None):
         stats = PeriodStats(args['stats_size'], buffer=block.errors)
         ticker = _ChildTicker(block, loop, ring, reader, stats, args['wake_out_fd'],
                               args['parent_pid'])
-        rt = RtLoop(ticker.tick, spec['rate_hz'], spec['busy_wait_us'], stats=stats,
+        rt = RtLoop(ticker.tick, s.rate_hz, s.busy_wait_us, stats=stats,
                     wake_fd=args.get('wake_in_fd'))
         ticker.rt = rt
     except Exception as exc:  # noqa: B902 - reported to the node, which raises it
@@ -147,15 +148,15 @@ class RtProcess:
 
     def __init__(self, spec, capacity=64, stats_size=1 << 16):
         self.spec = spec
-        self.n_rows, self.n_joints = int(spec['num_envs']), len(spec['joint_names'])
+        self.n_rows, self.n_joints = spec.num_envs, len(spec.joint_names)
         self.block = sh.SharedBlock.create(self.n_rows, self.n_joints, capacity, stats_size)
         self.capacity, self.stats_size = capacity, stats_size
         self.writer = sh.ActionWriter(self.block)
         self.state_writer = sh.StateWriter(self.block)
         self.reader = sh.ShmOutputReader(self.block)
         self.stats = PeriodStats(stats_size, buffer=self.block.errors)
-        self.period_ns = int(round(1e9 / spec['rate_hz']))
-        self.wake_in = os.eventfd(0, os.EFD_NONBLOCK) if spec['lockstep'] else None
+        self.period_ns = int(round(1e9 / spec.safety.rate_hz))
+        self.wake_in = os.eventfd(0, os.EFD_NONBLOCK) if spec.lockstep else None
         self.wake_out = os.eventfd(0, os.EFD_NONBLOCK)
         self.granted = None
         self.proc = None
@@ -174,7 +175,7 @@ class RtProcess:
         args = {'shm_fd': self.block.fd, 'n_rows': self.n_rows, 'n_joints': self.n_joints,
                 'capacity': self.capacity, 'stats_size': self.stats_size,
                 'wake_out_fd': self.wake_out, 'wake_in_fd': self.wake_in,
-                'parent_pid': os.getpid(), 'spec': self.spec}
+                'parent_pid': os.getpid(), 'spec': self.spec.model_dump()}
         env = dict(os.environ)
         # The child must find the same packages as this process (source trees in tests).
         env['PYTHONPATH'] = os.pathsep.join(p for p in sys.path if p)

@@ -34,27 +34,26 @@ import time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 import numpy as np
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from unilab_core import topics
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
+from unilab_core.joint_names import JointStateIndex
+from unilab_core.ros.params import declare_params
 from unilab_core.ros.tensor_msg import Batch, make_batch, TensorMessageError
-from unilab_core.ros.transport_node import (batch_capacity, close_endpoints, TensorPublisher,
-                                            TensorSubscription)
+from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints, TensorPublisher,
+                                          TensorSubscription)
 
 from unilab_safety.build import build_loop, pid_enabled
 from unilab_safety.limits import LimitsError
 from unilab_safety.loop import ActionIn
-from unilab_safety.pid import JointStateIndex
+from unilab_safety.params import SafetySpec
 from unilab_safety.rt import PeriodStats, RtLoop
 from unilab_safety.rt_process import RtProcess
 from unilab_safety.slots import LatestSlot, OutputRing
 from unilab_safety.thread_backend import ThreadBackend
-
-RT_MODES = ('process', 'thread')
 
 
 class SafetyNode(Node):
@@ -62,52 +61,12 @@ class SafetyNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('safety', **kwargs)
-        p = self.declare_parameter
-        limits_file = p('joint_limits_file', '').value
-        joint_names = list(p('joint_names', ['']).value)
-        interface = p('interface', 'position').value
-        dt = p('dt', 0.02).value
-        self.num_envs = p('num_envs', 1).value
-        allow_unlimited = p('allow_unlimited_joints', False).value
-        max_delta = p('max_delta', 0.0).value
-        fallback = p('fallback', 'hold').value
-        period = p('diagnostics_period_s', 1.0).value
-        run_dir = p('run_dir', '').value
-        rate_hz = p('rate_hz', 1000.0).value
-        watchdog_timeout_s = p('watchdog_timeout_s', 0.02).value
-        watchdog_fallback = p('watchdog_fallback', 'hold').value
-        rt_priority = p('rt_priority', 80).value
-        cpus = p('cpu_affinity', Parameter.Type.INTEGER_ARRAY).value or []
-        mlock = p('mlockall', True).value
-        busy_wait_us = p('busy_wait_us', 0.0).value
-        box = p('workspace_box', Parameter.Type.DOUBLE_ARRAY).value or []
-        model_file = p('workspace_model_file', '').value
-        lookahead_s = p('lookahead_s', 0.1).value
-        lookahead_model = p('lookahead_model', 'velocity').value
-        lookahead_joint_limits = p('lookahead_joint_limits', False).value
-        pid = {k: list(p(k, Parameter.Type.DOUBLE_ARRAY).value or [])
-               for k in ('pid_kp', 'pid_ki', 'pid_kd', 'pid_i_max')}
-        rt_mode = p('rt_mode', 'process').value
-        # Lock-step simulation: the consumer steps on 'command' only, so fallbacks are
-        # published but never applied (they must not become the rows' reference).
-        lockstep = p('lockstep', False).value
-        self.stats_path = pathlib.Path(run_dir) / 'safety_stats.json' if run_dir else None
-        if not limits_file:
-            raise ConfigError('safety: parameter `joint_limits_file` is required')
-        if rt_mode not in RT_MODES:
-            raise ConfigError(f'safety: parameter `rt_mode` must be one of {RT_MODES}, got '
-                              f'{rt_mode!r}')
-        spec = {
-            'joint_limits_file': str(limits_file), 'joint_names': joint_names,
-            'allow_unlimited_joints': bool(allow_unlimited), 'interface': interface,
-            'dt': dt, 'max_delta': max_delta, 'fallback': fallback,
-            'workspace_box': [float(v) for v in box], 'workspace_model_file': model_file,
-            'lookahead_s': lookahead_s, 'lookahead_model': lookahead_model,
-            'lookahead_joint_limits': bool(lookahead_joint_limits), **pid,
-            'num_envs': int(self.num_envs), 'watchdog_timeout_s': watchdog_timeout_s,
-            'watchdog_fallback': watchdog_fallback, 'lockstep': bool(lockstep),
-            'rate_hz': rate_hz, 'busy_wait_us': busy_wait_us, 'rt_priority': int(rt_priority),
-            'cpu_affinity': [int(c) for c in cpus], 'mlockall': bool(mlock)}
+        self.spec = spec = declare_params(self, SafetySpec)
+        s = spec.safety
+        self.num_envs = spec.num_envs
+        joint_names, rt_mode = list(spec.joint_names), s.rt_mode
+        self.stats_path = (pathlib.Path(spec.run_dir) / 'safety_stats.json'
+                           if spec.run_dir else None)
         try:
             if rt_mode == 'thread':
                 self.rt = ThreadBackend(spec)
@@ -118,7 +77,7 @@ class SafetyNode(Node):
                 # gate serves shape checks and the fallback shape only.
                 self.gate = build_loop(spec, LatestSlot(),
                                        OutputRing(2, self.num_envs, len(joint_names))).gate
-                RtLoop(lambda _: None, rate_hz, busy_wait_us)  # checks busy_wait_us
+                RtLoop(lambda _: None, s.rate_hz, s.busy_wait_us)  # checks busy_wait_us
                 self.rt = RtProcess(spec)
         except LimitsError as exc:
             raise ConfigError(f'safety: {exc}') from None
@@ -140,11 +99,12 @@ class SafetyNode(Node):
         self.action_sub = TensorSubscription(self, topics.ACTION, self._on_action, qos=qos,
                                              on_error=self._bad_action)
         self.create_service(Trigger, '~/reset_estop', self._on_reset)
-        self.create_timer(period, self._publish_diagnostics)
+        self.create_timer(s.diagnostics_period_s, self._publish_diagnostics)
         self._js_index = None
         if pid_enabled(spec):
             # PID compensation needs the measured positions (the bridge or robot driver).
-            self._js_index = JointStateIndex(self.num_envs, joint_names)
+            self._js_index = JointStateIndex(joint_names, self.num_envs)
+            self._js_positions = np.zeros(self._js_index.shape)
             self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state, qos)
         self._last_safe = None  # last command published (the hold if the RT process dies)
         self._dead = False
@@ -162,9 +122,10 @@ class SafetyNode(Node):
                                             name='unilab_safety_pub')
         self._pub_thread.start()
         self.get_logger().info(
-            f'gating {len(joint_names)} joints ({interface}) from {topics.ACTION} '
-            f'to {topics.SAFE_COMMAND} at {rate_hz:g} Hz in a real-time {rt_mode}; watchdog '
-            f'{watchdog_timeout_s:g} s -> {watchdog_fallback}; limits {limits_file}')
+            f'gating {len(joint_names)} joints ({spec.interface}) from {topics.ACTION} '
+            f'to {topics.SAFE_COMMAND} at {s.rate_hz:g} Hz in a real-time {rt_mode}; watchdog '
+            f'{s.watchdog_timeout_s:g} s -> {s.watchdog_fallback}; limits '
+            f'{s.joint_limits_file}')
         answers = granted or {'rt_thread': 'refused: did not start'}
         granted_text = ', '.join(f'{k}: {v}' for k, v in answers.items()
                                  if not v.startswith('refused'))
@@ -262,7 +223,8 @@ class SafetyNode(Node):
 
     def _on_joint_state(self, msg: JointState) -> None:
         try:
-            self.rt.put_state(self._js_index.gather(msg.name, msg.position))
+            self.rt.put_state(self._js_index.gather(msg.name, msg.position,
+                                                    out=self._js_positions))
         except ValueError as exc:
             self.bad_messages += 1
             self._log_once('joint_state', f'ignoring joint state: {exc}')

@@ -16,8 +16,9 @@ through ``pass_fds``, so nothing is left under /dev/shm) holds:
 - the ring of wake-up errors behind the period-error percentiles.
 
 Why plain numpy loads and stores are enough is argued in
-``unilab_core.transport.ring`` (aligned 8-byte words are single-copy atomic on
-x86-64 and AArch64; ``fence()`` orders them); this module uses its ``fence``.
+``unilab_core.transport.ring_layout`` (aligned 8-byte words are single-copy
+atomic on x86-64 and AArch64; ``fence()`` orders them); this module uses its
+``fence``.
 Neither side ever waits for the other: a reader that finds a slot being
 written (odd generation) or rewritten during its copy simply returns nothing
 and tries at its next cycle or wake-up, so a descheduled writer can never stall
@@ -30,7 +31,7 @@ import mmap
 import os
 
 import numpy as np
-from unilab_core.transport.ring import fence
+from unilab_core.transport.ring_layout import fence
 
 from unilab_safety.loop import ActionIn
 from unilab_safety.slots import OutputEntry
@@ -48,7 +49,7 @@ C_STATE_IN = 24  # joint-state slot: gen, puts
 C_COUNTERS = 32
 COUNTER_NAMES = ('passed', 'clamped', 'rejected', 'batches', 'commands', 'fallbacks',
                  'stale_events', 'estop_events', 'estop_rows', 'estopped', 'workspace_stops',
-                 'pid_active_rows')
+                 'pid_active_rows', 'resent_actions')
 N_CTRL = 64
 # Loop states (C_STATE).
 STARTING, RUNNING, STOPPED, FAILED = 0, 1, 2, 3

@@ -15,6 +15,7 @@ import os
 import select
 
 from unilab_safety.build import build_loop, pid_enabled
+from unilab_safety.params import SafetySpec
 from unilab_safety.rt import RtLoop
 from unilab_safety.slots import LatestArray, LatestSlot, OutputRing
 
@@ -22,18 +23,19 @@ from unilab_safety.slots import LatestArray, LatestSlot, OutputRing
 class ThreadBackend:
     """RtLoop thread + SafetyLoop + in-process slots behind RtProcess's interface."""
 
-    def __init__(self, spec, capacity=64):
+    def __init__(self, spec: SafetySpec, capacity=64):
         self.spec = spec
+        s = spec.safety
         self.slot = LatestSlot()
         self.state = LatestArray() if pid_enabled(spec) else None
-        self.ring = OutputRing(capacity, int(spec['num_envs']), len(spec['joint_names']))
+        self.ring = OutputRing(capacity, spec.num_envs, len(spec.joint_names))
         self.loop = build_loop(spec, self.slot, self.ring, self.state)
         self.gate = self.loop.gate
         # Lock-step training waits for every answer: an action wakes the loop at once.
-        self.wake_in = os.eventfd(0, os.EFD_NONBLOCK) if spec['lockstep'] else None
+        self.wake_in = os.eventfd(0, os.EFD_NONBLOCK) if spec.lockstep else None
         self.wake_out = os.eventfd(0, os.EFD_NONBLOCK)
-        self.rt = RtLoop(self._tick, spec['rate_hz'], spec['busy_wait_us'], spec['rt_priority'],
-                         spec['cpu_affinity'], spec['mlockall'], wake_fd=self.wake_in)
+        self.rt = RtLoop(self._tick, s.rate_hz, s.busy_wait_us, s.rt_priority,
+                         s.cpu_affinity, s.mlockall, wake_fd=self.wake_in)
         self.period_ns = self.rt.period_ns
         self.stats = self.rt.stats
         self._poll = select.poll()

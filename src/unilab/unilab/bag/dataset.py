@@ -47,8 +47,9 @@ import dataclasses
 import numpy as np
 from unilab.bag.storage import BagDamagedError, BagError, BagReader
 from unilab_core import topics
+from unilab_core.joint_names import JointLayoutError, JointStateIndex
 from unilab_perception.ingest import check_task_state, InvalidMessage, usable
-from unilab_perception.joint_obs import build_observation, JointLayoutError, JointStateIndex
+from unilab_perception.joint_obs import build_observation, joint_field
 from unilab_policy.history import ActionHistory
 
 FIELDS = ('obs', 'actions', 'rewards', 'next_obs', 'terminated', 'truncated')
@@ -229,8 +230,8 @@ def sensor_dataset(reader: BagReader, joint_names: list[str], uses_joint_state: 
             if index is None:
                 index = JointStateIndex(joint_names, t['extras'].shape[0])
             try:
-                q = index.gather(names, np.asarray(pos, np.float64), 'position')
-                qd = index.gather(names, np.asarray(vel, np.float64), 'velocity')
+                q = joint_field(index, names, pos, 'position')
+                qd = joint_field(index, names, vel, 'velocity')
             except JointLayoutError as exc:
                 _unusable(reader, topics.JOINT_STATES, f'joint state at {stamp}: {exc}')
                 continue

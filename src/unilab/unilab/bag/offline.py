@@ -20,80 +20,55 @@ import time
 import numpy as np
 import torch
 from unilab.bag.dataset import build_dataset, HistorySpec
-from unilab.direct import held_command, make_gate
+from unilab.direct import make_gate
+from unilab.graphs import POLICY, policy_params
 from unilab.paths import default_config_files
 from unilab.prepare import make_run_dir, task_info
-from unilab_bridge.tasks import make_task, observation
+from unilab.sim_loop import run_episodes, ZeroPolicy
+from unilab_bridge.tasks import make_task
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError, dump_config, load_run_config, RunConfig
-from unilab_core.graph import holds_joint_positions
+from unilab_core.graph import Graph, holds_joint_positions
 from unilab_policy.checkpoint import save_checkpoint
 from unilab_policy.device import resolve_device
-from unilab_policy.history import ActionHistory, policy_input_dim
-from unilab_policy.models import make_actor_critic, PolicyBundle
+from unilab_policy.factory import bundle_from_params, make_actor
+from unilab_policy.history import policy_input_dim
+from unilab_policy.models import PolicyBundle
 from unilab_policy.normalizer import EmpiricalNormalization
 from unilab_policy.offline.bc import BehaviourCloning
 from unilab_policy.offline.dataset import TransitionTensors
 from unilab_policy.offline.iql import IQL
+from unilab_policy.params import PolicyNodeParams
 from unilab_policy.run_log import RunLog
-import yaml
 
 
-def evaluate(policy, task_name: str, num_envs: int, episodes: int, seed: int,
-             device: torch.device, gate, action_history: int = 0) -> float:
+def evaluate(cfg: RunConfig, info, bundle: PolicyBundle | None, gate, seed: int,
+             device: torch.device) -> float:
     """
-    Return the mean return of the first ``episodes`` finished episodes.
+    Return the mean return of ``offline.eval_episodes`` episodes of ``bundle``'s mean action.
 
-    ``policy`` maps raw observations ``[N, obs]`` (torch) to actions, or is
-    None for the zero action. Commands pass ``gate`` (``unilab.direct.make_gate``: the
-    same limits the graph's safety node enforces). With ``action_history`` the
-    policy's input is the observation plus its last commands, kept as the
-    policy node keeps them.
+    ``bundle`` None scores the zero action. The policy acts through the deployed
+    policy's actor (``mode: deploy``, action history kept as the policy node keeps
+    it) and its commands pass ``gate`` (the limits the graph's safety node enforces).
     """
-    task = make_task(task_name, num_envs, seed=seed)
-    state = task.reset(seed=seed)
-    history = ActionHistory(num_envs, task.action_dim, action_history, task.action_low,
-                            task.action_high)
-    everyone = np.arange(num_envs)
-    history.reset(everyone, held_command(task, state, everyone))
-    returns: list[float] = []
-    try:
-        while len(returns) < episodes:
-            reset = np.flatnonzero(state.terminated | state.truncated)
-            if reset.size:
-                history.reset(reset, held_command(task, state, reset))
-            obs = history.observe(observation(state, task))
-            if policy is None:
-                action = np.zeros((num_envs, task.action_dim), np.float32)
-            else:
-                with torch.inference_mode():
-                    action = policy(torch.from_numpy(obs).to(device)).cpu().numpy()
-            history.push(action)
-            if reset.size:
-                gate.reset(reset)
-            state = task.step(gate.filter(action).command)
-            done = state.terminated | state.truncated
-            returns.extend(float(x) for x in state.episode_return[done])
-    finally:
-        task.close()
-    return float(np.mean(returns[:episodes]))
+    off = cfg.offline
+    with make_task(cfg.run.task, off.eval_envs, seed=seed) as task:
+        if bundle is None:
+            actor = ZeroPolicy(off.eval_envs, info.action_dim)
+        else:
+            actor = make_actor(policy_params(cfg, info, mode='deploy', num_envs=off.eval_envs),
+                               device, bundle)
+            actor.set_version(0)
+        return float(np.mean(run_episodes(task, actor, gate, off.eval_episodes, seed)))
 
 
-def _bundle(cfg: RunConfig, obs_dim: int, act_dim: int, norm: EmpiricalNormalization,
+def _bundle(pp: PolicyNodeParams, norm: EmpiricalNormalization,
             device: torch.device) -> PolicyBundle:
-    m = cfg.model
-    ac = make_actor_critic(obs_dim, act_dim, m)
-    n = EmpiricalNormalization(obs_dim, clip=cfg.normalization.clip)
-    n.load_state_dict(norm.state_dict())
-    n.freeze()
-    return PolicyBundle(ac, n).to(device)
-
-
-def _policy_params(cfg: RunConfig, obs_dim: int, act_dim: int) -> dict:
-    # The subset of the policy node's parameters that ``unilab export`` reads.
-    return {'policy': {'ros__parameters': {
-        'obs_dim': obs_dim, 'act_dim': act_dim,
-        'model': cfg.model.model_dump(), 'normalization': cfg.normalization.model_dump()}}}
+    """Return a fresh network with the dataset's (frozen) observation statistics."""
+    bundle = bundle_from_params(pp, device)
+    bundle.obs_normalizer.load_state_dict(norm.state_dict())
+    bundle.obs_normalizer.freeze()
+    return bundle
 
 
 def train_offline(bags: list[str], config_files: list[str] | None = None,
@@ -114,8 +89,9 @@ def train_offline(bags: list[str], config_files: list[str] | None = None,
     width = policy_input_dim(info.obs_dim, info.action_dim, hist)
     rd = make_run_dir(cfg.run.task, run_dir, 'offline')
     dump_config(cfg, rd / 'config.yaml')
-    atomic_write_text(rd / 'graph_params.yaml', yaml.safe_dump(
-        _policy_params(cfg, info.obs_dim, info.action_dim), sort_keys=False))
+    # The policy node's parameters, so ``unilab export`` and ``deploy`` rebuild the network.
+    pp = policy_params(cfg, info)
+    Graph('offline', (POLICY,), {'policy': pp}).write_params(rd / 'graph_params.yaml')
 
     t0 = time.monotonic()
     data = build_dataset(bags, off.dataset_source, info.joint_names, info.uses_joint_state,
@@ -146,19 +122,17 @@ def train_offline(bags: list[str], config_files: list[str] | None = None,
     norm = EmpiricalNormalization(width, clip=cfg.normalization.clip).to(device)
     if cfg.normalization.observations:
         norm.update(tensors.obs)  # fitted once on the whole dataset, then frozen
-    iql_bundle = _bundle(cfg, width, info.action_dim, norm, device)
-    bc_bundle = _bundle(cfg, width, info.action_dim, norm, device)
+    iql_bundle = _bundle(pp, norm, device)
+    bc_bundle = _bundle(pp, norm, device)
     iql = IQL(iql_bundle, tuple(cfg.model.hidden_sizes), off.lr, cfg.advantage.gamma,
               off.expectile, off.beta, off.target_tau, cfg.model.activation)
     bc = BehaviourCloning(bc_bundle, off.lr)
     gen = torch.Generator(device=device).manual_seed(cfg.run.seed)
 
     def ev(bundle):
-        return evaluate(bundle.eval(), cfg.run.task, off.eval_envs, off.eval_episodes,
-                        cfg.run.seed + 1, device, make_gate(cfg, rd), hist)
+        return evaluate(cfg, info, bundle.eval(), make_gate(cfg, rd), cfg.run.seed + 1, device)
 
-    zero_return = evaluate(None, cfg.run.task, off.eval_envs, off.eval_episodes,
-                           cfg.run.seed + 1, device, make_gate(cfg, rd))
+    zero_return = evaluate(cfg, info, None, make_gate(cfg, rd), cfg.run.seed + 1, device)
     runlog = RunLog(rd, tensorboard=cfg.logging.tensorboard)
     history: list[tuple[int, float, float]] = []
     train_s = 0.0

@@ -19,8 +19,9 @@ the next chunk (from the summary's chunk index, else the next bytes that parse
 as a chunk), and inside a chunk at the messages its message index lists.
 
 sqlite3 (rosbag2's schema): rows are read in id order; where a damaged page
-stops the query, the following ids are tried one by one until rows read
-again. A row must have an integer id, time stamp, a known topic and a blob.
+stops the query, reading resumes at the first row a query reaches past it
+(found by seeking with doubling steps, then bisecting). A row must have an
+integer id, time stamp, a known topic and a blob.
 
 Messages are yielded as ``(topic, msgtype, msgdef, timestamp, raw)`` in file
 order; :class:`Scan` collects the per-topic counts, the connections and a
@@ -468,47 +469,62 @@ def _scan_sqlite(path: pathlib.Path, scan: Scan) -> Iterator[Message]:
             defs = {}  # older bags have no such table; a damaged one loses only definitions
         for name, msgtype in topics.values():
             scan.connections.setdefault(name, (msgtype, defs.get(msgtype, '')))
-        try:
-            (max_id,) = con.execute('SELECT max(id) FROM messages').fetchone()
-        except sqlite3.Error:
-            max_id = None
         last = 0
         while True:
             try:
                 for row in con.execute(f'{_ROWS} WHERE id > ? ORDER BY id', (last,)):
-                    last = row[0] if isinstance(row[0], int) else last + 1
+                    last = row[0] if isinstance(row[0], int) and row[0] > last else last + 1
                     got = _row(row, topics, scan, where)
                     if got is not None:
                         yield got
                 break
             except sqlite3.Error as exc:
-                if not isinstance(max_id, int) or last >= max_id:
+                row = _next_readable(con, last)
+                if row is None:
                     scan.note(f'{where}: rows after id {last}', f'unreadable ({exc})')
                     break
-                first = last + 1
-                last, got = _probe(con, first, max_id, topics, scan, where)
-                if last > first:  # ids that no query reads (one readable by id is kept)
-                    scan.note(f'{where}: row ids {first}-{min(last - 1, max_id)}',
-                              f'unreadable ({exc})')
-                if got is None:
-                    break
-                yield got
+                first, last = last + 1, row[0]
+                if last > first:
+                    scan.note(f'{where}: row ids {first}-{last - 1}', f'unreadable ({exc})')
+                got = _row(row, topics, scan, where)
+                if got is not None:
+                    yield got
     finally:
         con.close()
 
 
-def _probe(con, first: int, max_id: int, topics, scan: Scan, where: str):
-    """Try ids from ``first`` on, one by one; return ``(id, message)`` of the first readable."""
-    for rid in range(first, max_id + 1):
+def _next_readable(con, last: int):
+    """
+    Return the first row after ``last`` that a query reaches past a damaged page, or None.
+
+    ``WHERE id > x`` seeks through the table's b-tree: it fails while ``x``
+    lies in the damaged range and works past it. Steps double until a seek
+    works, then a bisection finds the smallest such ``x`` (ids are whole
+    numbers: about 2 log2(gap) queries).
+    """
+    def seek(after):
+        return con.execute(f'{_ROWS} WHERE id > ? ORDER BY id LIMIT 1', (after,)).fetchone()
+
+    lo, step = last, 1
+    while True:
+        if last + step > 2**62:
+            return None
         try:
-            row = con.execute(f'{_ROWS} WHERE id = ?', (rid,)).fetchone()
+            row = seek(last + step)
+            break
         except sqlite3.Error:
-            continue
-        if row is not None:
-            got = _row(row, topics, scan, where)
-            if got is not None:
-                return rid, got
-    return max_id + 1, None
+            lo = last + step
+            step *= 2
+    hi = last + step
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            row, hi = seek(mid), mid
+        except sqlite3.Error:
+            lo = mid
+    if row is None or not isinstance(row[0], int) or row[0] <= last:
+        return None
+    return row
 
 
 def _row(row, topics, scan: Scan, where: str):

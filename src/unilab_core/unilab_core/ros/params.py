@@ -1,12 +1,16 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-Declare ROS parameters from the typed config sections and read them back.
+Declare a node's ROS parameters from its typed parameter model and read them back.
 
-A node declares ``<section>.<field>`` for each field of a section model with
-the model's default, so ``node: ros__parameters: {rollout: {num_envs: 8}}``
-works as ROS users expect; the values are then validated by the same model,
-and an error names the node and the key.
+Every node has one pydantic model of its parameters (``unilab_policy.params.
+PolicyNodeParams``, ...), built from the run configuration's sections. A node
+declares each leaf field with the model's default: top-level fields under
+their own name, fields of a nested section as ``<section>.<field>`` (and
+deeper, ``disturbances.imu.enabled``), so ``node: ros__parameters:
+{rollout: {num_envs: 8}}`` works as ROS users expect. The values are then
+validated by the same model, and an error names the node and the key. No node
+lists a parameter by hand.
 """
 
 from __future__ import annotations
@@ -17,19 +21,22 @@ from pydantic import ValidationError
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from unilab_core.config import _Section, ConfigError
+from unilab_core.config import _Section, ConfigError, nested_section
 
 
 _ARRAY_TYPES = {(int,): Parameter.Type.INTEGER_ARRAY, (float,): Parameter.Type.DOUBLE_ARRAY,
                 (str,): Parameter.Type.STRING_ARRAY, (bool,): Parameter.Type.BOOL_ARRAY}
 
 
-def declare_section(node: Node, section: str, model: type[_Section]) -> _Section:
-    """Declare and read the parameters of one config section."""
+def _declare(node: Node, prefix: str, model: type[_Section]) -> dict:
     values = {}
     for fname, field in model.model_fields.items():
+        name = f'{prefix}{fname}'
+        sub = nested_section(field)
+        if sub is not None:
+            values[fname] = _declare(node, f'{name}.', sub)
+            continue
         default = field.default_factory() if field.default_factory else field.default
-        name = f'{section}.{fname}'
         if isinstance(default, list) and not default:
             # An empty list has no ROS type of its own (rclpy would make it a byte
             # array and refuse the user's ints); take it from the annotation.
@@ -37,10 +44,24 @@ def declare_section(node: Node, section: str, model: type[_Section]) -> _Section
             value = node.declare_parameter(name, ptype or default).value
             values[fname] = [] if value is None else list(value)
             continue
-        values[fname] = node.declare_parameter(name, default).value
+        value = node.declare_parameter(name, default).value
+        values[fname] = list(value) if isinstance(default, list) else value
+    return values
+
+
+def declare_params(node: Node, model: type[_Section], prefix: str = '') -> _Section:
+    """
+    Declare every parameter of ``model`` (nested sections as dotted names) and validate.
+
+    ``prefix`` puts the whole model under a name (``declare_params(node, ModelSection,
+    'model')`` declares ``model.hidden_sizes``, ...). Raises ConfigError naming the node
+    and each bad key.
+    """
+    values = _declare(node, f'{prefix}.' if prefix else '', model)
     try:
         return model.model_validate(values)
     except ValidationError as exc:
-        keys = '; '.join(f"{node.get_name()}: parameter `{section}.{'.'.join(map(str, e['loc']))}`"
+        head = f'{prefix}.' if prefix else ''
+        keys = '; '.join(f"{node.get_name()}: parameter `{head}{'.'.join(map(str, e['loc']))}`"
                          f": {e['msg']}" for e in exc.errors())
         raise ConfigError(keys) from None

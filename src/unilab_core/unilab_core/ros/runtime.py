@@ -100,6 +100,8 @@ def spin_node(node_cls, args=None) -> None:
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
+    # A node that stopped on an unrecoverable error says so in its exit status.
+    sys.exit(getattr(node, 'exit_code', 0))
 
 
 def create_composed(specs: Iterable, context_args: list[str]) -> list:

@@ -24,14 +24,15 @@ import dataclasses
 import hashlib
 import json
 import os
-from typing import Any
 
 import numpy as np
 from unilab_core.transport import shm
 from unilab_core.transport.descriptor import (Descriptor, DescriptorError, DTYPES,
                                               layout_shapes, TensorSpec, unpack)
-from unilab_core.transport.ring import (Message, reclaim_stale, RingReader, RingWriter,
-                                        StaleSlotError, TransportError)
+from unilab_core.transport.received import Received
+from unilab_core.transport.ring_layout import reclaim_stale, StaleSlotError, TransportError
+from unilab_core.transport.ring_reader import RingReader
+from unilab_core.transport.ring_writer import RingWriter
 
 
 def encode_layout(kind: str, specs: list[TensorSpec]) -> tuple[int, bytes]:
@@ -88,7 +89,7 @@ class TensorWriter:
             for k, a in arrays.items():
                 np.copyto(loan.tensors[k], a, casting='no')
         except BaseException:
-            self.ring._abort()
+            self.ring.abort()
             raise
         return loan.publish(kind, seq, version, stamp_ns)
 
@@ -136,33 +137,13 @@ class Loan:
             layout = w._layouts[cache_key] = encode_layout(kind, self.specs)
             if len(w._layouts) > 64:  # a writer whose shapes change every message
                 w._layouts.pop(next(iter(w._layouts)))
+        key, blob = layout
         slot, index = w.ring.commit(stamp_ns, seq=int(seq), version=int(version),
-                                    meta_key=layout[0], meta=layout[1])
+                                    meta_key=key, meta=blob)
         return Descriptor(kind=kind, seq=int(seq), segment=w.ring.name, slot=slot,
                           slot_seq=index, payload_bytes=self.nbytes, tensors=self.specs,
                           version=int(version), stamp_ns=int(stamp_ns), writer_pid=w.pid,
-                          boot_id=w.boot_id, publish_ns=int(w.ring.m.slot_hdr[slot, 4]))
-
-
-@dataclasses.dataclass
-class Received:
-    """Views of one message; call ``release()`` (or use ``with``) when done with them."""
-
-    descriptor: Descriptor
-    tensors: dict[str, Any]
-    message: Message | None = None
-
-    def release(self) -> bool:
-        """Give the slot back to the writer; return whether it stayed intact."""
-        if self.message is None:
-            return True
-        return self.message.release()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.release()
+                          boot_id=w.boot_id, publish_ns=w.ring.publish_ns(slot))
 
 
 class TensorReader:
@@ -183,8 +164,7 @@ class TensorReader:
             raise DescriptorError('unknown_segment', f'`{name}` is not a UniLab segment name')
         reader = self.readers.get(name)
         if reader is not None:
-            owner = int(reader.m.hdr[6])
-            if desc.writer_pid and owner != desc.writer_pid:
+            if desc.writer_pid and reader.owner_pid != desc.writer_pid:
                 # The writer restarted: the name now points at a new segment.
                 if self.before_close is not None:
                     self.before_close(name, reader)
@@ -254,11 +234,9 @@ class TensorReader:
         """Return whether the message ``desc`` names was already read from its ring (woken)."""
         reader = self.readers.get(desc.segment)
         if reader is None or reader.row is None or (
-                desc.writer_pid and int(reader.m.hdr[6]) != desc.writer_pid):
+                desc.writer_pid and reader.owner_pid != desc.writer_pid):
             return False
-        if reader.policy == 'reliable':
-            return desc.slot_seq < int(reader.row[3])
-        return desc.slot_seq <= reader._last_index
+        return reader.already_read(desc.slot_seq)
 
     def read_woken(self, name: str) -> Received | None:
         """
@@ -294,7 +272,7 @@ class TensorReader:
         desc = Descriptor(kind=kind, seq=msg.seq, segment=name, slot=msg.slot,
                           slot_seq=msg.index, payload_bytes=msg.nbytes, tensors=specs,
                           version=msg.version, stamp_ns=msg.stamp_ns,
-                          writer_pid=int(reader.m.hdr[6]), publish_ns=msg.publish_ns)
+                          writer_pid=reader.owner_pid, publish_ns=msg.publish_ns)
         return Received(desc, tensors, msg)
 
     def close(self) -> None:

@@ -28,11 +28,11 @@ import os
 import struct
 
 from unilab_core.transport import shm
-from unilab_core.transport.channel import Received
-from unilab_core.transport.descriptor import (Descriptor, DescriptorError, layout_shapes,
-                                              TensorSpec)
-from unilab_core.transport.ring import (RingReader, RingWriter, StaleSlotError,
-                                        TransportError)
+from unilab_core.transport.descriptor import Descriptor, DescriptorError, layout_shapes
+from unilab_core.transport.received import Received
+from unilab_core.transport.ring_layout import reclaim_stale, StaleSlotError, TransportError
+from unilab_core.transport.ring_reader import RingReader
+from unilab_core.transport.ring_writer import RingWriter
 
 EXT_BYTES = 8192
 
@@ -58,7 +58,6 @@ class CudaTensorWriter:
                  policy: str = 'latest', timeout_s: float = 1.0, device='cuda',
                  domain: int | None = None):
         import torch
-        from unilab_core.transport.ring import reclaim_stale
         domain = shm.ros_domain() if domain is None else domain
         self.reclaimed = reclaim_stale(domain)
         self.device = torch.device(device)
@@ -112,7 +111,7 @@ class CudaTensorWriter:
                           version=int(version), stamp_ns=int(stamp_ns),
                           device=str(self.device), cuda_ipc_handle=self.handle,
                           writer_pid=self.pid, boot_id=self.boot_id,
-                          publish_ns=int(self.ring.m.slot_hdr[slot, 4]))
+                          publish_ns=self.ring.publish_ns(slot))
 
     def close(self) -> None:
         """Unlink the segment (the device allocation goes with this object)."""
@@ -146,7 +145,7 @@ class CudaTensorReader:
 
     def _open(self, desc: Descriptor) -> _Opened:
         o = self.opened.get(desc.segment)
-        if o is not None and int(o.reader.m.hdr[6]) == desc.writer_pid:
+        if o is not None and o.reader.owner_pid == desc.writer_pid:
             return o
         if not shm.valid_name(desc.segment):
             raise DescriptorError('unknown_segment', f'`{desc.segment}` is not a UniLab '
@@ -208,4 +207,4 @@ class _SyncRelease:
         return self.msg.release()
 
 
-__all__ = ['CudaTensorReader', 'CudaTensorWriter', 'TensorSpec', 'cuda_available']
+__all__ = ['CudaTensorReader', 'CudaTensorWriter', 'cuda_available']

@@ -85,19 +85,6 @@ def layout_shapes(shapes: dict[str, tuple]) -> tuple[list[TensorSpec], int]:
     return specs, off
 
 
-def layout(tensors: dict[str, np.ndarray]) -> tuple[list[TensorSpec], int]:
-    """Return the specs and total payload bytes for packing ``tensors``."""
-    return layout_shapes({k: (a.shape, a.dtype) for k, a in tensors.items()})
-
-
-def pack_into(view: np.ndarray, tensors: dict[str, np.ndarray],
-              specs: list[TensorSpec]) -> None:
-    """Copy ``tensors`` into the uint8 ``view`` at the offsets of ``specs``."""
-    for spec, arr in zip(specs, tensors.values()):
-        dst = view[spec.offset:spec.offset + spec.nbytes].view(spec.dtype).reshape(spec.shape)
-        np.copyto(dst, arr, casting='no')
-
-
 def unpack(view: np.ndarray, specs: list[TensorSpec], payload_bytes: int,
            capacity: int) -> dict[str, np.ndarray]:
     """Return read-only array views of ``view`` described by ``specs``; check every bound."""

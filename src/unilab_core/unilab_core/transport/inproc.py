@@ -74,10 +74,6 @@ class InprocSubscriber:
         if self.notify is not None:
             self.notify()
 
-    def pending(self) -> int:
-        """Return the number of queued items."""
-        return len(self._queue)
-
     def drain(self) -> int:
         """Call the callback for every queued item, oldest first; return how many."""
         n = 0

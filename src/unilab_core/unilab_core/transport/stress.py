@@ -22,7 +22,8 @@ import sys
 import time
 
 import numpy as np
-from unilab_core.transport.ring import RingReader, RingWriter
+from unilab_core.transport.ring_reader import RingReader
+from unilab_core.transport.ring_writer import RingWriter
 
 #: Odd 64-bit constant (golden ratio, Knuth) so consecutive indices give unrelated words.
 K = np.uint64(0x9E3779B97F4A7C15)
@@ -121,8 +122,10 @@ def main(argv=None) -> int:
     # keep the segment until the readers have seen the end (they stop on their own)
     if a.wait_readers:
         deadline = time.monotonic() + a.timeout_s
-        while time.monotonic() < deadline and w.reader_count() and \
-                int(w.m.readers[w.m.readers[:, 0] == 1, 3].min()) < a.count:
+        while time.monotonic() < deadline:
+            slowest = w.min_cursor()
+            if slowest is None or slowest >= a.count:
+                break
             time.sleep(0.001)
     else:
         sys.stdin.readline()  # the test closes our stdin when it is done reading

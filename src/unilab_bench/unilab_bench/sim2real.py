@@ -74,62 +74,46 @@ def _config(steps: int, seed: int, num_envs: int | None, injection: bool):
     return load_run_config(list(default_config_files()) + [config_dir() / PRESET], overrides)
 
 
-def _load_policy(cfg, run_dir: str):
-    """Rebuild the trained bundle from the run's latest checkpoint."""
-    from unilab.prepare import task_info
-    from unilab_policy.checkpoint import load_checkpoint
-    from unilab_policy.history import policy_input_dim
-    from unilab_policy.models import make_actor_critic, PolicyBundle
-    from unilab_policy.normalizer import EmpiricalNormalization
-    info, _ = task_info(cfg.run.task)
-    m = cfg.model
-    width = policy_input_dim(info.obs_dim, info.action_dim, m.action_history)
-    bundle = PolicyBundle(make_actor_critic(width, info.action_dim, m),
-                          EmpiricalNormalization(width, clip=cfg.normalization.clip))
-    bundle.load_state_dict(load_checkpoint(f'{run_dir}/checkpoints/latest.pt',
-                                           map_location='cpu')['bundle'])
-    return bundle.eval()
-
-
 def evaluate(bundle, cfg, run_dir: str, variant: dict | None, num_envs: int,
              seed: int = EVAL_SEED, episodes_per_env: int = EVAL_EPISODES_PER_ENV) -> dict:
     """
     Return mean / std of deterministic episode returns and the success rate on a variant.
 
-    ``bundle`` None scores the zero action (the arm holds its start pose).
+    ``bundle`` None scores the zero action (the arm holds its start pose). The
+    policy acts through its deployed actor (``mode: deploy``: the policy mean,
+    the action history as the policy node keeps it); commands pass the gate
+    the graph's safety node would build.
     """
-    import torch
-    from unilab.direct import held_command, make_gate
-    from unilab_bridge.tasks import make_task, observation
-    from unilab_policy.history import ActionHistory
+    from unilab.direct import make_gate
+    from unilab.graphs import policy_params
+    from unilab.prepare import task_info
+    from unilab.sim_loop import SimLoop, ZeroPolicy
+    from unilab_bridge.tasks import make_task
+    from unilab_policy.factory import make_actor
     gate = make_gate(cfg, run_dir)
+    info, _ = task_info(TASK)
+    if bundle is None:
+        actor = ZeroPolicy(num_envs, info.action_dim)
+    else:
+        actor = make_actor(policy_params(cfg, info, mode='deploy', num_envs=num_envs), 'cpu',
+                           bundle)
+        actor.set_version(0)
     returns, final_dist = [], []
     with make_task(TASK, num_envs, seed=seed, disturbances=variant) as task:
-        state = task.reset(seed=seed)
-        history = ActionHistory(num_envs, task.action_dim, cfg.model.action_history,
-                                task.action_low, task.action_high)
-        everyone = np.arange(num_envs)
-        history.reset(everyone, held_command(task, state, everyone))
-        # Every episode of arm6_reach lasts max_episode_steps unless the simulation diverges.
-        for _ in range(episodes_per_env * task.max_episode_steps):
-            done = np.flatnonzero(state.terminated | state.truncated)
-            if done.size:
-                gate.reset(done)
-                history.reset(done, held_command(task, state, done))
-            if bundle is None:
-                action = np.zeros((num_envs, task.action_dim), np.float32)
-            else:
-                obs = torch.from_numpy(history.observe(observation(state, task)))
-                with torch.inference_mode():
-                    action = bundle.actor_critic.act_inference(bundle.normalize(obs)).numpy()
-                history.push(action)
-            state = task.step(gate.filter(action).command)
+
+        def on_step(state):
             finished = state.terminated | state.truncated
             returns.extend(state.episode_return[finished].tolist())
             # The distance term of the episode's last step (computed before the auto-reset;
             # with disturbances on, the physics task is wrapped).
             terms = getattr(task, 'inner', task).reward_terms
             final_dist.extend(np.abs(terms['distance'][finished]).tolist())
+
+        loop = SimLoop(task, actor, gate, on_step=on_step)
+        loop.reset(seed=seed)
+        # Every episode of arm6_reach lasts max_episode_steps unless the simulation diverges.
+        steps = episodes_per_env * task.max_episode_steps
+        loop.run(until=lambda: loop.seq >= steps)
     r = np.asarray(returns)
     return {'return': round(float(r.mean()), 3), 'return_std': round(float(r.std()), 3),
             'episodes': int(r.size),
@@ -139,13 +123,14 @@ def evaluate(bundle, cfg, run_dir: str, variant: dict | None, num_envs: int,
 def _train_pair(steps: int, seed: int, num_envs: int | None, tmp: str, zero: dict) -> dict:
     """Train and evaluate (a) and (b) for one training seed."""
     from unilab.direct import train_direct
+    from unilab_policy.factory import load_trained
     out = {}
     for label, injection in (('nominal_trained', False), ('injection_trained', True)):
         cfg = _config(steps, seed, num_envs, injection)
         run_dir = f'{tmp}/{label}_s{seed}'
         t0 = time.monotonic()
         summary = train_direct(cfg, run_dir)
-        bundle = _load_policy(cfg, run_dir)
+        bundle = load_trained(run_dir).bundle
         n = cfg.rollout.num_envs
         nominal = evaluate(bundle, cfg, run_dir, None, n)
         real = evaluate(bundle, cfg, run_dir, REAL_VARIANT, n)

@@ -34,6 +34,8 @@ that the drifting noise of a shared machine falls on all of them alike.
 
 from __future__ import annotations
 
+import atexit
+import importlib.resources
 import os
 import platform
 import shutil
@@ -51,16 +53,29 @@ JOINTS = 6
 LIMITS = {'joint_limits': {
     f'j{i}': {'min_position': -3.0, 'max_position': 3.0, 'max_velocity': 3.0,
               'max_acceleration': 50.0} for i in range(JOINTS)}}
+_LIMITS_FILE: list[str] = []
+
+
+def _limits_file() -> str:
+    """Return a joint-limits YAML of LIMITS (written once per process, removed at exit)."""
+    if not _LIMITS_FILE:
+        import yaml
+        fd, path = tempfile.mkstemp(prefix='unilab_bench_limits_', suffix='.yaml')
+        with os.fdopen(fd, 'w') as f:
+            yaml.safe_dump(LIMITS, f)
+        atexit.register(os.unlink, path)
+        _LIMITS_FILE.append(path)
+    return _LIMITS_FILE[0]
 
 
 def _spec(rate, priority, cpus, busy_us, mlock):
-    return {'joint_limits_file': LIMITS, 'joint_names': list(LIMITS['joint_limits']),
-            'allow_unlimited_joints': False, 'interface': 'position', 'dt': 0.001,
-            'max_delta': 0.0, 'fallback': 'hold', 'workspace_box': [],
-            'workspace_model_file': '', 'lookahead_s': 0.1, 'num_envs': 1,
-            'watchdog_timeout_s': 0.02, 'watchdog_fallback': 'hold', 'lockstep': False,
-            'rate_hz': rate, 'busy_wait_us': busy_us, 'rt_priority': priority,
-            'cpu_affinity': list(cpus), 'mlockall': mlock}
+    from unilab_core.config import SafetySection
+    from unilab_safety.params import SafetySpec
+    return SafetySpec(
+        joint_names=list(LIMITS['joint_limits']), interface='position', dt=0.001, num_envs=1,
+        safety=SafetySection(joint_limits_file=_limits_file(), rate_hz=rate,
+                             busy_wait_us=busy_us, rt_priority=priority,
+                             cpu_affinity=list(cpus), mlockall=mlock))
 
 
 def _safety_loop():
@@ -171,47 +186,13 @@ def _run_unilab_process(rate, duration, priority, cpus, busy_us, hog=False):
         rt.close()
 
 
-C_LOOP = r"""
-#define _GNU_SOURCE
-#include <sched.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/mman.h>
-#include <time.h>
-/* cyclictest-style loop: absolute-deadline clock_nanosleep, wake minus deadline in ns. */
-int main(int argc, char **argv) {
-  long n = atol(argv[1]), period = atol(argv[2]); int cpu = atoi(argv[3]);
-  int prio = atoi(argv[4]); long *e = calloc(n, sizeof(long)); long misses = 0;
-  int ml = mlockall(MCL_CURRENT | MCL_FUTURE);
-  cpu_set_t set; CPU_ZERO(&set); CPU_SET(cpu, &set);
-  int af = sched_setaffinity(0, sizeof set, &set);
-  struct sched_param sp = {.sched_priority = prio};
-  int ff = sched_setscheduler(0, SCHED_FIFO, &sp);
-  struct timespec t, now; clock_gettime(CLOCK_MONOTONIC, &t);
-  for (long i = 0; i < n; i++) {
-    t.tv_nsec += period;
-    while (t.tv_nsec >= 1000000000L) { t.tv_nsec -= 1000000000L; t.tv_sec++; }
-    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    e[i] = (now.tv_sec - t.tv_sec) * 1000000000L + now.tv_nsec - t.tv_nsec;
-    if (e[i] > period) { long k = e[i] / period; misses += k;
-      t.tv_nsec += k * period; }
-  }
-  printf("%d %d %d %ld\n", ml, af, ff, misses);
-  for (long i = 0; i < n; i++) printf("%ld\n", e[i]);
-  return 0;
-}
-"""
-
-
 def _build_c_loop(tmp):
     cc = shutil.which('cc') or shutil.which('gcc')
     if cc is None:
         return None
-    src, exe = os.path.join(tmp, 'loop.c'), os.path.join(tmp, 'loop')
-    with open(src, 'w', encoding='utf-8') as f:
-        f.write(C_LOOP)
-    r = subprocess.run([cc, '-O2', '-o', exe, src], capture_output=True, text=True)
+    src = importlib.resources.files('unilab_bench') / 'c' / 'rt_loop.c'
+    exe = os.path.join(tmp, 'rt_loop')
+    r = subprocess.run([cc, '-O2', '-o', exe, str(src)], capture_output=True, text=True)
     return exe if r.returncode == 0 else None
 
 

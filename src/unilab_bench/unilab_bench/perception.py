@@ -20,7 +20,7 @@ from __future__ import annotations
 import platform
 
 import numpy as np
-from unilab.timing import median_ms
+from unilab_bench.timing import median_ms
 
 
 def _sorted_rows(a: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ import pytest
 import rclpy
 from rclpy.node import Node
 from unilab_core.ros.runtime import detach_and_shutdown
-from unilab_core.ros.transport_node import descriptor_topic, TensorPublisher, TensorSubscription
+from unilab_core.ros.tensor_topic import descriptor_topic, TensorPublisher, TensorSubscription
 from unilab_core.testing import isolate_ros_domain, spin_until
 from unilab_interfaces.msg import TensorBatch, TensorDescriptor
 
@@ -143,7 +143,7 @@ import sys
 import rclpy
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
-from unilab_core.ros.transport_node import TensorSubscription
+from unilab_core.ros.tensor_topic import TensorSubscription
 OPTIONS = json.loads(sys.argv[1])
 rclpy.init()
 node = Node('tx_child')
@@ -257,7 +257,7 @@ def test_cuda_tensors_go_to_the_device_ring_and_plain_readers_get_a_host_copy(
         ros, monkeypatch):
     # No GPU here: the device ring (transport.cuda.CudaTensorWriter, run where CUDA
     # exists) is replaced by a recorder; what is tested is the routing around it.
-    import unilab_core.ros.transport_node as tn
+    import unilab_core.ros.tensor_topic.publisher as tn
     from unilab_core.transport.descriptor import Descriptor, layout_shapes
     made, writes = [], []
 
@@ -309,7 +309,7 @@ def test_cuda_tensors_go_to_the_device_ring_and_plain_readers_get_a_host_copy(
 
 def test_batch_device():
     import torch
-    from unilab_core.ros.transport_node import batch_device
+    from unilab_core.ros.tensor_topic.publisher import batch_device
     assert batch_device({'a': np.zeros(2), 'b': torch.zeros(2)}) is None
     assert batch_device({'a': _DeviceArray(np.zeros(2))}) == 'cuda:0'
     other = _DeviceArray(np.zeros(2))
@@ -323,7 +323,7 @@ import sys
 import rclpy
 import torch
 from rclpy.node import Node
-from unilab_core.ros.transport_node import TensorSubscription
+from unilab_core.ros.tensor_topic import TensorSubscription
 rclpy.init()
 node = Node('tx_cuda_child')
 seen = []

@@ -156,7 +156,7 @@ def _inproc(kind: str, n: int, hz: float, warmup: int) -> dict:
     from rclpy.experimental import EventsExecutor
     from rclpy.node import Node
     from unilab_core.ros.runtime import detach_and_shutdown
-    from unilab_core.ros.transport_node import TensorPublisher, TensorSubscription
+    from unilab_core.ros.tensor_topic import TensorPublisher, TensorSubscription
     rclpy.init()
     a, b = Node('bench_pub'), Node('bench_sub')
     ex = EventsExecutor()
@@ -228,7 +228,7 @@ def _child(kind: str, n: int) -> None:
     recv: list[int] = []
     cpu_at: list[float] = []
     if kind.startswith('unilab'):
-        from unilab_core.ros.transport_node import TensorSubscription
+        from unilab_core.ros.tensor_topic import TensorSubscription
 
         def on_batch(batch):
             arr = batch.tensors['points']
@@ -280,7 +280,7 @@ def _xproc(kind: str, n: int, hz: float, warmup: int) -> dict:
     from rclpy.node import Node
     from unilab_core.ros.runtime import detach_and_shutdown
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    child = subprocess.Popen([sys.executable, '-m', 'unilab.bench_transport', kind, str(n)],
+    child = subprocess.Popen([sys.executable, '-m', 'unilab_bench.transport', kind, str(n)],
                              stdout=subprocess.PIPE, text=True, env=env)
     rclpy.init()
     node = Node('bench_pub')
@@ -292,14 +292,14 @@ def _xproc(kind: str, n: int, hz: float, warmup: int) -> dict:
             raise RuntimeError('bench subscriber did not start')
         child.stdout.readline()
         if kind == 'unilab':
-            from unilab_core.ros.transport_node import TensorPublisher
+            from unilab_core.ros.tensor_topic import TensorPublisher
             pub = TensorPublisher(node, TOPIC, pts.nbytes + 4096, slots=8)
             ready = pub.remote_readers
 
             def send(_):
                 pub.publish('points', 0, {'points': pts}, stamp_ns=time.monotonic_ns())
         elif kind.startswith('unilab_loan'):
-            from unilab_core.ros.transport_node import TensorPublisher
+            from unilab_core.ros.tensor_topic import TensorPublisher
             pub = TensorPublisher(node, TOPIC, pts.nbytes + 4096, slots=8)
             ready = pub.remote_readers
             shapes = {'points': (pts.shape, pts.dtype)}

@@ -1,0 +1,123 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+The graphs UniLab starts, as data: each one description, built from the run config.
+
+A description names the nodes (``NodeSpec``) and gives each its typed
+parameter model, built here and nowhere else from the resolved configuration
+and the task (or robot profile): ``bridge_params``, ``perception_params``,
+``policy_params``, ``trainer_params`` and ``safety_spec`` are the one mapping
+from config sections to node parameters. The CLI (composed or one process per
+node), the launch files and the loops without ROS (``unilab.sim_loop``) all
+start from these descriptions, so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+from unilab_bridge.params import BridgeNodeParams
+from unilab_core.config import RunConfig
+from unilab_core.graph import Graph, holds_joint_positions, NodeSpec, TaskInfo
+from unilab_perception.layout import observation_layout
+from unilab_perception.params import (BevSection, ImageSection, PerceptionNodeParams,
+                                      PointCloudSection, SensorsSection)
+from unilab_policy.params import PolicyNodeParams, TrainerNodeParams
+from unilab_safety.params import SafetySpec
+
+BRIDGE = NodeSpec('bridge', 'unilab_bridge', 'bridge_node', 'unilab_bridge.bridge_node',
+                  'BridgeNode')
+PERCEPTION = NodeSpec('perception', 'unilab_perception', 'perception_node',
+                      'unilab_perception.perception_node', 'PerceptionNode')
+POLICY = NodeSpec('policy', 'unilab_policy', 'policy_node', 'unilab_policy.policy_node',
+                  'PolicyNode')
+TRAINER = NodeSpec('trainer', 'unilab_policy', 'trainer_node', 'unilab_policy.trainer_node',
+                   'TrainerNode')
+SAFETY = NodeSpec('safety', 'unilab_safety', 'safety_node', 'unilab_safety.safety_node',
+                  'SafetyNode')
+
+
+def bridge_params(cfg: RunConfig, run_dir: str | pathlib.Path) -> BridgeNodeParams:
+    """Return the simulated bridge's parameters (sensors on when perception needs them)."""
+    per = cfg.perception
+    return BridgeNodeParams(
+        run=cfg.run, num_envs=cfg.rollout.num_envs, run_dir=str(run_dir),
+        # The observation needs every env's image: no rendering is a start-up error.
+        camera_required=per.image,
+        bridge=cfg.bridge.model_copy(update={
+            'lidar': cfg.bridge.lidar or per.pointcloud, 'imu': cfg.bridge.imu or per.imu,
+            'camera': cfg.bridge.camera or per.image}),
+        disturbances=cfg.disturbances)
+
+
+def perception_params(cfg: RunConfig, task: TaskInfo, num_envs: int) -> PerceptionNodeParams:
+    """Return the perception node's parameters: the joint path plus the sensors configured."""
+    per = cfg.perception
+    obs_dim, _ = observation_layout(per, task.obs_dim)
+    return PerceptionNodeParams(
+        num_envs=num_envs, joint_names=list(task.joint_names),
+        uses_joint_state=task.uses_joint_state, extras_dim=task.extras_dim, obs_dim=obs_dim,
+        sensors=SensorsSection(pointcloud=per.pointcloud, imu=per.imu, image=per.image),
+        image=ImageSection(feature_dim=per.image_feature_dim),
+        bev=BevSection(feature_dim=per.bev_feature_dim, output=per.bev_output,
+                       x_range=[-per.bev_range, per.bev_range],
+                       y_range=[-per.bev_range, per.bev_range],
+                       pillar_size=per.pillar_size),
+        pointcloud=PointCloudSection(voxel_size=per.voxel_size))
+
+
+def _network(cfg: RunConfig, task: TaskInfo) -> dict:
+    """Return the fields that describe the network, shared by policy and trainer."""
+    obs_dim, grid_input = observation_layout(cfg.perception, task.obs_dim)
+    model = cfg.model.model_copy(update={'grid_input': grid_input}) if grid_input \
+        else cfg.model
+    return {'obs_dim': obs_dim, 'act_dim': task.action_dim, 'run': cfg.run, 'model': model,
+            'normalization': cfg.normalization, 'gpu': cfg.gpu}
+
+
+def policy_params(cfg: RunConfig, task: TaskInfo, mode: str = 'on_policy',
+                  num_envs: int | None = None, weights_file: str = '') -> PolicyNodeParams:
+    """Return the policy node's parameters (``mode`` on_policy for training, deploy)."""
+    rollout = cfg.rollout if num_envs is None else cfg.rollout.model_copy(
+        update={'num_envs': num_envs})
+    return PolicyNodeParams(
+        **_network(cfg, task), mode=mode, rollout=rollout,
+        # model.action_history: commands as the actuators take them (clipped to their
+        # range), and at an episode start the held command (see unilab_policy.history).
+        action_low=list(task.action_low), action_high=list(task.action_high),
+        action_history_fill='joint_position' if holds_joint_positions(task) else 'zero',
+        weights_file=weights_file)
+
+
+def trainer_params(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
+                   resume: str = '') -> TrainerNodeParams:
+    """Return the trainer node's parameters."""
+    return TrainerNodeParams(**_network(cfg, task), run_dir=str(run_dir), resume=resume,
+                             rollout=cfg.rollout, advantage=cfg.advantage,
+                             policy_update=cfg.policy_update, logging=cfg.logging)
+
+
+def safety_spec(cfg: RunConfig, task: TaskInfo, limits_file: str | pathlib.Path,
+                num_envs: int, lockstep: bool, run_dir: str | pathlib.Path = '') -> SafetySpec:
+    """Return the safety gate's spec: the ``safety`` section with the limits file in force."""
+    return SafetySpec(joint_names=list(task.joint_names), interface=task.command_interface,
+                      dt=task.control_dt, num_envs=num_envs, lockstep=lockstep,
+                      run_dir=str(run_dir),
+                      safety=cfg.safety.model_copy(
+                          update={'joint_limits_file': str(limits_file)}))
+
+
+def training_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
+                   limits_file: str | pathlib.Path, resume: str = '') -> Graph:
+    """Return the training graph: bridge, perception, policy, trainer, safety (lock-step)."""
+    n = cfg.rollout.num_envs
+    params = {
+        'bridge': bridge_params(cfg, run_dir),
+        'perception': perception_params(cfg, task, n),
+        'policy': policy_params(cfg, task),
+        'trainer': trainer_params(cfg, task, run_dir, resume),
+        # The bridge steps on 'command' batches only.
+        'safety': safety_spec(cfg, task, limits_file, n, lockstep=True, run_dir=run_dir),
+    }
+    return Graph('train', (BRIDGE, PERCEPTION, POLICY, TRAINER, SAFETY), params,
+                 end_node='trainer')

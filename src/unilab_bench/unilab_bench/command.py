@@ -1,0 +1,49 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+``unilab bench NAME``: the benchmarks' subcommand, added to the CLI through an entry point.
+
+The ``unilab`` CLI loads every ``unilab.commands`` entry point and calls it
+with its subparsers; this package registers ``bench`` there, so the CLI
+package does not depend on (or import) the benchmarks.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+def _bench(args) -> int:
+    from unilab_bench.registry import run_benchmark
+    from unilab_core.atomic import atomic_write_text
+    result = run_benchmark(args.name, args)
+    text = json.dumps(result, indent=2)
+    if args.json:
+        atomic_write_text(args.json, text + '\n')
+    print(text)
+    return 0
+
+
+def add_command(sub) -> None:
+    """Add the ``bench`` subcommand to the CLI's subparsers."""
+    from unilab_bench.registry import BENCHMARKS
+    b = sub.add_parser('bench', help='run a benchmark, print/write JSON figures')
+    b.add_argument('name', help=f'benchmark: {", ".join(BENCHMARKS)}')
+    b.add_argument('--json', help='write the result to this file')
+    b.add_argument('--steps', type=int, default=None,
+                   help='graph: control steps to time (300); train: env steps (50000); '
+                   'transport: messages per path and rate (100); '
+                   'sim2real: env steps per trained policy (1500000)')
+    b.add_argument('--num-envs', type=int, default=None, help='envs (graph: 64)')
+    b.add_argument('--task', help='task (graph: arm6_reach, train: Hopper-v5)')
+    b.add_argument('--seed', type=int, default=0)
+    b.add_argument('--seeds', default=None,
+                   help='sim2real: comma-separated training seeds, e.g. 0,1,2 (per-seed '
+                   'figures, their means and minima; the target on the mean returns)')
+    b.add_argument('--repeats', type=int, default=20, help='gae: timing repeats')
+    b.add_argument('--no-sb3', action='store_true', help='train: skip the SB3 baseline')
+    b.add_argument('--duration', type=float, default=None, help='safety: s per variant (30)')
+    b.add_argument('--png', default=None, help='safety: write the latency histogram here; '
+                   'transport: the latency CDFs (docs/transport_latency.png); '
+                   'sim2real: returns and success per seed')
+    b.set_defaults(func=_bench)

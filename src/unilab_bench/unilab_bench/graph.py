@@ -1,0 +1,115 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+``unilab bench graph``: control steps per second of the ROS 2 graph against the loop without ROS.
+
+The real graph (bridge -> perception -> policy -> safety -> bridge, composed on
+one EventsExecutor) against the same task, actor and safety gate stepped by
+``unilab.sim_loop.SimLoop`` (the floor the graph's messaging overhead is
+measured from). Both are built from the same configuration and graph
+description; no PPO update runs while either is timed.
+"""
+
+from __future__ import annotations
+
+import platform
+import tempfile
+import time
+
+import numpy as np
+
+
+WARMUP = 20
+
+
+def _overrides(task_name: str, num_envs: int, steps: int) -> dict:
+    """Return the config both paths run: one rollout longer than the timed steps."""
+    horizon = steps + WARMUP + 8
+    return {'run.task': task_name, 'rollout.num_envs': num_envs,
+            'rollout.rollout_length': horizon - horizon % 8 + 8,
+            'rollout.chunk_length': 8, 'logging.tensorboard': False,
+            'run.total_steps': 10 ** 9}
+
+
+def _direct_loop(task_name: str, num_envs: int, steps: int) -> float:
+    """Return control steps/s of bridge task + actor + gate stepped without ROS."""
+    from unilab.prepare import describe_training
+    from unilab.sim_loop import SimLoop
+    from unilab_bridge.tasks import make_task
+    from unilab_core.config import load_run_config
+    from unilab_policy.device import setup_device
+    from unilab_policy.factory import make_actor
+    from unilab_safety.build import build_gate
+
+    cfg = load_run_config([], _overrides(task_name, num_envs, steps))
+    with tempfile.TemporaryDirectory() as tmp:
+        _, _, graph = describe_training(cfg, tmp)
+        p = graph.parameters
+        gate = build_gate(p['safety'])
+    pp, bp = p['policy'], p['bridge']
+    actor = make_actor(pp, setup_device(pp.run.device, pp.run.torch_threads))
+    actor.set_version(0)
+    with make_task(bp.run.task, bp.num_envs, seed=bp.run.seed,
+                   disturbances=bp.disturbances) as task:
+        loop = SimLoop(task, actor, gate)  # chunks are made, no trainer takes them
+        loop.reset(seed=bp.run.seed)
+        loop.run(until=lambda: loop.seq >= WARMUP)
+        t0 = time.perf_counter()
+        loop.run(until=lambda: loop.seq >= WARMUP + steps)
+        return steps / (time.perf_counter() - t0)
+
+
+def _graph_loop(task_name: str, num_envs: int, steps: int) -> dict:
+    """Return control steps/s of the composed ROS 2 graph (no PPO update during timing)."""
+    import rclpy
+    from unilab.prepare import prepare_run
+    from unilab_core.ros.runtime import create_composed, detach_and_shutdown, make_executor
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run = prepare_run([], _overrides(task_name, num_envs, steps), run_dir=tmp)
+        rclpy.init(args=['--ros-args', '--params-file', str(run.params_file)])
+        nodes = create_composed(run.graph.nodes, [])
+        bridge = next(n for n in nodes if n.get_name() == 'bridge')
+        executor = make_executor(run.cfg.run.executor)
+        for n in nodes:
+            executor.add_node(n)
+        try:
+            deadline = time.monotonic() + 60.0
+            while bridge.seq < WARMUP and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.05)
+            start_seq, t0 = bridge.seq, time.perf_counter()
+            while bridge.seq < start_seq + steps and time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.05)
+            elapsed = time.perf_counter() - t0
+            done = bridge.seq - start_seq
+        finally:
+            for n in nodes:
+                getattr(n, 'close', lambda: None)()
+            detach_and_shutdown(executor, nodes)
+            for n in nodes:
+                n.destroy_node()
+            rclpy.try_shutdown()
+    return {'steps': done, 'rate': done / elapsed}
+
+
+def bench_graph(args) -> dict:
+    """Graph control rate vs direct loop, same config / task / actor / gate / envs."""
+    task = args.task or 'arm6_reach'
+    args.num_envs = args.num_envs or 64
+    args.steps = args.steps or 300
+    direct = _direct_loop(task, args.num_envs, args.steps)
+    graph = _graph_loop(task, args.num_envs, args.steps)
+    return {
+        'benchmark': 'graph',
+        'task': task,
+        'num_envs': args.num_envs,
+        'control_steps': graph['steps'],
+        'graph_steps_per_s': round(graph['rate'], 1),
+        'direct_steps_per_s': round(direct, 1),
+        'graph_env_steps_per_s': round(graph['rate'] * args.num_envs, 1),
+        'direct_env_steps_per_s': round(direct * args.num_envs, 1),
+        'ratio_graph_vs_direct': round(graph['rate'] / direct, 3),
+        'graph_overhead_ms_per_step': round(1e3 / graph['rate'] - 1e3 / direct, 3),
+        'machine': f'{platform.machine()} {platform.python_version()}',
+        'numpy': np.__version__,
+    }

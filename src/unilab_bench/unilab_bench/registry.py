@@ -1,0 +1,34 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+``unilab bench NAME``: benchmarks that report named figures as JSON.
+
+Every benchmark runs its baseline in the same process, right before or after
+the measured path, and reports the ratio; nothing here is a pass/fail test.
+Each benchmark is a module of this package; this registry maps names to them.
+"""
+
+from __future__ import annotations
+
+from unilab_bench.bridge import bench_bridge
+from unilab_bench.gae import bench_gae
+from unilab_bench.graph import bench_graph
+from unilab_bench.perception import bench_perception
+from unilab_bench.safety import bench_safety
+from unilab_bench.sim2real import bench_sim2real
+from unilab_bench.train import bench_train
+from unilab_bench.transport import bench_transport
+
+
+BENCHMARKS = {'graph': bench_graph, 'gae': bench_gae, 'train': bench_train,
+              'bridge': bench_bridge, 'safety': bench_safety,
+              'perception': bench_perception, 'transport': bench_transport,
+              'sim2real': bench_sim2real}
+
+
+def run_benchmark(name: str, args) -> dict:
+    """Run one benchmark by name; unknown names list the available ones."""
+    from unilab_core.config import ConfigError
+    if name not in BENCHMARKS:
+        raise ConfigError(f'unknown benchmark `{name}`; available: {", ".join(BENCHMARKS)}')
+    return BENCHMARKS[name](args)

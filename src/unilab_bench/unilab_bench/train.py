@@ -1,0 +1,70 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""``unilab bench train``: the ROS graph, the direct loop and SB3 (rl-zoo settings) on one task."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+
+import numpy as np
+
+
+#: rl-baselines3-zoo's tuned PPO hyper-parameters for Hopper (hyperparams/ppo.yml),
+#: used with VecNormalize (obs and reward) as the zoo does.
+ZOO_HOPPER = dict(n_steps=512, batch_size=32, gamma=0.999, learning_rate=9.80828e-05,
+                  ent_coef=0.00229519, clip_range=0.2, n_epochs=5, gae_lambda=0.99,
+                  max_grad_norm=0.7, vf_coef=0.835671)
+
+
+def _sb3_hopper(task: str, steps: int, seed: int, monitor_file: str | None = None) -> dict:
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+    import torch
+    env = VecNormalize(DummyVecEnv([lambda: Monitor(gym.make(task), monitor_file)]), gamma=0.999)
+    model = PPO('MlpPolicy', env, seed=seed, device='cpu', verbose=0, **ZOO_HOPPER,
+                policy_kwargs=dict(log_std_init=-2, ortho_init=False,
+                                   activation_fn=torch.nn.ReLU,
+                                   net_arch=dict(pi=[256, 256], vf=[256, 256])))
+    t0 = time.perf_counter()
+    model.learn(total_timesteps=steps)
+    wall = time.perf_counter() - t0
+    episodes = [e['r'] for e in model.ep_info_buffer]
+    return {'fps': steps / wall, 'return': float(np.mean(episodes)) if episodes else None,
+            'wall_s': wall}
+
+
+def bench_train(args) -> dict:
+    """Compare the ROS graph, the direct loop and SB3 (zoo settings) on one task and budget."""
+    from unilab.direct import train_direct
+    from unilab.prepare import prepare_run
+    from unilab.runner import run_composed
+    task = args.task or 'Hopper-v5'
+    args.steps = args.steps or 50_000
+    overrides = {'run.task': task, 'run.total_steps': args.steps, 'run.seed': args.seed,
+                 'logging.tensorboard': False}
+    if args.num_envs:
+        overrides['rollout.num_envs'] = args.num_envs
+    out = {'benchmark': 'train', 'task': task, 'steps': args.steps, 'seed': args.seed}
+    with tempfile.TemporaryDirectory() as tmp:
+        run = prepare_run([], overrides, run_dir=f'{tmp}/graph')
+        graph = run_composed(run, progress=False)
+        direct = train_direct(run.cfg, f'{tmp}/direct')
+    out.update({
+        'num_envs': run.cfg.rollout.num_envs,
+        'unilab_graph_fps': graph['fps'], 'unilab_graph_return': graph['return_last'],
+        'unilab_direct_fps': direct['fps'], 'unilab_direct_return': direct['return_last'],
+        'graph_overhead_vs_direct': round(1.0 - graph['fps'] / direct['fps'], 3),
+    })
+    if args.no_sb3:
+        return out
+    try:
+        sb3 = _sb3_hopper(task, args.steps, args.seed)
+    except ImportError:
+        out['sb3_note'] = 'stable-baselines3 not installed (pip install -r requirements-bench.txt)'
+        return out
+    out.update({'sb3_fps': round(sb3['fps'], 1), 'sb3_return': sb3['return'],
+                'graph_fps_vs_sb3': round(graph['fps'] / sb3['fps'], 2)})
+    return out
