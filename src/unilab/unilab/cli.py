@@ -7,8 +7,8 @@ Other packages add subcommands through the ``unilab.commands`` entry points
 (``unilab_bench`` adds ``bench``).
 
 Exit codes: 0 success; 1 the command ran and its result is negative
-(``check-robot`` found a required item missing, ``bag info`` found a bag
-damaged); 2 an input cannot be used (configuration, a missing, corrupt or
+(``check-robot`` found a required item missing, ``doctor`` a failing check,
+``bag info`` a damaged bag); 2 an input cannot be used (configuration, a missing, corrupt or
 foreign file: checkpoint, bag, YAML), with one line naming it; 130 Ctrl-C.
 Any other exception is a bug and keeps its traceback.
 """
