@@ -89,7 +89,7 @@ damage = st.tuples(st.sampled_from(['random', 'zero', 'flip', 'truncate']),
 
 
 @pytest.mark.parametrize('storage', STORAGES)
-@settings(max_examples=60, deadline=None, derandomize=True,
+@settings(max_examples=100, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(damage=damage)
 def test_damage_is_refused_or_accounted_for(originals, tmp_path, storage, damage):
@@ -143,6 +143,9 @@ def test_four_kib_overwritten_in_the_middle(originals, tmp_path, storage):
     proc = cli('bag', 'info', bag)
     assert proc.returncode == 1 and 'Damaged:' in proc.stdout and 'Traceback' not in proc.stderr
     assert f'{lost} of {len(sent)} messages unreadable' in proc.stdout
+    proc = cli('replay', bag)  # refused before any node starts
+    assert proc.returncode == 2 and proc.stderr.count('\n') == 1, proc.stderr
+    assert str(bag) in proc.stderr and 'is damaged' in proc.stderr
     # Recover keeps the readable part as a clean bag.
     counts, scan = recover_bag(bag, tmp_path / 'fixed')
     assert counts == h.readable and scan.lost == h.lost

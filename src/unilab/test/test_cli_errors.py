@@ -196,3 +196,17 @@ def test_nan_and_inf_settings_are_refused(tmp_path, text, key):
     bad.write_text(text)
     proc = cli('config', '--check', bad)
     assert_clean_error(proc, str(bad), f'`{key}`')
+
+
+def test_plot_and_record_refuse_bad_paths_in_one_line(tmp_path, capsys):
+    from unilab.cli import main
+    run = tmp_path / 'run'
+    run.mkdir()
+    (run / 'metrics.csv').write_bytes(b'\x00\xffgarbage\n1,2\n')
+    assert main(['plot', str(run), '--out', str(tmp_path / 'p.png')]) == 2
+    err = capsys.readouterr().err.strip()
+    assert '\n' not in err and 'metrics.csv' in err
+    (tmp_path / 'taken').mkdir()
+    proc = cli('record', tmp_path / 'taken', '--duration', '0.1')
+    assert_clean_error(proc, 'taken', 'exists already')
+    assert proc.stderr.count('\n') == 1

@@ -29,6 +29,8 @@ INPUT_ERRORS = (
     ('unilab.bag.storage', 'BagError'),
     ('unilab.bag.types', 'BagTypeError'),
     ('rosbags.rosbag2', 'ReaderError'),
+    ('rosbags.rosbag2', 'WriterError'),  # e.g. `record OUT` where OUT exists
+    ('unilab.plot', 'MetricsFileError'),
     ('yaml', 'YAMLError'),
 )
 

@@ -34,18 +34,13 @@ from typing import Iterator, Optional, Sequence, Union
 import numpy as np
 import torch
 from unilab_core.atomic import atomic_path
+from unilab_core.errors import one_line
 
 CHECKPOINT_VERSION = 1
 
 
 class CheckpointError(RuntimeError):
     """A checkpoint file is unreadable, truncated, or from an incompatible version."""
-
-
-def one_line(exc: BaseException, limit: int = 300) -> str:
-    """Return ``Type: message`` on one line (torch's messages span many), at most ``limit``."""
-    text = f'{type(exc).__name__}: ' + ' '.join(str(exc).split())
-    return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
 def save_checkpoint(path: Union[str, os.PathLike], state: dict) -> None:

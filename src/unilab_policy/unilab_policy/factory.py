@@ -20,9 +20,10 @@ import pathlib
 import torch
 from unilab_core.config import (AdvantageSection, ConfigError, ModelSection,
                                 NormalizationSection, PolicyUpdateSection, RolloutSection)
+from unilab_core.errors import one_line
 
 from unilab_policy.actor import PolicyActor
-from unilab_policy.checkpoint import load_checkpoint, one_line, restoring
+from unilab_policy.checkpoint import load_checkpoint, restoring
 from unilab_policy.history import policy_input_dim
 from unilab_policy.models import make_actor_critic, PolicyBundle
 from unilab_policy.normalizer import EmpiricalNormalization

@@ -35,7 +35,9 @@ import mmap
 import pathlib
 import sqlite3
 import struct
-from typing import Iterator
+from typing import Iterator, NamedTuple
+
+from unilab_core.errors import one_line
 
 MAGIC = b'\x89MCAP0\r\n'
 FOOTER_LEN = 37  # opcode 1 + length 8 + summary_start 8 + summary_offset_start 8 + crc 4 + magic 8
@@ -66,6 +68,8 @@ class Scan:
     expected: dict[str, int] = dataclasses.field(default_factory=dict)
     #: topic -> messages that read intact but whose bytes do not decode (found by readers)
     undecodable: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: topic names in the data that metadata.yaml does not list (damaged channel records)
+    foreign: set[str] = dataclasses.field(default_factory=set)
     #: 'FILE: byte N: what' / 'FILE: row id N: what', in file order
     problems: list[str] = dataclasses.field(default_factory=list)
     start_ns: int | None = None
@@ -155,13 +159,22 @@ class _Buf:
 
 @dataclasses.dataclass
 class _Mcap:
-    """Schemas and channels known so far, and the summary's chunk starts."""
+    """Schemas and channels known so far, and the chunks the summary lists and the data holds."""
 
     path: pathlib.Path
     scan: Scan
     schemas: dict = dataclasses.field(default_factory=dict)  # id -> (name, data)
     channels: dict = dataclasses.field(default_factory=dict)  # id -> topic
-    chunk_starts: list = dataclasses.field(default_factory=list)
+    #: chunk offset -> (start, end, record length, message index records by channel,
+    #: their length, compression, compressed size, uncompressed size)
+    indexed_chunks: dict = dataclasses.field(default_factory=dict)
+    found_chunks: dict = dataclasses.field(default_factory=dict)
+    summary_channels: dict = dataclasses.field(default_factory=dict)  # id -> topic
+    used_channels: set = dataclasses.field(default_factory=set)  # ids of messages read
+
+    @property
+    def chunk_starts(self) -> list[int]:
+        return sorted(self.indexed_chunks)
 
     def where(self, pos: int) -> str:
         return f'{self.path.name}: byte {pos:,}'
@@ -172,6 +185,9 @@ class _Mcap:
         name = b.string()
         b.string()  # encoding
         data = b.string(1 << 24)
+        if self.schemas.get(sid, (name, data)) != (name, data):
+            # rosbags reads by the summary's copy: a damaged one would type messages wrongly
+            self.scan.note(self.path.name, f'schema {sid} differs between its copies')
         self.schemas[sid] = (name, data)
 
     def channel(self, body) -> None:
@@ -179,8 +195,12 @@ class _Mcap:
         cid, sid = b.u16(), b.u16()
         topic = b.string()
         name, data = self.schemas.get(sid, ('', ''))
+        if self.channels.get(cid, topic) != topic:
+            self.scan.note(self.path.name, f'channel {cid} is `{self.channels[cid]}` in one '
+                           f'copy and `{topic}` in another')
         self.channels[cid] = topic
-        self.scan.connections.setdefault(topic, (name, data))
+        known = self.scan.connections.get(topic, ('', ''))
+        self.scan.connections[topic] = (known[0] or name, known[1] or data)
 
     def record(self, op: int, body, pos: int, lo: int = 0, hi: int = 2**64 - 1):
         """Take in a schema or channel; return ``(topic, ts, raw)`` of a valid message record."""
@@ -205,6 +225,7 @@ class _Mcap:
             self.scan.note(self.where(pos), f'message time {log_time} outside its chunk '
                            f'[{lo}, {hi}]')
             return None
+        self.used_channels.add(cid)
         return self.channels[cid], log_time, bytes(body[22:])
 
 
@@ -278,14 +299,21 @@ def _summary(m: _Mcap, data, start: int, end: int) -> None:
             elif op == OP_CHANNEL:
                 m.channel(body)
             elif op == OP_CHUNK_INDEX:
-                m.chunk_starts.append(struct.unpack_from('<Q', body, 16)[0])
+                b = _Buf(body)
+                lo, hi, offset, length = b.u64(), b.u64(), b.u64(), b.u64()
+                n = b.u32()
+                records = dict(struct.unpack('<HQ', b.take(10)) for _ in range(n // 10))
+                mi_length = b.u64()
+                compression = b.string(64)
+                m.indexed_chunks[offset] = (lo, hi, length, records, mi_length, compression,
+                                            b.u64(), b.u64())
             elif op == OP_STATISTICS:
                 b = _Buf(body, 42)
                 n = b.u32()
                 stats = dict(struct.unpack_from('<HQ', body, 46 + 10 * i) for i in range(n // 10))
         except (ValueError, struct.error, UnicodeDecodeError) as exc:
-            m.scan.note(m.where(pos), f'summary record damaged ({exc})')
-    m.chunk_starts.sort()
+            m.scan.note(m.where(pos), f'summary record damaged ({one_line(exc)})')
+    m.summary_channels = dict(m.channels)
     if stats is not None:
         for cid, n in stats.items():
             if cid in m.channels:
@@ -300,7 +328,7 @@ def _scan_mcap(path: pathlib.Path, scan: Scan) -> Iterator[Message]:
         with open(path, 'rb') as f:
             data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError) as exc:  # ValueError: an empty file cannot be mapped
-        raise ScanError(f'{path}: cannot read ({exc})') from None
+        raise ScanError(f'{path}: cannot read ({one_line(exc)})') from None
     if data[:8] != MAGIC:
         raise ScanError(f'{path}: not an MCAP file (no MCAP magic)')
     m = _Mcap(path, scan)
@@ -328,9 +356,14 @@ def _scan_mcap(path: pathlib.Path, scan: Scan) -> Iterator[Message]:
                 break
             body = memoryview(data)[b0:b1]
             try:
+                if op == OP_MESSAGE and (m.indexed_chunks or m.found_chunks):
+                    # A writer that chunks writes every message into a chunk: bytes that
+                    # parse as a message between chunks are damage, not data.
+                    scan.note(m.where(rpos), 'message record outside any chunk')
+                    continue
                 got = m.record(op, body, rpos)
                 if got is not None:
-                    yield _emit(scan, got)
+                    yield from _emit(scan, got)
                 elif op == OP_CHUNK:
                     indexed = _message_index(data, b1, end)
                     yield from _scan_chunk(m, body, rpos, indexed, decompress, ReaderError)
@@ -338,7 +371,7 @@ def _scan_mcap(path: pathlib.Path, scan: Scan) -> Iterator[Message]:
                     pos = end
                     break
             except (ValueError, struct.error, UnicodeDecodeError) as exc:
-                scan.note(m.where(rpos), f'record (opcode {op:#04x}) damaged: {exc}')
+                scan.note(m.where(rpos), f'record (opcode {op:#04x}) damaged: {one_line(exc)}')
         if bad is None:
             break
         nxt = _next_chunk(m, data, bad, end)
@@ -348,19 +381,52 @@ def _scan_mcap(path: pathlib.Path, scan: Scan) -> Iterator[Message]:
         if nxt is None:
             break
         pos = nxt
+    _check_chunk_index(m)
 
 
-def _emit(scan: Scan, got) -> Message:
+def _check_chunk_index(m: _Mcap) -> None:
+    """Note where the summary's chunk index or channels (what rosbags reads by) disagree."""
+    if m.summary_channels:
+        for cid in sorted(m.used_channels):
+            if m.summary_channels.get(cid) != m.channels[cid]:
+                m.scan.note(m.path.name, f'the summary does not list channel {cid} '
+                            f'(`{m.channels[cid]}`) as the data does (summary damaged)')
+    if not m.indexed_chunks:
+        return
+    for offset, found in sorted(m.found_chunks.items()):
+        if m.indexed_chunks.get(offset) != found:
+            m.scan.note(m.where(offset), 'the summary\'s chunk index does not match this '
+                        'chunk (summary damaged)')
+    for offset in sorted(set(m.indexed_chunks) - set(m.found_chunks)):
+        m.scan.note(m.where(offset), 'the summary lists a chunk that is not here')
+
+
+def _emit(scan: Scan, got) -> Iterator[Message]:
+    """Count and yield one message (none on a topic the bag's metadata does not list)."""
     topic, ts, raw = got
+    if scan.expected and topic not in scan.expected:
+        if topic not in scan.foreign:  # noted once per topic name
+            scan.note(f'topic `{topic}`', 'not in metadata.yaml: a damaged channel record; its '
+                      'messages are not used')
+            scan.foreign.add(topic)
+        return
     scan.count(topic, ts)
     msgtype, msgdef = scan.connections.get(topic, ('', ''))
-    return topic, msgtype, msgdef, ts, raw
+    yield topic, msgtype, msgdef, ts, raw
 
 
-def _message_index(data, pos: int, end: int) -> dict[int, tuple[int, int]]:
-    """Return ``{offset in chunk: (channel, log_time)}`` from the index records after a chunk."""
-    out = {}
-    for _, op, b0, b1 in _records(data, pos, end):
+class _MessageIndex(NamedTuple):
+    """The message index records after a chunk."""
+
+    entries: dict  # offset in the chunk's records -> (channel, log_time)
+    records: dict  # channel -> file offset of its message index record
+    length: int  # bytes of all of them
+
+
+def _message_index(data, pos: int, end: int) -> _MessageIndex:
+    """Read the message index records that follow a chunk ending at ``pos``."""
+    out, records, last = {}, {}, pos
+    for rpos, op, b0, b1 in _records(data, pos, end):
         if op != OP_MESSAGE_INDEX:
             break
         try:
@@ -372,17 +438,23 @@ def _message_index(data, pos: int, end: int) -> dict[int, tuple[int, int]]:
                 out[offset] = (cid, ts)
         except ValueError:
             break
-    return out
+        records[cid] = rpos
+        last = b1
+    return _MessageIndex(out, records, last - pos)
 
 
-def _scan_chunk(m: _Mcap, body, pos: int, indexed: dict, decompress, reader_error
+def _scan_chunk(m: _Mcap, body, pos: int, index: _MessageIndex, decompress, reader_error
                 ) -> Iterator[Message]:
     """Yield the valid messages of one chunk record at ``pos``."""
+    indexed = index.entries
     try:
         lo, hi, usize, crc, compression, blob = _chunk_parts(body)
+        # As the summary's chunk index must describe it (rosbags reads by the index).
+        m.found_chunks[pos] = (lo, hi, len(body) + 9, index.records, index.length,
+                               compression, len(blob), usize)
         records = decompress(bytes(blob), compression, usize, crc)
     except (ValueError, struct.error, UnicodeDecodeError, reader_error) as exc:
-        m.scan.note(m.where(pos), f'chunk damaged, its messages are lost ({exc})')
+        m.scan.note(m.where(pos), f'chunk damaged, its messages are lost ({one_line(exc)})')
         return
     seen = set()
     broken = None
@@ -394,9 +466,9 @@ def _scan_chunk(m: _Mcap, body, pos: int, indexed: dict, decompress, reader_erro
             got = m.record(op, memoryview(records)[b0:b1], pos, lo, hi)
             if got is not None:
                 seen.add(rpos)
-                yield _emit(m.scan, got)
+                yield from _emit(m.scan, got)
         except (ValueError, struct.error, UnicodeDecodeError) as exc:
-            m.scan.note(m.where(pos), f'chunk record at {rpos} damaged: {exc}')
+            m.scan.note(m.where(pos), f'chunk record at {rpos} damaged: {one_line(exc)}')
     if broken is None:
         return
     # The chunk's message index lists every message's offset: read those after the damage.
@@ -413,7 +485,7 @@ def _scan_chunk(m: _Mcap, body, pos: int, indexed: dict, decompress, reader_erro
                     got = m.message(rec, pos, lo, hi)
         if got is not None:
             rescued += 1
-            yield _emit(m.scan, got)
+            yield from _emit(m.scan, got)
     m.scan.note(m.where(pos), f'chunk records damaged from offset {broken:,} of '
                 f'{len(records):,}; {rescued} later message(s) read again from its index')
 
@@ -457,15 +529,14 @@ def _scan_sqlite(path: pathlib.Path, scan: Scan) -> Iterator[Message]:
     try:
         con = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
         con.text_factory = bytes  # a damaged text cell must not stop the query with a decode error
-        topics = {int(i): (n.decode(), t.decode())
-                  for i, n, t in con.execute('SELECT id, name, type FROM topics')}
-    except (sqlite3.Error, ValueError, UnicodeDecodeError, AttributeError) as exc:
-        raise ScanError(f'{path}: not a readable sqlite3 bag ({exc})') from None
+        topics = _topics(con, scan, where)
+    except (sqlite3.Error, UnicodeDecodeError) as exc:  # the decode: a damaged schema text
+        raise ScanError(f'{path}: not a readable sqlite3 bag ({one_line(exc)})') from None
     try:
         try:
             defs = {t.decode(): d.decode() for t, d in con.execute(
                 'SELECT topic_type, encoded_message_definition FROM message_definitions')}
-        except (sqlite3.Error, UnicodeDecodeError, AttributeError):
+        except (sqlite3.Error, UnicodeDecodeError, AttributeError, ValueError, TypeError):
             defs = {}  # older bags have no such table; a damaged one loses only definitions
         for name, msgtype in topics.values():
             scan.connections.setdefault(name, (msgtype, defs.get(msgtype, '')))
@@ -478,19 +549,55 @@ def _scan_sqlite(path: pathlib.Path, scan: Scan) -> Iterator[Message]:
                     if got is not None:
                         yield got
                 break
-            except sqlite3.Error as exc:
+            except (sqlite3.Error, UnicodeDecodeError) as exc:
                 row = _next_readable(con, last)
                 if row is None:
-                    scan.note(f'{where}: rows after id {last}', f'unreadable ({exc})')
+                    scan.note(f'{where}: rows after id {last}', f'unreadable ({one_line(exc)})')
                     break
                 first, last = last + 1, row[0]
                 if last > first:
-                    scan.note(f'{where}: row ids {first}-{last - 1}', f'unreadable ({exc})')
+                    scan.note(f'{where}: row ids {first}-{last - 1}',
+                              f'unreadable ({one_line(exc)})')
                 got = _row(row, topics, scan, where)
                 if got is not None:
                     yield got
     finally:
         con.close()
+
+
+def read_sqlite(path: pathlib.Path, topics=None) -> Iterator[Message]:
+    """
+    Yield the messages of an intact sqlite3 bag in time-stamp order, from the table itself.
+
+    ``NOT INDEXED``: rosbags orders by the time-stamp index, and a damaged index
+    hides rows from it without an error; the table's own b-tree is what
+    :func:`scan_file` checked.
+    """
+    scan = Scan()
+    con = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
+    con.text_factory = bytes
+    try:
+        names = _topics(con, scan, path.name)
+        for name, msgtype in names.values():
+            scan.connections.setdefault(name, (msgtype, ''))
+        for row in con.execute(f'{_ROWS} NOT INDEXED ORDER BY timestamp, id'):
+            got = _row(row, names, scan, path.name)
+            if got is not None and (topics is None or got[0] in topics):
+                yield got
+    finally:
+        con.close()
+
+
+def _topics(con, scan: Scan, where: str) -> dict[int, tuple[str, str]]:
+    """Return ``{topic id: (name, type)}``; a damaged row is noted and left out."""
+    out = {}
+    for row in con.execute('SELECT id, name, type FROM topics'):
+        try:
+            tid, name, msgtype = row
+            out[int(tid)] = (name.decode(), msgtype.decode())
+        except (TypeError, ValueError, AttributeError, UnicodeDecodeError):
+            scan.note(f'{where}: topics row {row[:1]!r}', 'damaged; its messages are not used')
+    return out
 
 
 def _next_readable(con, last: int):
@@ -512,7 +619,7 @@ def _next_readable(con, last: int):
         try:
             row = seek(last + step)
             break
-        except sqlite3.Error:
+        except (sqlite3.Error, UnicodeDecodeError):
             lo = last + step
             step *= 2
     hi = last + step
@@ -520,7 +627,7 @@ def _next_readable(con, last: int):
         mid = (lo + hi) // 2
         try:
             row, hi = seek(mid), mid
-        except sqlite3.Error:
+        except (sqlite3.Error, UnicodeDecodeError):
             lo = mid
     if row is None or not isinstance(row[0], int) or row[0] <= last:
         return None

@@ -29,8 +29,9 @@ from typing import Iterator, NamedTuple
 
 from rosbags.rosbag2 import Reader, ReaderError, StoragePlugin, Writer
 from rosbags.typesys import get_types_from_msg
-from unilab.bag.scan import Scan, scan_file, ScanError, seal_chunks
+from unilab.bag.scan import read_sqlite, Scan, scan_file, ScanError, seal_chunks
 from unilab.bag.types import BagTypeError, ensure_type, msgdef, typestore
+from unilab_core.errors import one_line
 import yaml
 
 STORAGES = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
@@ -140,6 +141,9 @@ def _metadata_counts(path: pathlib.Path, scan: Scan) -> dict[str, int]:
         for t in info['topics_with_message_count']:
             name = str(t['topic_metadata']['name'])
             out[name] = out.get(name, 0) + int(t['message_count'])
+            # The type, should the data file's own schema be lost to damage.
+            msgtype, text = scan.connections.get(name, ('', ''))
+            scan.connections[name] = (msgtype or str(t['topic_metadata']['type']), text)
         return out
     except (yaml.YAMLError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
         scan.note(meta.name, f'unreadable ({type(exc).__name__}); counts from the data files')
@@ -180,7 +184,7 @@ class BagReader:
         except _READ_ERRORS as exc:
             if not self.health.damaged:
                 files = ', '.join(str(f) for f in self._files()) or str(self.path)
-                raise BagError(f'bag {self.path}: cannot read {files}: {exc}') from None
+                raise BagError(f'bag {self.path}: cannot read {files}: {one_line(exc)}') from None
             self._reader = None  # damaged past what rosbags opens: our reader only
         self.store = typestore()
         self.unknown: dict[str, str] = {}  # topic -> type without any definition
@@ -249,18 +253,37 @@ class BagReader:
         if self.health.damaged:
             yield from self._readable(topics)
             return
-        conns = [c for c in self._reader.connections if topics is None or c.topic in topics]
+        # An intact bag: MCAP through rosbags (by the summary, which the check compared
+        # with the chunks), sqlite3 from the table itself. Either way the counts must
+        # come out as the check found them: anything else is damage no check saw.
+        got: dict[str, int] = {}
         try:
-            for conn, ts, raw in self._reader.messages(connections=conns):
-                yield BagMessage(conn.topic, conn.msgtype, ts, bytes(raw))
+            for m in self._intact(topics):
+                got[m.topic] = got.get(m.topic, 0) + 1
+                yield m
         except _READ_ERRORS as exc:
             files = ', '.join(str(f) for f in self._files())
-            raise BagError(f'bag {self.path}: {files} is truncated or corrupt: {exc}') from None
+            raise BagError(f'bag {self.path}: {files} is truncated or corrupt: '
+                           f'{one_line(exc)}') from None
+        want = {t: n for t, n in self.health.readable.items() if topics is None or t in topics}
+        if got != want:
+            raise BagDamagedError(f'bag {self.path}: reading gave {got} messages per topic, its '
+                                  f'records hold {want} (an index of the bag is damaged)')
+
+    def _intact(self, topics) -> Iterator[BagMessage]:
+        if self.storage == 'sqlite3':
+            for f in self._files():
+                for topic, msgtype, _, ts, raw in read_sqlite(f, topics):
+                    yield BagMessage(topic, msgtype, ts, raw)
+            return
+        conns = [c for c in self._reader.connections if topics is None or c.topic in topics]
+        for conn, ts, raw in self._reader.messages(connections=conns):
+            yield BagMessage(conn.topic, conn.msgtype, ts, bytes(raw))
 
     def _readable(self, topics) -> Iterator[BagMessage]:
         out = []
         for f in self._files():
-            for topic, msgtype, _, ts, raw in scan_file(f, Scan()):
+            for topic, msgtype, _, ts, raw in scan_file(f, Scan(expected=self.health.expected)):
                 if topics is None or topic in topics:
                     out.append(BagMessage(topic, msgtype, ts, raw))
         out.sort(key=lambda m: m.timestamp)
@@ -275,7 +298,7 @@ class BagReader:
             return self.store.deserialize_cdr(msg.raw, msg.msgtype)
         except Exception as exc:  # noqa: B902 - rosbags raises several types on bad bytes
             raise BagError(f'bag {self.path}: message on `{msg.topic}` at {msg.timestamp} '
-                           f'does not decode as {msg.msgtype}: {exc}') from None
+                           f'does not decode as {msg.msgtype}: {one_line(exc)}') from None
 
     def decoded(self, topics: list[str] | tuple[str, ...] | None = None):
         """
@@ -287,7 +310,7 @@ class BagReader:
         for m in self.messages(topics):
             try:
                 yield m, self.deserialize(m)
-            except BagError:
+            except (BagError, BagTypeError):
                 if not self.allow_damaged:
                     raise
                 self.discard(m.topic, f'message at {m.timestamp} does not decode')
