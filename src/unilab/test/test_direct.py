@@ -22,10 +22,10 @@ def test_make_gate_follows_the_safety_section(tmp_path):
     plain = make_gate(_cfg(), tmp_path)
     assert plain.pid is None and plain.lookahead is None
     measured = np.full((2, 6), 0.02)
-    plain.filter(np.zeros((2, 6)), measured=measured)
+    plain.filter(np.zeros((2, 6)), state_position=measured, measured=measured)
     assert plain.pid_rows == 0
     pid = make_gate(_cfg(**{'safety.pid_kp': [2.0]}), tmp_path)
-    out = pid.filter(np.zeros((2, 6)), measured=measured).command
+    out = pid.filter(np.zeros((2, 6)), state_position=measured, measured=measured).command
     assert pid.pid_rows == 2
     # P on a +0.02 rad error pushes the command below the zero target.
     assert np.all(out < 0.0)

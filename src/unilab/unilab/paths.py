@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pathlib
 
+from unilab_core.config import ConfigError
+
 
 def share_dir() -> pathlib.Path:
     """Return the unilab share directory (installed), or the source package in a checkout."""
@@ -24,3 +26,24 @@ def config_dir() -> pathlib.Path:
 def default_config_files() -> list[pathlib.Path]:
     """Return the two default configuration files, in merge order."""
     return [config_dir() / 'unilab_config.yaml', config_dir() / 'ppo_unilab.yaml']
+
+
+def robots_dir() -> pathlib.Path:
+    """Return the directory of the shipped robot profiles and joint-limit files."""
+    return config_dir() / 'robots'
+
+
+def profile_path(name_or_path: str | pathlib.Path) -> pathlib.Path:
+    """Return the file of a robot profile given by path or by a shipped name (``arm6``)."""
+    path = pathlib.Path(name_or_path)
+    if path.suffix in ('.yaml', '.yml') or path.exists():
+        if not path.is_file():
+            raise ConfigError(f'robot profile {path}: file not found')
+        return path
+    shipped = robots_dir() / f'{name_or_path}.yaml'
+    if not shipped.is_file():
+        known = sorted(p.stem for p in robots_dir().glob('*.yaml')
+                       if not p.stem.endswith('_joint_limits'))
+        raise ConfigError(f'robot profile `{name_or_path}`: no such file and no shipped '
+                          f'profile of that name (shipped: {", ".join(known)})')
+    return shipped

@@ -73,12 +73,15 @@ class SimLoop:
         if out is None:
             raise RuntimeError('the actor did not act: an on-policy rollout is complete and '
                                'no new weight version arrived (on_chunk must update)')
-        if out.episode_start is not None and out.episode_start.any():
-            # A new episode: its first command is limited from the state, not from the
-            # previous episode's last command (the safety node does the same).
-            self.gate.reset(out.episode_start)
-        command = self.gate.filter(out.action,
-                                   measured=getattr(s, 'joint_position', None)).command
+        starts = s.terminated | s.truncated
+        if starts.any():
+            # The simulator started new episodes: their first command is limited from the
+            # measured joint positions, not from the previous episode's last command (the
+            # safety node takes the same starts from the simulator's task state).
+            self.gate.reset(starts)
+        measured = getattr(s, 'joint_position', None)
+        command = self.gate.filter(out.action, state_position=measured,
+                                   measured=measured).command
         self.state = self.task.step(command)
         self.seq += 1
         if self.on_step is not None:

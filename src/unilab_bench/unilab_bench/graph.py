@@ -68,7 +68,7 @@ def _graph_loop(task_name: str, num_envs: int, steps: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run = prepare_run([], _overrides(task_name, num_envs, steps), run_dir=tmp)
         rclpy.init(args=['--ros-args', '--params-file', str(run.params_file)])
-        nodes = create_composed(run.graph.nodes, [])
+        nodes = create_composed(run.graph.nodes, run.graph.ros_args)
         bridge = next(n for n in nodes if n.get_name() == 'bridge')
         executor = make_executor(run.cfg.run.executor)
         for n in nodes:

@@ -78,11 +78,16 @@ def _spec(rate, priority, cpus, busy_us, mlock):
                              cpu_affinity=list(cpus), mlockall=mlock))
 
 
+#: The measured joint positions every variant starts from (the gate's first reference).
+MEASURED = np.zeros((1, JOINTS))
+
+
 def _safety_loop():
     from unilab_safety.build import build_loop
-    from unilab_safety.slots import LatestSlot, OutputRing
-    slot, ring = LatestSlot(), OutputRing(1024, 1, JOINTS)
-    return build_loop(_spec(1000.0, 0, (), 0.0, False), slot, ring), slot, ring
+    from unilab_safety.slots import LatestArray, LatestSlot, OutputRing
+    slot, ring, state = LatestSlot(), OutputRing(1024, 1, JOINTS), LatestArray()
+    state.put(MEASURED)
+    return build_loop(_spec(1000.0, 0, (), 0.0, False), slot, ring, state), slot, ring
 
 
 class _Feeder:
@@ -168,6 +173,7 @@ def _run_unilab_process(rate, duration, priority, cpus, busy_us, hog=False):
                    stats_size=stats_size)
     try:
         granted = rt.start()
+        rt.put_state(MEASURED)
         with _Feeder(rt), _GilHog(hog):
             t_end = time.monotonic() + duration
             emitted = 0

@@ -30,6 +30,7 @@ import tempfile
 import time
 
 import numpy as np
+from unilab_bridge.variants import REAL_VARIANT
 
 TASK = 'arm6_reach'
 DEFAULT_STEPS = 1_500_000
@@ -41,23 +42,6 @@ SUCCESS_M = 0.05  # final tool-to-target distance counted as a successful reach
 #: config/sim2real.yaml`` (disturbances on, command delay 0-3 steps, masses x0.8-1.2, 2 %
 #: packet loss each way, the policy's last 3 actions in its observation).
 PRESET = 'sim2real.yaml'
-
-
-# The held-out "real" robot: masses +25-30% (trained up to +20%), friction x0.3-0.4 (trained
-# 0.5-1.25), IMU bias walk 100x the ADIS16448's, 1% packet loss, command delay 1-3 steps
-# (inside the randomised training range 0-3: covering the robot's delays is the method).
-# Encoder noise is off (not part of this robot's description).
-REAL_VARIANT = {
-    'enabled': True,
-    'imu': {'gyro_random_walk': 4e-4, 'accel_random_walk': 2e-3},
-    'encoder': {'enabled': False},
-    'actuator': {'delay_steps': [1, 3], 'kp_scale': [1.0, 1.0], 'kd_scale': [1.0, 1.0]},
-    'network': {'action_drop_prob': 0.01, 'observation_drop_prob': 0.01,
-                'observation_delay_steps': [0, 0]},
-    'dynamics': {'mass_scale': [1.25, 1.3], 'friction_scale': [0.3, 0.4],
-                 'damping_scale': [1.0, 1.0], 'push_interval_s': 0.0},
-    'camera': {'enabled': False},
-}
 
 
 def _config(steps: int, seed: int, num_envs: int | None, injection: bool):

@@ -441,7 +441,7 @@ class RunConfig(_Section):
         return self.model_dump(mode='python')
 
 
-def _format_errors(err: ValidationError, source: str) -> str:
+def format_errors(err: ValidationError, source: str) -> str:
     lines = []
     for e in err.errors():
         key = '.'.join(str(p) for p in e['loc'])
@@ -495,7 +495,7 @@ def load_run_config(files: list[str | pathlib.Path] = (),
         try:
             cfg = RunConfig.model_validate(merged)
         except ValidationError as exc:
-            raise ConfigError(_format_errors(exc, str(f))) from None
+            raise ConfigError(format_errors(exc, str(f))) from None
     if overrides:
         for key, value in overrides.items():
             section, _, field = key.partition('.')
@@ -506,7 +506,7 @@ def load_run_config(files: list[str | pathlib.Path] = (),
         try:
             cfg = RunConfig.model_validate(merged)
         except ValidationError as exc:
-            raise ConfigError(_format_errors(exc, 'command line')) from None
+            raise ConfigError(format_errors(exc, 'command line')) from None
     return cfg
 
 

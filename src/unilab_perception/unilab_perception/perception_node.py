@@ -44,6 +44,7 @@ from unilab_perception.ingest import (check_task_state, check_values, InvalidMes
                                       read_cloud, read_image, read_imu, stamp_ns)
 from unilab_perception.joint_obs import joint_field
 from unilab_perception.params import PerceptionNodeParams, SECTIONS
+from unilab_perception.robot_source import RobotSource
 from unilab_perception.timesync import interpolate_vector, SensorBuffer, used_stamps
 
 #: Unmatched messages kept per source while waiting for the partner stamp.
@@ -117,9 +118,17 @@ class PerceptionNode(Node):
             batch_capacity({'obs': (self.num_envs, self.assembler.width),
                             'step': (self.num_envs, len(PASS_THROUGH))}), qos=qos)
         self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state, qos)
-        self.task_sub = TensorSubscription(
-            self, topics.TASK_STATE, self._on_task_state, qos=qos,
-            on_error=lambda exc: self._invalid('task_state', str(exc)))
+        self.robot = None
+        if p.source == 'robot':
+            # A robot: the task's extras from standard messages, at the control rate.
+            try:
+                self.robot = RobotSource(self, p, qos)
+            except (ValueError, OSError) as exc:
+                raise ConfigError(f'perception: task inputs: {exc}') from None
+        else:
+            self.task_sub = TensorSubscription(
+                self, topics.TASK_STATE, self._on_task_state, qos=qos,
+                on_error=lambda exc: self._invalid('task_state', str(exc)))
         sensor = sensor_qos(self.num_envs, reliable=False)
         if self.cloud is not None:
             self.create_subscription(PointCloud2, self.cfg['pointcloud'].topic,
@@ -164,6 +173,14 @@ class PerceptionNode(Node):
                 self._invalid('joint_state', str(exc))
                 return
             self._joint[stamp] = (q, qd)
+        if self.robot is not None:
+            self._joint.pop(stamp, None)
+            step = self.robot.step(stamp, q)
+            if step is not None:
+                self._waiting[stamp] = (q, qd, step)
+                self._bound(self._waiting)
+                self._flush()
+            return
         self._bound(self._joint)
         self._try_emit(stamp)
 

@@ -12,7 +12,6 @@ topic (training), or from ``weights_file`` at start (deployment).
 
 from __future__ import annotations
 
-import numpy as np
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from unilab_core import topics
@@ -23,8 +22,9 @@ from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
                                           TensorPublisher, TensorSubscription)
 
 from unilab_policy.actor import ObservationError, StepIn, StepResult
+from unilab_policy.checkpoint import CheckpointError
 from unilab_policy.device import setup_device
-from unilab_policy.factory import make_actor
+from unilab_policy.factory import load_weights_file, make_actor
 from unilab_policy.node_common import WEIGHTS_QOS
 from unilab_policy.params import PolicyNodeParams
 
@@ -38,7 +38,10 @@ class PolicyNode(Node):
         try:
             self.device = setup_device(p.run.device, p.run.torch_threads)
             self.actor = make_actor(p, self.device, log=self.get_logger().info)
-        except ValueError as exc:
+            if p.weights_file:
+                loaded = load_weights_file(self.actor, p.weights_file)
+                self.get_logger().info(f'{p.mode}: acting with {loaded}')
+        except (ValueError, OSError, CheckpointError) as exc:
             raise ConfigError(f'policy: {exc}') from None
         self.counters = self.actor.counters
         self.counters['bad_obs'] = 0
@@ -48,7 +51,7 @@ class PolicyNode(Node):
         # Zero-copy transport: in-process readers get these very arrays, other UniLab
         # processes read a shared-memory ring, plain ROS readers get a TensorBatch.
         self.action_pub = TensorPublisher(
-            self, topics.ACTION, batch_capacity({'a': (n, a), 'v': (n,), 'l': (n,), 'r': (n,)}),
+            self, topics.ACTION, batch_capacity({'a': (n, a), 'v': (n,), 'l': (n,)}),
             qos=qos)
         self.rollout_pub = None
         if p.mode == 'on_policy':
@@ -91,8 +94,6 @@ class PolicyNode(Node):
         if out is None:
             return
         tensors = {'action': out.action, 'value': out.value, 'log_prob': out.log_prob}
-        if out.episode_start is not None:
-            tensors['reset'] = out.episode_start.astype(np.float32)
         self.action_pub.publish('action', out.seq, tensors, out.version, out.stamp_ns)
 
     def destroy_node(self):

@@ -7,7 +7,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from unilab_safety.gate import ActionShapeError, SafetyGate
+from unilab_safety.gate import ActionShapeError, NoReferenceError, SafetyGate
 from unilab_safety.limits import load_joint_limits
 
 NAN = np.nan
@@ -22,6 +22,10 @@ def _gate(interface='position', dt=None, **kw):
     return SafetyGate(LIMITS, interface, dt, **kw)
 
 
+#: A measured joint position inside the limits (the reference of rows without a command).
+S = np.array([0.0, 1.0])
+
+
 def _rows_seen(gate):
     c = gate.counters
     return c['passed'] + c['clamped'] + c['rejected']
@@ -29,7 +33,7 @@ def _rows_seen(gate):
 
 def test_position_clamp_row_by_row():
     g = _gate()
-    r = g.filter(np.array([[0.5, 1.0], [2.0, -1.0], [-3.0, 1.5]]))
+    r = g.filter(np.array([[0.5, 1.0], [2.0, -1.0], [-3.0, 1.5]]), state_position=S)
     np.testing.assert_array_equal(r.command, [[0.5, 1.0], [1.0, 0.5], [-1.0, 1.5]])
     assert r.command.dtype == np.float64
     assert r.clamped_mask.tolist() == [False, True, True]
@@ -39,7 +43,7 @@ def test_position_clamp_row_by_row():
 
 def test_nan_row_held_at_previous_safe_command():
     g = _gate()
-    g.filter(np.array([[0.5, 1.0], [0.2, 0.6]]))
+    g.filter(np.array([[0.5, 1.0], [0.2, 0.6]]), state_position=S)
     r = g.filter(np.array([[NAN, 1.0], [0.4, 0.7]]))
     np.testing.assert_array_equal(r.command, [[0.5, 1.0], [0.4, 0.7]])
     assert r.rejected_mask.tolist() == [True, False]
@@ -50,10 +54,12 @@ def test_nan_row_held_at_previous_safe_command():
 
 
 def test_hold_before_any_safe_command():
-    # Position: the clamped state if given, else zeros clamped into range.
+    # Position: the measured state clamped into range; without one there is nothing
+    # safe to hold, and the batch is refused rather than guessed at.
     r = _gate().filter(np.array([[NAN, 0.0]]), state_position=np.array([0.3, 5.0]))
     np.testing.assert_array_equal(r.command, [[0.3, 2.0]])
-    np.testing.assert_array_equal(_gate().filter(np.array([[NAN, 0.0]])).command, [[0.0, 0.5]])
+    with pytest.raises(NoReferenceError):
+        _gate().filter(np.array([[NAN, 0.0]]))
     for interface in ('velocity', 'effort'):
         r = _gate(interface).filter(np.array([[NAN, 1.0]]))
         np.testing.assert_array_equal(r.command, [[0.0, 0.0]])
@@ -61,7 +67,7 @@ def test_hold_before_any_safe_command():
 
 def test_rate_limit_vel_max_times_dt():
     g = _gate(dt=0.1)
-    g.filter(np.array([0.0, 1.0]))
+    g.filter(np.array([0.0, 1.0]), state_position=S)
     r = g.filter(np.array([0.5, 1.9]))  # j1 has no velocity limit
     np.testing.assert_allclose(r.command, [[0.1, 1.9]])
     assert r.clamped_mask.tolist() == [True]
@@ -73,16 +79,49 @@ def test_rate_limit_vel_max_times_dt():
 
 def test_rate_limit_from_state_and_reset():
     g = _gate(dt=0.1)
-    r = g.filter(np.array([[0.5, 1.0], [0.5, 1.0]]), state_position=np.array([[0.0, 1.0],
-                                                                             [NAN, 1.0]]))
-    # Row 1 has a NaN state and no last command: nothing to rate-limit from.
-    np.testing.assert_allclose(r.command, [[0.1, 1.0], [0.5, 1.0]])
+    state = np.array([[0.0, 1.0], [NAN, 1.0]])
+    # Row 1 has a NaN state and no last command: no reference, the batch is refused.
+    with pytest.raises(NoReferenceError, match='1 position row'):
+        g.filter(np.array([[0.5, 1.0], [0.5, 1.0]]), state_position=state)
+    state[1, 0] = 0.3
+    r = g.filter(np.array([[0.5, 1.0], [0.5, 1.0]]), state_position=state)
+    np.testing.assert_allclose(r.command, [[0.1, 1.0], [0.4, 1.0]])  # from the state
     g.reset(rows=[0])
-    np.testing.assert_allclose(g.filter(np.array([[-0.8, 1.0], [-0.8, 1.0]])).command,
-                               [[-0.8, 1.0], [0.4, 1.0]])
+    with pytest.raises(NoReferenceError):  # row 0 forgot its command: needs the state
+        g.filter(np.array([[-0.8, 1.0], [-0.8, 1.0]]))
+    moved = np.array([[-0.6, 1.0], [9.0, 9.0]])  # row 1's state is ignored: it has a command
+    np.testing.assert_allclose(g.filter(np.array([[-0.8, 1.0], [-0.8, 1.0]]),
+                                        state_position=moved).command,
+                               [[-0.7, 1.0], [0.3, 1.0]])
     g.reset()
-    np.testing.assert_allclose(g.filter(np.array([[0.9, 1.0], [0.9, 1.0]])).command,
-                               [[0.9, 1.0], [0.9, 1.0]])
+    np.testing.assert_allclose(g.filter(np.array([[0.9, 1.0], [0.9, 1.0]]),
+                                        state_position=np.zeros((2, 2))).command,
+                               [[0.1, 1.0], [0.1, 1.0]])  # j1: no velocity limit
+
+
+def test_applied_fallback_makes_the_next_step_start_from_the_measured_position():
+    g = _gate(dt=0.1)
+    g.filter(np.array([[0.5, 1.0]]), state_position=np.array([0.5, 1.0]))
+    out = np.zeros((1, 2))
+    assert g.fill_fallback(out, commit=True)  # the robot held 0.5 ...
+    np.testing.assert_array_equal(out, [[0.5, 1.0]])
+    # ... but sagged to 0.2: the next command is limited from there, not from 0.5.
+    r = g.filter(np.array([[0.9, 1.0]]), state_position=np.array([0.2, 1.0]))
+    np.testing.assert_allclose(r.command, [[0.3, 1.0]])
+    # Without a fallback in between the last command is the reference again.
+    np.testing.assert_allclose(g.filter(np.array([[0.9, 1.0]]),
+                                        state_position=np.array([-1.0, 1.0])).command,
+                               [[0.4, 1.0]], atol=1e-12)
+
+
+def test_no_fallback_without_anything_to_hold():
+    g = _gate(dt=0.1)
+    out = np.full((2, 2), 7.0)
+    g.size(2)
+    assert not g.fill_fallback(out)  # position rows with no command and no measurement
+    np.testing.assert_array_equal(out, 7.0)  # nothing written
+    assert g.fill_fallback(out, state_position=np.array([0.2, 1.5]))
+    np.testing.assert_array_equal(out, [[0.2, 1.5]] * 2)
 
 
 def test_max_delta_and_effort_interface():
@@ -117,9 +156,10 @@ def test_zero_fallback():
 
 def test_hold_command_is_last_safe_copy():
     g = _gate()
-    np.testing.assert_array_equal(g.hold_command(), [[0.0, 0.5]])
-    np.testing.assert_array_equal(g.hold_command(n_rows=2), [[0.0, 0.5]] * 2)
-    r = g.filter(np.array([[0.5, 1.0], [3.0, 1.0]]))
+    with pytest.raises(NoReferenceError):
+        g.hold_command()
+    np.testing.assert_array_equal(g.hold_command(state_position=S), [[0.0, 1.0]])
+    r = g.filter(np.array([[0.5, 1.0], [3.0, 1.0]]), state_position=S)
     hold = g.hold_command()
     np.testing.assert_array_equal(hold, [[0.5, 1.0], [1.0, 1.0]])
     assert not np.shares_memory(hold, r.command)
@@ -127,7 +167,7 @@ def test_hold_command_is_last_safe_copy():
 
 def test_single_row_input():
     g = _gate()
-    r = g.filter([2.0, 1.0])
+    r = g.filter([2.0, 1.0], state_position=S)
     assert r.command.shape == (1, 2) and r.clamped_mask.shape == (1,)
     np.testing.assert_array_equal(r.command, [[1.0, 1.0]])
 
@@ -153,10 +193,11 @@ def test_input_not_modified():
     g = _gate(dt=0.1)
     a = np.array([[5.0, NAN], [-5.0, 9.0]], dtype=np.float32)
     before = a.copy()
-    r = g.filter(a)
+    r = g.filter(a, state_position=np.zeros((2, 2)))
     np.testing.assert_array_equal(a, before)
     assert not np.shares_memory(a, r.command)
-    np.testing.assert_array_equal(r.command, [[0.0, 0.5], [-1.0, 2.0]])
+    # Row 0 is held at its measured position (clamped); row 1 moves 0.1 from it.
+    np.testing.assert_array_equal(r.command, [[0.0, 0.5], [-0.1, 2.0]])
 
 
 def test_counters_add_up_with_rejected_batches():
@@ -167,7 +208,7 @@ def test_counters_add_up_with_rejected_batches():
         a = rng.normal(scale=2.0, size=(8, 2))
         bad = rng.random(8) < 0.2
         a[bad, 0] = NAN
-        r = g.filter(a)
+        r = g.filter(a, state_position=np.zeros((8, 2)))
         nan_rows += int(bad.sum())
         clamped_rows += int(r.clamped_mask.sum())
         assert not np.any(r.clamped_mask & r.rejected_mask)
@@ -182,9 +223,11 @@ def test_counters_add_up_with_rejected_batches():
 
 def test_new_batch_size_starts_over():
     g = _gate(dt=0.1)
-    g.filter(np.zeros((2, 2)) + 0.5)
-    # Rows of a different batch size are different envs: no rate limit from the old ones.
-    np.testing.assert_allclose(g.filter(np.full((3, 2), -0.5)).command, [[-0.5, 0.5]] * 3)
+    g.filter(np.zeros((2, 2)) + 0.5, state_position=np.zeros((2, 2)) + 0.5)
+    # Rows of a different batch size are different envs: limited from their own state.
+    np.testing.assert_allclose(g.filter(np.full((3, 2), -0.5),
+                                        state_position=np.full((3, 2), -0.45)).command,
+                               [[-0.5, 0.5]] * 3)
     assert g.filter(np.zeros((0, 2))).command.shape == (0, 2)
 
 

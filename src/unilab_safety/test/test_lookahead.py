@@ -73,7 +73,7 @@ def test_gate_counts_workspace_stops_as_clamps(planar):
         'q2': {'min_position': -3.0, 'max_position': 3.0}}}, ['q1', 'q2'])
     la = WorkspaceLookahead(planar, ['q1', 'q2'], BOX, 0.5, 0.1, limits.pos_lo, limits.pos_hi)
     gate = SafetyGate(limits, 'position', 0.1, lookahead=la)
-    gate.filter(np.array([[0.0, np.pi / 2]]))
+    gate.filter(np.array([[0.0, np.pi / 2]]), state_position=np.array([0.0, np.pi / 2]))
     r = gate.filter(np.array([[0.0, np.pi / 2 - 0.1]]))
     np.testing.assert_array_equal(r.command, [[0.0, np.pi / 2]])
     assert r.clamped_mask.tolist() == [True] and gate.workspace_stops == 1

@@ -8,7 +8,7 @@ import pytest
 from unilab_safety.gate import SafetyGate
 from unilab_safety.limits import load_joint_limits
 from unilab_safety.loop import ActionIn, SafetyLoop
-from unilab_safety.slots import LatestSlot, OutputRing
+from unilab_safety.slots import LatestArray, LatestSlot, OutputRing
 
 LIMITS = load_joint_limits({'joint_limits': {
     'j0': {'min_position': -1.0, 'max_position': 1.0, 'max_velocity': 1.0},
@@ -19,10 +19,18 @@ PERIOD = 1_000_000  # 1 kHz in ns
 TIMEOUT_S = 0.02
 
 
-def _loop(fallback='hold', lockstep=True, interface='position', limits=LIMITS):
+#: The measured joint positions the loops start from (inside the limits).
+MEASURED = np.array([[0.5, 1.0], [0.0, 0.5]])
+
+
+def _loop(fallback='hold', lockstep=True, interface='position', limits=LIMITS,
+          measured=MEASURED):
     gate = SafetyGate(limits, interface, 0.1)
-    slot, ring = LatestSlot(), OutputRing(64, N, 2)
-    return SafetyLoop(gate, N, slot, ring, TIMEOUT_S, fallback, lockstep), slot, ring
+    slot, ring, state = LatestSlot(), OutputRing(64, N, 2), LatestArray()
+    if measured is not None:
+        state.put(np.array(measured, dtype=np.float64))
+    loop = SafetyLoop(gate, N, slot, ring, TIMEOUT_S, fallback, lockstep, state=state)
+    return loop, slot, ring
 
 
 def _action(seq, values, shape_ok=True, reset=None):
@@ -158,14 +166,53 @@ def test_wrong_shape_gets_the_hold_command_and_counts_rejected_rows():
     assert c['rejected'] == N
 
 
-def test_reset_mask_drops_the_rate_limit_of_those_rows():
-    loop, slot, ring = _loop()
+def test_an_episode_start_limits_those_rows_from_the_measured_position():
+    loop, slot, ring = _loop(measured=[[0.0, 1.0], [0.0, 1.0]])
     slot.put(_action(0, [[0.0, 1.0], [0.0, 1.0]]))
     loop.cycle(0)
-    slot.put(_action(1, [[0.9, 1.0], [0.9, 1.0]], reset=np.array([False, True])))
+    # The simulator moved env 1 to a new pose (its episode started): its next command is
+    # limited from there, one step of 0.1 at most, neither from its last command nor free.
+    loop.state.put(np.array([[0.0, 1.0], [0.7, 1.0]]))
+    slot.put(_action(1, [[0.9, 1.0], [-0.9, 1.0]], reset=np.array([False, True])))
     loop.cycle(PERIOD)
     _, e = _drain(ring)
-    np.testing.assert_allclose(e.command, [[0.1, 1.0], [0.9, 1.0]], rtol=1e-6)
+    np.testing.assert_allclose(e.command, [[0.1, 1.0], [0.6, 1.0]], rtol=1e-6)
+
+
+def test_an_action_without_any_reference_waits_for_the_joint_state_then_is_dropped():
+    loop, slot, ring = _loop(measured=None)
+    slot.put(_action(0, [[0.5, 1.0], [0.5, 1.0]]))
+    loop.cycle(0)
+    loop.cycle(PERIOD)
+    assert _drain(ring) == []  # no joint position yet: nothing to limit against
+    loop.state.put(np.array([[0.45, 1.0], [0.0, 1.0]]))
+    loop.cycle(2 * PERIOD)  # the joint state arrived: the waiting action goes through
+    (e,) = _drain(ring)
+    np.testing.assert_allclose(e.command, [[0.5, 1.0], [0.1, 1.0]])
+    # Without a joint state for longer than the watchdog timeout, it is dropped.
+    loop, slot, ring = _loop(measured=None)
+    slot.put(_action(0, [[0.5, 1.0], [0.5, 1.0]]))
+    for k in range(40):
+        loop.cycle(k * PERIOD)
+    assert _drain(ring) == [] and loop.counters()['unreferenced_actions'] == 1
+    assert loop.counters()['batches'] == 0
+
+
+def test_an_estop_release_limits_the_next_command_from_the_measured_position():
+    loop, slot, ring = _loop('estop', lockstep=False, measured=[[0.5, 1.0], [0.5, 1.0]])
+    slot.put(_action(0, [[0.5, 1.0], [0.5, 1.0]]))
+    loop.cycle(0)
+    for k in range(1, 30):
+        loop.cycle(k * PERIOD)
+    assert loop.estopped
+    loop.state.put(np.array([[0.2, 1.0], [0.2, 1.0]]))  # the robot came to rest elsewhere
+    loop.request_reset()
+    loop.cycle(30 * PERIOD)
+    _drain(ring)
+    slot.put(_action(1, [[0.9, 1.0], [0.9, 1.0]]))
+    loop.cycle(31 * PERIOD)
+    (e,) = _drain(ring)
+    np.testing.assert_allclose(e.command, [[0.3, 1.0], [0.3, 1.0]])
 
 
 def test_zero_watchdog_fallback_refused_for_positions():
@@ -199,3 +246,46 @@ def test_a_resent_action_gets_the_same_command_and_leaves_the_reference_alone():
     loop.cycle(3 * PERIOD)
     (nxt,) = _drain(ring)
     np.testing.assert_allclose(np.abs(nxt.command - first.command), 0.1, atol=1e-12)
+
+
+def _robot_loop(**kw):
+    gate = SafetyGate(LIMITS, 'position', 0.1)
+    slot, ring, state = LatestSlot(), OutputRing(64, N, 2), LatestArray()
+    loop = SafetyLoop(gate, N, slot, ring, TIMEOUT_S, 'hold', lockstep=False, state=state,
+                      **kw)
+    return loop, slot, ring, state
+
+
+def test_nothing_reaches_the_actuators_before_arming():
+    loop, slot, ring, state = _robot_loop(armed=False)
+    state.put(np.array(MEASURED), stamp_ns=0)
+    for k in range(50):  # actions, then a silence far past the watchdog timeout
+        if k < 5:
+            slot.put(_action(k, [[0.9, 2.0], [0.9, 2.0]]))
+        loop.cycle(k * PERIOD)
+    assert _drain(ring) == []  # no command, no fallback
+    assert loop.counters()['unarmed_actions'] == 5 and loop.counters()['armed'] == 0
+    loop.armed_request = True  # the ~/arm service
+    state.put(np.array([[0.2, 1.0], [0.2, 1.0]]), stamp_ns=50 * PERIOD)
+    slot.put(_action(9, [[0.9, 2.0], [0.9, 2.0]]))
+    loop.cycle(50 * PERIOD)
+    (e,) = _drain(ring)  # the first command, one step from where the joints are
+    np.testing.assert_allclose(e.command, [[0.3, 1.1], [0.3, 1.1]])
+
+
+def test_stale_joint_states_stop_the_answers_and_the_watchdog_holds():
+    loop, slot, ring, state = _robot_loop(state_timeout_s=0.05)
+    state.put(np.array(MEASURED), stamp_ns=0)
+    slot.put(_action(0, MEASURED))
+    loop.cycle(PERIOD)
+    (first,) = _drain(ring)
+    kinds = []
+    for k in range(2, 120):  # actions keep coming, the joint states stop at t = 0
+        slot.put(_action(k, [[0.9, 2.0], [0.9, 2.0]]))
+        loop.cycle(k * PERIOD)
+        kinds += [(k, e.kind) for e in _drain(ring)]
+    # Answered while the state was fresh (50 ms), then only holds: the last command.
+    commands = [k for k, kind in kinds if kind == 'command']
+    holds = [k for k, kind in kinds if kind == 'fallback']
+    assert commands and max(commands) <= 50 and holds and min(holds) > max(commands)
+    assert loop.counters()['stale_state_actions'] > 0

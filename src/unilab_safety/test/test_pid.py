@@ -48,7 +48,7 @@ def test_integral_is_clamped_and_reset_and_bad_rows_are_left_alone():
 def test_gate_reclamps_the_compensated_command_and_does_not_count_it_as_clamp():
     pid = PidCompensator(kp=[1.0, 1.0], ki=0.0, kd=0.0, dt=0.1)
     gate = SafetyGate(LIMITS, 'position', 0.1, pid=pid)
-    gate.filter(np.array([[0.0, 0.0]]))
+    gate.filter(np.array([[0.0, 0.0]]), state_position=np.zeros(2))
     # a: target 0.1 (within 0.2/step), measured 0.0 -> 0.2: still within the step limit.
     # b: target 0.9, measured 0.0 -> 1.8, re-clamped to the hard range 1.0 (a clamp).
     r = gate.filter(np.array([[0.1, 0.9]]), measured=np.array([[0.0, 0.0]]))
@@ -69,7 +69,8 @@ def test_compensated_commands_never_leave_the_limits(seed):
     gate = SafetyGate(LIMITS, 'position', 0.1, pid=PidCompensator([5.0, 5.0], 2.0, 0.5, 0.1))
     last = None
     for _ in range(50):
-        r = gate.filter(rng.normal(0, 3, (4, 2)), measured=rng.normal(0, 3, (4, 2)))
+        m = rng.normal(0, 3, (4, 2))
+        r = gate.filter(rng.normal(0, 3, (4, 2)), state_position=m, measured=m)
         assert np.all(r.command >= -1.0) and np.all(r.command <= 1.0)
         if last is not None:
             assert np.all(np.abs(r.command[:, 0] - last[:, 0]) <= 0.2 + 1e-12)

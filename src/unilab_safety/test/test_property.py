@@ -1,24 +1,31 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-Property test: whatever arrives as an action, only safe commands or the fallback leave.
+Property test of the gate's contract: no command ever jumps further than the limits allow.
 
 Hypothesis drives the pure loop (gate + watchdog, exactly what the node's RT
-thread runs) with arbitrary arrays: NaN, +-Inf, huge values, wrong shapes, and
-silences that trip the watchdog. Every output must be finite, inside the hard
-range, and either a rate- and acceleration-limited step from the last command
-or the hold (the last command itself); nothing else may be emitted.
+loop runs) with any sequence of actions (NaN, +-Inf, huge values, wrong
+shapes), measured joint states (NaN, outside the limits, far from the
+commands), episode starts, silences that trip the watchdog and e-stop
+releases, on a robot (fallbacks applied) and in lock-step simulation. An
+independent model of the contract (docs/safety.md) follows along: each row's
+reference is its last command, or the measured position (clamped to the
+range) at start, after an episode start, after an applied fallback and after
+an e-stop release. Every output must be finite, inside the hard range, and at
+most one step (``max_velocity * dt``) from that reference; a fallback must be
+the hold and is never sent when there is nothing to hold.
 """
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 import numpy as np
+import pytest
 
 from unilab_safety.gate import SafetyGate
 from unilab_safety.limits import load_joint_limits
 from unilab_safety.loop import ActionIn, SafetyLoop
-from unilab_safety.slots import LatestSlot, OutputRing
+from unilab_safety.slots import LatestArray, LatestSlot, OutputRing
 
 N, J, DT = 3, 2, 0.1
 LIMITS = load_joint_limits({'joint_limits': {
@@ -28,9 +35,9 @@ LIMITS = load_joint_limits({'joint_limits': {
 }}, ['j0', 'j1'])
 LO, HI = LIMITS.pos_lo, LIMITS.pos_hi
 STEP = LIMITS.vel_max * DT
-ACC = LIMITS.acc_max * DT * DT
 EPS = 1e-9
 PERIOD = 1_000_000
+TIMEOUT_S = 0.01
 
 values = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
                    st.sampled_from([1e300, -1e300, 1e-300, 0.0]),
@@ -38,57 +45,98 @@ values = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
 good = hnp.arrays(np.float64, (N, J), elements=values)
 bad = hnp.arrays(np.float64, st.sampled_from([(N, J + 1), (N + 1, J), (J,), (N, J, 1), (0, J)]),
                  elements=values)
-events = st.lists(st.one_of(good, good, bad, st.integers(1, 40)), min_size=1, max_size=25)
+positions = hnp.arrays(np.float64, (N, J), elements=st.one_of(
+    st.floats(-3.0, 3.0), st.sampled_from([np.nan, np.inf, 1e300])))
+events = st.lists(st.one_of(
+    st.tuples(st.just('act'), st.one_of(good, good, bad)),
+    st.tuples(st.just('state'), positions),
+    st.tuples(st.just('start'), hnp.arrays(bool, (N,))),
+    st.tuples(st.just('silence'), st.integers(1, 40)),
+    st.tuples(st.just('estop_reset'), st.just(None)),
+), min_size=1, max_size=30)
 
 
-def _check_step(prev, prev2, cmd):
-    """Return the rows of ``cmd`` that are neither a hold of ``prev`` nor a limited step."""
-    held = np.all(cmd == prev, axis=1)
-    d = cmd - prev
-    ok = np.all(np.abs(d) <= STEP + EPS, axis=1)
-    if prev2 is not None:
-        # The hard position range is applied last and wins (gate.py): a joint that
-        # lands on its bound may brake harder than max_acceleration allows.
-        at_bound = (np.abs(cmd - LO) <= EPS) | (np.abs(cmd - HI) <= EPS)
-        ok &= np.all((np.abs(d - (prev - prev2)) <= ACC + EPS) | at_bound, axis=1)
-    return ~(held | ok)
+class Contract:
+    """The reference rules of docs/safety.md, kept independently of the gate's code."""
+
+    def __init__(self):
+        self.last = np.full((N, J), np.nan)  # NaN: no command (start, reset): measured
+        self.remeasure = np.zeros(N, bool)  # after an applied fallback: measured
+        self.measured = None
+        self.next_is_hold = False  # the next command answers a wrong-shape batch: a hold
+
+    def ref(self):
+        ref = self.last.copy()
+        if self.measured is not None:
+            ok = np.all(np.isfinite(self.measured), axis=1)
+            use = self.remeasure & ok | np.isnan(self.last).any(axis=1) & ok
+            ref[use] = np.clip(self.measured[use], LO, HI)
+        return ref
+
+    def check_command(self, cmd):
+        if self.next_is_hold:
+            self.next_is_hold = False
+            self.check_fallback(cmd, applied=True)  # every consumer applies a command
+            return
+        ref = self.ref()
+        assert np.all(np.isfinite(ref)), 'a command was sent for a row without reference'
+        assert np.all(np.abs(cmd - ref) <= STEP + EPS), (ref, cmd)
+        self.last, self.remeasure = cmd.copy(), np.zeros(N, bool)
+
+    def check_fallback(self, cmd, applied):
+        hold = np.where(np.isnan(self.last), self.ref(), self.last)
+        np.testing.assert_array_equal(cmd, hold)  # the hold, nothing new
+        if applied:
+            self.last, self.remeasure = cmd.copy(), np.ones(N, bool)
 
 
+@pytest.mark.parametrize('lockstep', [False, True])
 @settings(max_examples=150, deadline=None, derandomize=True)
-@given(events)
-def test_only_safe_commands_or_the_fallback_are_emitted(evts):
+@given(evts=events)
+def test_no_command_leaves_the_limits_or_jumps_from_its_reference(lockstep, evts):
     gate = SafetyGate(LIMITS, 'position', DT)
-    slot, ring = LatestSlot(), OutputRing(1024, N, J)
-    loop = SafetyLoop(gate, N, slot, ring, 0.01, 'hold', lockstep=True)
-    t, seq, actions = 0, 0, 0
-    for e in evts:
-        if isinstance(e, int):  # silence of e ticks
-            for _ in range(e):
-                t += PERIOD
-                loop.cycle(t)
-            continue
-        slot.put(ActionIn(seq, 0, 0, e, None, e.shape == (N, J)))
-        seq += 1
-        actions += 1
+    slot, ring, state = LatestSlot(), OutputRing(1024, N, J), LatestArray()
+    loop = SafetyLoop(gate, N, slot, ring, TIMEOUT_S, 'hold', lockstep=lockstep, state=state)
+    model = Contract()
+    t, seq, start = 0, 0, None
+
+    def tick():
+        nonlocal t
         t += PERIOD
         loop.cycle(t)
-    kinds = []
-    prev = prev2 = None
-    while (out := ring.pop()) is not None:
-        kinds.append(out.kind)
-        cmd = out.command
-        assert out.kind in ('command', 'fallback')
-        assert cmd.shape == (N, J) and np.all(np.isfinite(cmd))
-        assert np.all(cmd >= LO) and np.all(cmd <= HI)
-        if out.kind == 'fallback':
-            assert prev is not None
-            np.testing.assert_array_equal(cmd, prev)  # the hold, nothing new
-            continue
-        if prev is not None:
-            bad_rows = _check_step(prev, prev2, cmd)
-            assert not bad_rows.any(), (prev2, prev, cmd)
-        prev2, prev = prev, cmd
-    assert kinds.count('command') == actions
+        while (out := ring.pop()) is not None:
+            cmd = out.command
+            assert out.kind in ('command', 'fallback')
+            assert cmd.shape == (N, J) and np.all(np.isfinite(cmd))
+            assert np.all(cmd >= LO) and np.all(cmd <= HI)
+            if out.kind == 'command':
+                model.check_command(cmd)
+            else:
+                model.check_fallback(cmd, applied=not lockstep)
+
+    for kind, value in evts:
+        if kind == 'state':
+            state.put(value.copy())
+            model.measured = value.copy()
+        elif kind == 'start':
+            start = value
+        elif kind == 'estop_reset':
+            loop.request_reset()
+            model.last[:] = np.nan  # forgotten: the robot is wherever it stopped
+            tick()
+        elif kind == 'silence':
+            for _ in range(value):
+                tick()
+        else:
+            if start is not None:
+                model.last[start] = np.nan  # a new episode: from the measured position
+            model.next_is_hold = value.shape != (N, J)
+            slot.put(ActionIn(seq, 0, 0, value, start, value.shape == (N, J)))
+            start = None
+            seq += 1
+            tick()
+    for _ in range(20):  # let a waiting action time out or go through
+        tick()
     c = loop.counters()
-    assert c['passed'] + c['clamped'] + c['rejected'] == c['batches'] * N == actions * N
-    assert c['fallbacks'] == kinds.count('fallback') and ring.overruns == 0
+    assert c['passed'] + c['clamped'] + c['rejected'] == c['batches'] * N
+    assert ring.overruns == 0

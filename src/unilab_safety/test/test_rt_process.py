@@ -96,6 +96,8 @@ def test_every_action_is_gated_and_answered_once(tmp_path, mode):
     backend = (RtProcess if mode == 'process' else ThreadBackend)(_spec(tmp_path))
     backend.start()
     try:
+        # The measured positions first: the reference of the first command.
+        backend.put_state(np.array([[0.5, 1.0], [0.0, 0.5]]))
         backend.put(_action(0, [[0.5, 1.0], [0.0, 0.5]]))
         e = _next(backend)
         assert (e.kind, e.seq) == ('command', 0)
@@ -121,6 +123,7 @@ def test_rt_process_reset_handshake_and_estop(tmp_path):
     granted = backend.start()
     assert {'mlockall', 'sched_fifo', 'cpu_affinity', 'process'} <= set(granted)
     try:
+        backend.put_state(np.array([[0.5, 1.0], [0.0, 0.5]]))
         backend.put(_action(0, [[0.5, 1.0], [0.0, 0.5]]))
         assert _next(backend).kind == 'command'
         assert _next(backend).kind == 'estop'  # silence past the watchdog: e-stop latched
@@ -154,3 +157,22 @@ def test_rt_process_start_failure_is_an_error(tmp_path):
     with pytest.raises(RuntimeError, match='missing.yaml'):
         backend.start()
     backend.close()
+
+
+@pytest.mark.parametrize('mode', ['process', 'thread'])
+def test_no_command_before_a_measured_position(tmp_path, mode):
+    backend = (RtProcess if mode == 'process' else ThreadBackend)(_spec(
+        tmp_path, watchdog_timeout_s=0.05))
+    backend.start()
+    try:
+        backend.put(_action(0, [[0.9, 2.0], [0.9, 2.0]]))
+        with pytest.raises(AssertionError, match='no output'):
+            _next(backend, 0.5)  # no joint position: nothing to limit against, no command
+        assert backend.counters()['unreferenced_actions'] == 1
+        backend.put_state(np.array([[0.0, 1.0], [0.0, 1.0]]))
+        backend.put(_action(1, [[0.9, 2.0], [0.9, 2.0]]))
+        e = _next(backend)  # now one step from where the joints are
+        np.testing.assert_allclose(e.command, [[0.1, 2.0], [0.1, 2.0]])
+    finally:
+        backend.stop()
+        backend.close()

@@ -12,6 +12,7 @@ import pytest
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
+from sensor_msgs.msg import JointState
 from spec_helpers import node_parameters
 from std_srvs.srv import Trigger
 from unilab_core.config import ConfigError
@@ -45,6 +46,8 @@ safety:
         max_position: 0.25
 """
 LO = np.array([-1.0, 0.5, -0.25])
+#: Measured joint positions inside the limits (the reference of a first command).
+M = np.array([[0.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
 HI = np.array([1.0, 2.0, 0.25])
 STEP = np.array([2.0 * DT, 1.0 * DT, np.inf])  # max_velocity * dt
 
@@ -61,9 +64,24 @@ class Probe(Node):
         self.create_subscription(TensorBatch, names.safe_command, self.commands.append, qos)
         self.create_subscription(DiagnosticArray, names.diagnostics, self.diagnostics.append,
                                  10)
+        self.js_pub = self.create_publisher(JointState, names.joint_states, qos)
+        self.node = None  # the safety node under test (set by the fixture)
 
-    def send(self, executor, seq, action, **extra):
-        """Publish an action batch and return the decoded command that answers it."""
+    def measured(self, executor, positions, stamp_ns=0):
+        """Publish measured joint positions [N, J] and wait until the node took them."""
+        msg = JointState()
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(stamp_ns), 10 ** 9)
+        msg.name = [f'env{i}/{j}' for i in range(N) for j in JOINTS]
+        msg.position = [float(v) for v in np.asarray(positions, np.float64).ravel()]
+        before = self.node.joint_states
+        assert spin_until(executor, lambda: self.js_pub.get_subscription_count() > 0, 5.0)
+        self.js_pub.publish(msg)
+        assert spin_until(executor, lambda: self.node.joint_states > before, 5.0), 'no state'
+
+    def send(self, executor, seq, action, state=None, **extra):
+        """Publish (the measured ``state`` and) an action; return the command answering it."""
+        if state is not None:
+            self.measured(executor, state)
         before = len(self.commands)
         tensors = {'action': action, **extra}
         self.action_pub.publish(make_batch('action', seq, tensors, version=3,
@@ -100,6 +118,7 @@ def graph(context, limits_file, tmp_path, private_topics, node_params):
                       parameter_overrides=_params(limits_file, tmp_path, **node_params))
     assert node.pub.topic_name == private_topics.safe_command
     probe = Probe(context, private_topics)
+    probe.node = node
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     executor.add_node(probe)
@@ -118,16 +137,16 @@ def test_out_of_limits_row_is_clamped_and_nan_row_held(graph):
     node, probe, executor = graph
     action = np.array([[5.0, -3.0, 0.1],
                        [0.0, np.nan, 0.0]], dtype=np.float32)
-    batch = probe.send(executor, 11, action)
+    batch = probe.send(executor, 11, action, state=M)
     assert batch.kind == 'command' and batch.seq == 11
     assert batch.version == 3 and batch.stamp_ns == 11 * 20_000_000
     command = batch.tensors['command']
     assert command.shape == (N, len(JOINTS))
     assert np.all(np.isfinite(command))
-    # First batch: no reference yet, so only the hard range applies.
-    np.testing.assert_array_equal(command[0], np.float32([1.0, 0.5, 0.1]))
-    # A rejected row without a last command holds at zero clamped into the range.
-    np.testing.assert_array_equal(command[1], np.clip(np.zeros(3), LO, HI).astype(np.float32))
+    # First batch: one step from the measured position (j2 has no velocity limit).
+    np.testing.assert_allclose(command[0], [0.0 + STEP[0], 1.0 - STEP[1], 0.1], rtol=1e-6)
+    # A rejected row without a last command holds at its measured position.
+    np.testing.assert_array_equal(command[1], M[1].astype(np.float32))
     stats = node.stats()
     assert stats['clamped'] == 1 and stats['rejected'] == 1 and stats['passed'] == 0
     assert stats['batches'] == 1 and stats['bad_messages'] == 0
@@ -135,7 +154,8 @@ def test_out_of_limits_row_is_clamped_and_nan_row_held(graph):
 
 def test_second_batch_is_rate_limited_from_last_command(graph):
     node, probe, executor = graph
-    first = probe.send(executor, 0, np.float32([[0.0, 1.0, 0.0], [0.5, 1.5, -0.1]]))
+    start = np.float32([[0.0, 1.0, 0.0], [0.5, 1.5, -0.1]])
+    first = probe.send(executor, 0, start, state=start)
     np.testing.assert_array_equal(first.tensors['command'],
                                   np.float32([[0.0, 1.0, 0.0], [0.5, 1.5, -0.1]]))
     target = np.float32([[1.0, 2.0, 0.2], [0.55, np.nan, 0.0]])
@@ -152,20 +172,20 @@ def test_second_batch_is_rate_limited_from_last_command(graph):
         'commands': 2, 'published_command': 2}
 
 
-def test_reset_row_drops_its_rate_limit(graph):
+def test_a_reset_in_the_action_cannot_lift_the_rate_limit(graph):
     node, probe, executor = graph
-    probe.send(executor, 0, np.zeros((N, 3), np.float32) + np.float32([0.0, 1.0, 0.0]))
+    probe.send(executor, 0, np.float32(M), state=M)
     target = np.float32([[0.9, 1.9, 0.0], [0.9, 1.9, 0.0]])
-    command = probe.send(executor, 1, target, reset=np.float32([0.0, 1.0])).tensors['command']
-    np.testing.assert_allclose(command[0], [STEP[0], 1.0 + STEP[1], 0.0], rtol=1e-6)
-    np.testing.assert_array_equal(command[1], target[1])
+    # Only the simulator's task state may start an episode; an action's `reset` is ignored.
+    command = probe.send(executor, 1, target, reset=np.float32([1.0, 1.0])).tensors['command']
+    np.testing.assert_allclose(command, [[STEP[0], 1.0 + STEP[1], 0.0]] * N, rtol=1e-6)
 
 
 @pytest.mark.parametrize('shape', [(N, 4), (N + 1, 3), (3,), (N, 3, 1)])
 def test_wrong_shape_gets_a_hold_command_of_the_right_shape(graph, shape):
     node, probe, executor = graph
     good = np.float32([[0.25, 0.75, 0.0], [-0.5, 1.25, 0.125]])
-    probe.send(executor, 0, good)
+    probe.send(executor, 0, good, state=good)
     batch = probe.send(executor, 1, np.full(shape, 0.1, np.float32))
     assert batch.seq == 1
     np.testing.assert_array_equal(batch.tensors['command'], good)
@@ -179,10 +199,10 @@ def test_wrong_shape_gets_a_hold_command_of_the_right_shape(graph, shape):
 
 def test_wrong_shape_first_batch_holds_inside_the_limits(graph):
     node, probe, executor = graph
-    batch = probe.send(executor, 0, np.zeros((N, 5), np.float32))
+    batch = probe.send(executor, 0, np.zeros((N, 5), np.float32), state=M)
     command = batch.tensors['command']
     assert command.shape == (N, 3)
-    np.testing.assert_array_equal(command, np.tile(np.float32([0.0, 0.5, 0.0]), (N, 1)))
+    np.testing.assert_array_equal(command, M.astype(np.float32))  # held where the joints are
     assert node.stats()['rejected'] == N
 
 
@@ -197,7 +217,7 @@ def test_malformed_message_is_counted_without_answer(graph):
 
 def test_diagnostics_carry_the_counters(graph, tmp_path):
     node, probe, executor = graph
-    probe.send(executor, 0, np.float32([[5.0, 1.0, 0.0], [np.nan, 1.0, 0.0]]))
+    probe.send(executor, 0, np.float32([[5.0, 1.0, 0.0], [np.nan, 1.0, 0.0]]), state=M)
     probe.diagnostics.clear()
 
     def latest():
@@ -224,7 +244,7 @@ def test_close_writes_stats(context, limits_file, tmp_path):
     node = SafetyNode(context=context, parameter_overrides=_params(
         limits_file, run_dir, diagnostics_period_s=60.0, rt_mode='thread'))
     try:
-        node.gate.filter(np.float32([[5.0, 1.0, 0.0], [0.0, 1.0, 0.0]]))
+        node.gate.filter(np.float32([[5.0, 1.0, 0.0], [0.0, 1.0, 0.0]]), state_position=M)
         node.close()
     finally:
         node.destroy_node()
@@ -288,7 +308,7 @@ def _kinds(probe):
 def test_watchdog_publishes_the_hold_fallback_when_actions_stop(graph):
     node, probe, executor = graph
     good = np.float32([[0.25, 0.75, 0.0], [-0.5, 1.25, 0.125]])
-    probe.send(executor, 4, good)
+    probe.send(executor, 4, good, state=good)
     # The publisher stops here: the fallback must come (how fast is the loop's own
     # logical-time bound below, not a wall-clock threshold).
     assert spin_until(executor, lambda: 'fallback' in _kinds(probe), 10.0), 'no fallback'
@@ -307,7 +327,7 @@ def test_watchdog_publishes_the_hold_fallback_when_actions_stop(graph):
 def test_estop_latches_until_the_trigger_service_resets_it(graph, context):
     node, probe, executor = graph
     good = np.float32([[0.25, 0.75, 0.0], [-0.5, 1.25, 0.125]])
-    probe.send(executor, 0, good)
+    probe.send(executor, 0, good, state=good)
     assert spin_until(executor, lambda: 'estop' in _kinds(probe), 10.0), 'no e-stop'
     assert node.stats()['estopped'] == 1
     # Fresh actions do not clear it: they are answered with the hold, kind 'estop'.
@@ -334,7 +354,8 @@ def test_rt_features_are_reported_granted_or_refused(graph):
     assert stats['rt_cpu_affinity'].startswith('refused')  # no such CPU; the loop still runs
     assert stats['rt_sched_fifo'] == 'granted' or stats['rt_sched_fifo'].startswith('refused')
     assert stats['rt_mlockall'] == 'off'
-    batch = probe.send(executor, 0, np.float32([[0.25, 0.75, 0.0], [-0.5, 1.25, 0.125]]))
+    batch = probe.send(executor, 0, np.float32([[0.25, 0.75, 0.0], [-0.5, 1.25, 0.125]]),
+                       state=M)
     assert batch.kind == 'command'
     probe.diagnostics.clear()
     assert spin_until(executor, lambda: probe.diagnostics, 5.0)
@@ -381,7 +402,7 @@ def test_invalid_loop_parameter_raises_config_error(context, limits_file, tmp_pa
 def test_process_mode_close_writes_stats(graph, tmp_path):
     node, probe, executor = graph
     assert node.rt_mode == 'process' and node.stats()['rt_loop'] == 'running'
-    probe.send(executor, 0, np.float32([[5.0, 1.0, 0.0], [0.0, 1.0, 0.0]]))
+    probe.send(executor, 0, np.float32([[5.0, 1.0, 0.0], [0.0, 1.0, 0.0]]), state=M)
     node.close()
     stats = json.loads((tmp_path / 'safety_stats.json').read_text())
     assert {k: stats[k] for k in ('passed', 'clamped', 'rejected', 'batches', 'commands',
@@ -396,7 +417,7 @@ def test_process_mode_close_writes_stats(graph, tmp_path):
 def test_rt_process_death_publishes_the_estop_hold(graph):
     node, probe, executor = graph
     good = np.float32([[0.25, 0.75, 0.0], [-0.5, 1.25, 0.125]])
-    first = probe.send(executor, 0, good)
+    first = probe.send(executor, 0, good, state=good)
     assert first.kind == 'command'
     os.kill(node.rt.pid, signal.SIGKILL)
     assert spin_until(executor, lambda: 'estop' in _kinds(probe), 10.0), 'no e-stop'
@@ -419,32 +440,24 @@ def test_unknown_rt_mode_raises(context, limits_file, tmp_path):
 
 
 @pytest.mark.parametrize('node_params', [{'pid_kp': [1.0, 1.0, 1.0]}])
-def test_pid_compensation_uses_the_measured_joint_states(graph, private_topics):
-    from sensor_msgs.msg import JointState
+def test_pid_compensation_uses_the_measured_joint_states(graph):
     node, probe, executor = graph
-    js_pub = probe.create_publisher(JointState, private_topics.joint_states, 10)
-    assert spin_until(executor, lambda: js_pub.get_subscription_count() > 0, 5.0)
     first = np.float32([[0.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
-    probe.send(executor, 0, first)
-    msg = JointState()
-    msg.name = [f'env{i}/{j}' for i in range(N) for j in JOINTS]
-    msg.position = [-0.05, 1.0, 0.0, 0.0, 1.0, 0.0]  # env0's j0 lags by 0.05
-    js_pub.publish(msg)
-    from unilab_safety.shm_slots import C_STATE_IN
-    # Delivered once the node has put it into the RT process's joint-state slot.
-    assert spin_until(executor, lambda: node.rt.block.ctrl[C_STATE_IN + 1] > 0, 5.0)
+    probe.send(executor, 0, first, state=first)
+    # env0's j0 lags by 0.05.
+    probe.measured(executor, [[-0.05, 1.0, 0.0], [0.0, 1.0, 0.0]])
     answer = probe.send(executor, 1, first)
     # env0 j0: target 0.0, error 0.05, kp 1 -> 0.05 (within 0.2 per step); env1: no error.
     np.testing.assert_allclose(answer.tensors['command'], [[0.05, 1.0, 0.0], [0.0, 1.0, 0.0]],
                                atol=1e-7)
-    assert node.stats()['pid_active_rows'] == N
+    assert node.stats()['pid_active_rows'] == 2 * N  # both batches had a measurement
 
 
 @pytest.mark.parametrize('node_params', [{'rt_mode': 'thread', 'watchdog_timeout_s': 10.0}])
 def test_thread_mode_loop_failure_publishes_the_estop_hold(graph):
     node, probe, executor = graph
     good = np.float32([[0.25, 0.75, 0.0], [-0.5, 1.25, 0.125]])
-    probe.send(executor, 0, good)
+    probe.send(executor, 0, good, state=good)
 
     def boom(_):
         raise RuntimeError('bug in the loop')
@@ -454,3 +467,32 @@ def test_thread_mode_loop_failure_publishes_the_estop_hold(graph):
     np.testing.assert_array_equal(
         read_batch(next(c for c in probe.commands if c.kind == 'estop')).tensors['command'], good)
     assert 'bug in the loop' in node.stats()['rt_loop']
+
+
+@pytest.mark.parametrize('node_params', [{'lockstep': True}])
+def test_lockstep_episode_starts_come_from_the_simulators_task_state(graph, private_topics):
+    node, probe, executor = graph
+    task_pub = probe.create_publisher(TensorBatch, private_topics.task_state, 10)
+    assert spin_until(executor, lambda: task_pub.get_subscription_count() > 0, 5.0)
+    probe.send(executor, 0, np.float32(M), state=M)
+    # Step 1: the simulator restarted env 1 at a new pose; its task state says so.
+    pose = np.array([[0.0, 1.0, 0.0], [0.8, 1.8, 0.2]])
+    probe.measured(executor, pose, stamp_ns=1 * 20_000_000)
+    task_pub.publish(make_batch('task_state', 1, {
+        'terminated': np.float32([0.0, 1.0]), 'truncated': np.float32([0.0, 0.0])},
+        stamp_ns=1 * 20_000_000))
+    assert spin_until(executor, lambda: 1 in node.episode_starts._starts, 5.0)
+    target = np.float32([[0.9, 1.9, 0.0], [0.9, 1.9, 0.0]])
+    command = probe.send(executor, 1, target).tensors['command']
+    # env 0 continues from its last command; env 1 starts from its measured new pose.
+    np.testing.assert_allclose(command, [[STEP[0], 1.0 + STEP[1], 0.0],
+                                         [0.9, 1.8 + STEP[1], 0.0]], rtol=1e-6)
+    stats = node.stats()
+    assert stats['episode_starts_applied'] == 1 and stats['episode_starts_unverified'] == 0
+    # A start reported for a step whose joint state never came cannot be verified.
+    task_pub.publish(make_batch('task_state', 2, {
+        'terminated': np.float32([1.0, 1.0]), 'truncated': np.float32([0.0, 0.0])},
+        stamp_ns=999))
+    assert spin_until(executor, lambda: 2 in node.episode_starts._starts, 5.0)
+    probe.send(executor, 2, target)
+    assert node.stats()['episode_starts_unverified'] == 1

@@ -9,9 +9,15 @@ Inf (they get the hold command), limits the change from the row's reference
 the position interface also the change of that change (acc_max * dt^2, once a
 row has two outputs), stops rows whose predicted motion would leave the
 workspace (optional look-ahead, see lookahead.py) and then clamps to the hard
-range of the interface, which always wins. The reference is the row's last
-output; before one exists it is the clamped state position (position
-interface, when given) or zero (velocity and effort interfaces).
+range of the interface, which always wins.
+
+The reference is the row's last output; a row without one (at start, after
+``reset``: an episode start, an e-stop release, a fallback) takes the measured
+joint position (``state_position``, clamped to the hard range) for the position
+interface, and zero for velocity and effort. A position row with neither is
+never guessed at: ``filter`` refuses the whole batch (``NoReferenceError``)
+and changes nothing, so the first command after any reset is limited from
+where the joint really is.
 """
 
 from typing import NamedTuple
@@ -26,6 +32,10 @@ FALLBACKS = ('hold', 'zero')
 
 class ActionShapeError(ValueError):
     """An action batch (or state) has the wrong shape or dtype; the whole batch is refused."""
+
+
+class NoReferenceError(ActionShapeError):
+    """A position row has neither a last command nor a finite measured position."""
 
 
 class GateResult(NamedTuple):
@@ -130,25 +140,36 @@ class SafetyGate:
         if self.pid is not None:
             self.pid.reset(None if rows is None else np.logical_not(b.has_last))
 
-    def fill_fallback(self, out, zero=False, commit=False):
+    def fill_fallback(self, out, zero=False, commit=False, state_position=None) -> bool:
         """
         Write the fallback command of every row of the last batch size into ``out`` [N, J].
 
-        ``zero`` gives zeros (velocity / effort stop), else the hold command.
-        ``commit`` makes it the rows' last output (the actuator really got it),
-        so the next command is rate-limited from there. No allocation.
+        ``zero`` gives zeros (velocity / effort stop), else the hold command:
+        each row's last output, or its measured position (``state_position``)
+        before it has one. Returns False, writing nothing, when a position row
+        has neither (there is nothing safe to hold). ``commit`` records that the
+        actuator really got it: it becomes the rows' last output, and the next
+        action is limited from the measured position where one is given then
+        (the robot may not be exactly where the hold put it). No allocation.
         """
         b = self._buf
-        self._fill_ref(b, False)
+        # The hold is the last output itself, even where the next action will be
+        # limited from the measured position (remeasure): a hold never moves.
+        self._fill_ref(b, self._load_state(b, state_position), remeasure=False)
+        if not zero and not b.has_ref.all():
+            return False
         if zero:
             out.fill(0.0)
         else:
             np.copyto(out, b.ref)
         if commit:
-            np.copyto(b.prev, b.last)
-            np.copyto(b.has_prev, b.has_last)
+            # A hold is a deliberate stop (no acceleration limit on it or on the step
+            # after it); the next step starts from the measured position.
             np.copyto(b.last, out)
             b.has_last[:] = True
+            b.has_prev[:] = False
+            b.remeasure[:] = True
+        return True
 
     def hold_command(self, state_position=None, n_rows=None):
         """
@@ -167,21 +188,45 @@ class SafetyGate:
         self._fill_ref(b, self._load_state(b, state_position))
         if self.fallback == 'zero':
             return np.zeros_like(b.ref)
+        if not b.has_ref.all():
+            raise NoReferenceError('no hold command: a position row has neither a last '
+                                   'command nor a finite measured position')
         return b.ref.copy()
+
+    def size(self, n_rows: int) -> None:
+        """Allocate the buffers for batches of ``n_rows`` (a new size starts the rows over)."""
+        self._buffers(int(n_rows))
+
+    def reference_ready(self, state_position=None, n_rows=None) -> bool:
+        """Return whether every row has a reference (last command or finite measured state)."""
+        if self.interface != 'position':
+            return True
+        n = n_rows if n_rows is not None else (self._buf.n if self._buf is not None else None)
+        if n is None:
+            return False
+        b = self._buffers(n)
+        self._fill_ref(b, self._load_state(b, state_position))
+        return bool(b.has_ref.all())
 
     def filter(self, action, state_position=None, measured=None):
         """
         Return the safe GateResult for ``action`` ([N, J] or [J]); never modify the input.
 
-        ``state_position`` ([N, J] or [J]) seeds the reference and the hold of
-        position rows without a last command (rows holding NaN/Inf are ignored).
+        ``state_position`` ([N, J] or [J]) is the measured joint position: the
+        reference and hold of position rows without a last command (rows
+        holding NaN/Inf are ignored). A position row with neither raises
+        NoReferenceError before anything changes.
         ``measured`` ([N, J]) is the measured joint position for the optional PID
         compensation (ignored without a PID; no compensation when None).
         """
         a = self._check(action)
         b = self._buffers(a.shape[0])
-        np.copyto(b.inp, a, casting='unsafe')
         self._fill_ref(b, self._load_state(b, state_position))
+        if not b.has_ref.all():
+            raise NoReferenceError(
+                f'{int(np.count_nonzero(~b.has_ref))} position row(s) have no reference: no '
+                'last command and no finite measured joint position (state_position)')
+        np.copyto(b.inp, a, casting='unsafe')
         np.isfinite(b.inp, out=b.fin)
         np.all(b.fin, axis=1, out=b.row_ok)
         np.logical_not(b.row_ok, out=b.rejected)
@@ -210,13 +255,16 @@ class SafetyGate:
             np.not_equal(b.cmd, b.inp, out=b.jclamp)
         np.copyto(b.jclamp, False, where=b.rejected[:, None])  # NaN != NaN is no clamp
         np.any(b.jclamp, axis=1, out=b.clamped)
+        # The position this step starts from (the last command, or the measured one after
+        # a reset or an applied fallback): the next step's acceleration limit uses it.
+        np.copyto(b.prev, b.ref)
         if self.fallback == 'zero':
             b.ref.fill(0.0)
         np.copyto(b.cmd, b.ref, where=b.rejected[:, None])
-        np.copyto(b.prev, b.last)
         np.copyto(b.has_prev, b.has_last)
         np.copyto(b.last, b.cmd)
         b.has_last[:] = True
+        b.remeasure[:] = False
         self._count(b)
         return GateResult(b.cmd, b.clamped, b.rejected)
 
@@ -279,8 +327,13 @@ class SafetyGate:
         np.all(b.fin, axis=1, out=b.state_ok)
         return True
 
-    def _fill_ref(self, b, has_state):
-        """Fill the per-row reference (and hold): last output, else clamped state or zero."""
+    def _fill_ref(self, b, has_state, remeasure=True):
+        """
+        Fill the per-row reference (and hold): last output, else clamped state or zero.
+
+        Rows marked ``remeasure`` (a fallback was applied) take the measured
+        state instead of their last output when a finite one is given.
+        """
         b.ref.fill(0.0)
         if self.interface == 'position':
             if has_state:
@@ -293,6 +346,12 @@ class SafetyGate:
         else:
             b.has_ref.fill(True)
         np.copyto(b.ref, b.last, where=b.has_last[:, None])
+        if remeasure and has_state and self.interface == 'position' and b.remeasure.any():
+            # no_ref is scratch here: rows to take from the measured state.
+            np.logical_and(b.remeasure, b.state_ok, out=b.no_ref)
+            np.copyto(b.ref, b.state, where=b.no_ref[:, None])
+            np.maximum(b.ref, b.lo_hard, out=b.ref)
+            np.minimum(b.ref, b.hi_hard, out=b.ref)
 
     def _count(self, b):
         n_rej = int(np.count_nonzero(b.rejected))

@@ -31,6 +31,7 @@ class Buffers:
         self.row_ok, self.rejected, self.clamped = m(n), m(n), m(n)
         self.has_last, self.has_ref, self.no_ref, self.state_ok = m(n), m(n), m(n), m(n)
         self.has_prev = m(n)
+        self.remeasure = m(n)  # rows whose next reference is the measured position
         self.comp = f()  # PID-compensated command before its re-clamp
         self.jcount = np.zeros(j, dtype=np.int64)
         self.jclamp_int = np.zeros((n, j), dtype=np.int64)

@@ -165,6 +165,22 @@ def load_joint_limits(source, joint_names, allow_unlimited=False):
     return LimitSet.from_joints(names, joints, name)
 
 
+class _LimitsLoader(yaml.SafeLoader):
+    """SafeLoader that reads the ``!degrees`` tag of vendors' limit files (value in radians)."""
+
+
+def _degrees(loader, node):
+    value = loader.construct_scalar(node)
+    try:
+        return math.radians(float(value))
+    except ValueError:
+        raise yaml.constructor.ConstructorError(
+            None, None, f'!degrees needs a number, got {value!r}', node.start_mark) from None
+
+
+_LimitsLoader.add_constructor('!degrees', _degrees)
+
+
 def _read(source):
     if isinstance(source, dict):
         return '<dict>', source
@@ -173,8 +189,11 @@ def _read(source):
                           f'{type(source).__name__}')
     path = os.fspath(source)
     try:
+        if path.endswith('.urdf'):
+            from unilab_safety.urdf_limits import urdf_joint_limits
+            return path, urdf_joint_limits(path)
         with open(path, encoding='utf-8') as f:
-            return path, yaml.safe_load(f)
+            return path, yaml.load(f, Loader=_LimitsLoader)  # noqa: S506 - a SafeLoader
     except OSError as e:
         raise LimitsError(f'{path}: cannot read: {e.strerror}') from e
     except yaml.YAMLError as e:

@@ -16,11 +16,21 @@ again) gets the same command again, not a second pass through the gate: the
 consumer applies one command per step, so gating the copy would move the
 rate-limit reference on to a command no actuator received.
 
+References (the gate's contract, docs/safety.md): a row is limited from its
+last command; at start, after an episode start the simulator reports (the
+node takes it from the simulator's own task state, never from the action),
+after an e-stop release and after an applied fallback it is limited from the
+measured joint position (``state.latest()``). An action that finds a row with
+neither waits for the joint state, at most the watchdog timeout, and is then
+dropped and counted (``unreferenced_actions``); a fallback with nothing to
+hold is not sent.
+
 Output kinds: ``command`` (the answer to an action; the only kind a lock-step
 simulator steps on), ``fallback`` (watchdog hold / zero) and ``estop``. In
 ``lockstep`` mode (simulation) fallbacks are not applied by the consumer, so
 they do not become the rows' reference; on a robot (``lockstep`` false) the
-driver applies them, so the next command is rate-limited from the fallback.
+driver applies them, so the next command is rate-limited from the measured
+position after the fallback.
 Nothing here allocates arrays or logs; the counters are plain ints.
 """
 
@@ -51,7 +61,8 @@ class SafetyLoop:
     """Gate actions and run the watchdog, one ``cycle(now_ns)`` at a time."""
 
     def __init__(self, gate, num_envs, slot, ring, watchdog_timeout_s,
-                 watchdog_fallback='hold', lockstep=False, state=None):
+                 watchdog_fallback='hold', lockstep=False, state=None, state_timeout_s=0.0,
+                 armed=True):
         if watchdog_fallback not in WATCHDOG_FALLBACKS:
             raise ValueError(f'watchdog_fallback must be one of {WATCHDOG_FALLBACKS}, got '
                              f'{watchdog_fallback!r}')
@@ -71,8 +82,18 @@ class SafetyLoop:
         # again instead of being gated a second time (see _on_action).
         self._answer = np.zeros((self.n, gate.n_joints))
         self._answered = None
-        gate.hold_command(n_rows=self.n)  # size the gate's buffers before the loop runs
+        gate.size(self.n)  # allocate the gate's buffers before the loop runs
         self.batches = self.commands = self.fallbacks = self.resent = 0
+        self.unreferenced = 0  # actions dropped: no reference for some row in time
+        # Joint states older than this make actions wait unanswered (the watchdog then
+        # holds): they are both the reference and what the policy saw. 0 = not checked.
+        self.state_timeout_ns = int(round(state_timeout_s * 1e9))
+        self.stale_state_actions = 0
+        # Armed: commands may reach the actuators. Until then actions are counted only.
+        self.armed = self.armed_request = bool(armed)
+        self.unarmed_actions = 0
+        self._waiting = None  # an action waiting for the measured joint positions
+        self._waiting_since = 0
         self.estop_events = self.estop_rows = 0
         self.estopped = False
         self.last_seq = self.last_version = self.last_stamp_ns = 0
@@ -94,6 +115,10 @@ class SafetyLoop:
         return self._reset_done >= request_id
 
     # -- the cycle ---------------------------------------------------------------------
+    def _measured(self):
+        """Return the latest measured joint positions [N, J], or None before the first."""
+        return self.state.latest() if self.state is not None else None
+
     def cycle(self, now_ns):
         """Run one cycle at (logical) time ``now_ns``."""
         if self._reset_done != self._reset_requests:
@@ -102,9 +127,24 @@ class SafetyLoop:
             # Until a fresh action arrives there is nothing to watch: no fallback burst.
             self.watchdog.reset()
             self.last_action_ns = None
+            # After an e-stop the robot is wherever it stopped: the next command is
+            # limited from its measured position, not from the last command.
+            self.gate.reset()
+        if self.armed_request != self.armed:
+            self.armed = self.armed_request
+            # Arming: nothing was sent while disarmed, so start from where the joints are.
+            self.gate.reset()
+            self.watchdog.reset()
+            self.last_action_ns = None
+            self._waiting = None
         item = self.slot.take()
         if item is not None:
-            self._on_action(item, now_ns)
+            self._waiting = None  # a newer action replaces one that waited
+            if self._on_action(item, now_ns):
+                return
+            # Not taken (disarmed, stale joint states): the watchdog runs as in a silence.
+        if self._waiting is not None:
+            self._gate_action(self._waiting, now_ns)
             return
         if self.last_action_ns is None:
             return  # nothing to hold yet: the driver keeps its own state until then
@@ -123,44 +163,81 @@ class SafetyLoop:
             self.estop_events += 1
         kind = 'estop' if self.estopped else 'fallback'
         zero = self.watchdog_fallback == 'zero'
-        self.gate.fill_fallback(self._scratch, zero=zero, commit=not self.lockstep)
-        self.fallbacks += 1
-        self._emit(kind, self._scratch)
+        if self.gate.fill_fallback(self._scratch, zero=zero, commit=not self.lockstep,
+                                   state_position=self._measured()):
+            self.fallbacks += 1
+            self._emit(kind, self._scratch)
+
+    def _state_stale(self, now_ns):
+        """Return True while the measured joint positions are too old to act on."""
+        if not self.state_timeout_ns:
+            return False
+        if self.state is None or self.state.latest() is None:
+            return True
+        return now_ns - self.state.stamp_ns > self.state_timeout_ns
 
     def _on_action(self, item, now_ns):
+        """Take one action; return False when it is not taken (disarmed, stale state)."""
+        if not self.armed:
+            self.unarmed_actions += 1
+            return False
+        if self._state_stale(now_ns):
+            # Stale joint states: the action is not answered, so the watchdog holds the
+            # robot within its timeout, and keeps holding while they stay stale.
+            self.stale_state_actions += 1
+            return False
+        self.watchdog.feed(now_ns)
+        self.last_action_ns = now_ns
+        self.last_fallback_ns = None
         if self._answered == (item.seq, item.version) and not self.estopped:
             # The same step again (a consumer's timeout made the policy answer twice).
             # Gating it again would move the reference on from a command the actuator
             # never got (the consumer applies one command per step): answer the same.
             self.resent += 1
             self.commands += 1
-            self.watchdog.feed(now_ns)
-            self.last_action_ns = now_ns
-            self.last_fallback_ns = None
             self._emit('command', self._answer, item.recv_ns)
-            return
-        self.batches += 1
+            return True
         self.last_seq, self.last_version = item.seq, item.version
         self.last_stamp_ns = item.stamp_ns
-        self.watchdog.feed(now_ns)
-        self.last_action_ns = now_ns
-        self.last_fallback_ns = None
         gate = self.gate
         if self.estopped:
             self.estop_rows += self.n
-            gate.fill_fallback(self._scratch, commit=not self.lockstep)
-            self._emit('estop', self._scratch, item.recv_ns)
-            return
+            if gate.fill_fallback(self._scratch, commit=not self.lockstep,
+                                  state_position=self._measured()):
+                self._emit('estop', self._scratch, item.recv_ns)
+            return True
         if item.reset is not None:
+            # Episode starts the simulator reported (never the action publisher): these
+            # rows are limited from their measured position from now on.
             gate.reset(item.reset)
+        self._waiting_since = now_ns
+        self._gate_action(item, now_ns)
+        return True
+
+    def _gate_action(self, item, now_ns):
+        """Gate ``item`` once every row has a reference; else let it wait (bounded)."""
+        gate = self.gate
+        measured = self._measured()
+        if not gate.reference_ready(measured, n_rows=self.n):
+            # No last command and no measured position for some row: nothing to limit a
+            # command against. Wait for the joint state (normally microseconds away), up
+            # to the watchdog timeout; then drop the action, counted.
+            if now_ns - self._waiting_since > self.timeout_ns:
+                self._waiting = None
+                self.unreferenced += 1
+            else:
+                self._waiting = item
+            return
+        self._waiting = None
+        self.batches += 1
         if item.shape_ok:
-            measured = self.state.latest() if self.state is not None else None
-            command = gate.filter(item.action, measured=measured).command
+            command = gate.filter(item.action, state_position=measured,
+                                  measured=measured).command
         else:
             gate.reject_batch(self.n)
             # Answered as a 'command', so every consumer applies it: it becomes the
             # reference (a first hold without any last command must not be jumped from).
-            gate.fill_fallback(self._scratch, commit=True)
+            gate.fill_fallback(self._scratch, commit=True, state_position=measured)
             command = self._scratch
         np.copyto(self._answer, command)
         self._answered = (item.seq, item.version)
@@ -181,5 +258,7 @@ class SafetyLoop:
             'estop_rows': self.estop_rows, 'estopped': int(self.estopped),
             'workspace_stops': self.gate.workspace_stops, 'pid_active_rows': self.gate.pid_rows,
             'superseded_actions': self.slot.superseded, 'output_overruns': self.ring.overruns,
-            'resent_actions': self.resent,
+            'resent_actions': self.resent, 'unreferenced_actions': self.unreferenced,
+            'stale_state_actions': self.stale_state_actions, 'armed': int(self.armed),
+            'unarmed_actions': self.unarmed_actions,
         }

@@ -8,7 +8,9 @@ Three parts, joined only by lock-free slots:
 - the ROS executor: the action callback decodes a batch from the configured
   action topic (nothing else) and hands it to the loop through a latest-value
   slot; the diagnostics timer, the e-stop reset service (std_srvs/Trigger,
-  ``~/reset_estop``) and, with PID compensation, the joint-state subscription
+  ``~/reset_estop``), the joint-state subscription (the measured positions:
+  the gate's reference after resets) and, in lock-step simulation, the
+  simulator's task state (the only source of episode starts)
   also run here;
 - the real-time loop (rt.py): deadline-scheduled at ``rate_hz``, gates each
   new action once and runs the watchdog (loop.py). ``rt_mode: process`` (the
@@ -42,14 +44,15 @@ from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
 from unilab_core.joint_names import JointStateIndex
 from unilab_core.ros.params import declare_params
-from unilab_core.ros.tensor_msg import Batch, make_batch, TensorMessageError
-from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints, TensorPublisher,
-                                          TensorSubscription)
+from unilab_core.ros.tensor_msg import Batch, TensorMessageError
+from unilab_core.ros.tensor_topic import close_endpoints, TensorSubscription
 
-from unilab_safety.build import build_loop, pid_enabled
+from unilab_safety.build import build_loop
+from unilab_safety.command_output import CommandOutput
 from unilab_safety.limits import LimitsError
 from unilab_safety.loop import ActionIn
 from unilab_safety.params import SafetySpec
+from unilab_safety.references import EpisodeStarts
 from unilab_safety.rt import PeriodStats, RtLoop
 from unilab_safety.rt_process import RtProcess
 from unilab_safety.slots import LatestSlot, OutputRing
@@ -86,26 +89,37 @@ class SafetyNode(Node):
         self.rt_mode = rt_mode
         self.joint_names = joint_names
         self.bad_messages = 0
+        self.bad_joint_states = 0
+        self.joint_states = 0  # joint-state messages handed to the loop
+        self.actions_received = 0
+        self._period_start = (0, 0)  # (received, superseded) at the last diagnostics
+        self.overload_periods = 0
         self.published = {'command': 0, 'fallback': 0, 'estop': 0}
         self.latency = PeriodStats(1 << 14)  # action received -> command published, ns
         self._logged: set[str] = set()
         qos = QoSProfile(depth=4)
         # Through the zero-copy transport; publish(TensorBatch) is thread-safe there.
-        self.pub = TensorPublisher(self, topics.SAFE_COMMAND,
-                                   batch_capacity({'command': (self.num_envs, len(joint_names))}),
-                                   qos=qos)
+        # The gated commands: the graph's tensor topic, or the robot controller's own type.
+        self.pub = CommandOutput(self, spec, qos)
         self.diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
         # Actions through the zero-copy transport (or a plain TensorBatch publisher).
         self.action_sub = TensorSubscription(self, topics.ACTION, self._on_action, qos=qos,
                                              on_error=self._bad_action)
         self.create_service(Trigger, '~/reset_estop', self._on_reset)
+        self.create_service(Trigger, '~/arm', lambda req, res: self._on_arm(res, True))
+        self.create_service(Trigger, '~/disarm', lambda req, res: self._on_arm(res, False))
         self.create_timer(s.diagnostics_period_s, self._publish_diagnostics)
-        self._js_index = None
-        if pid_enabled(spec):
-            # PID compensation needs the measured positions (the bridge or robot driver).
-            self._js_index = JointStateIndex(joint_names, self.num_envs)
-            self._js_positions = np.zeros(self._js_index.shape)
-            self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state, qos)
+        # The measured joint positions: the gate's reference at start and after resets,
+        # fallbacks and e-stops (and the PID's input).
+        self._js_index = JointStateIndex(joint_names, self.num_envs)
+        self._js_positions = np.zeros(self._js_index.shape)
+        self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state, qos)
+        self.episode_starts = None
+        if spec.lockstep:
+            # Simulation: episode starts come from the simulator's own task state only.
+            self.episode_starts = EpisodeStarts(self.num_envs, len(joint_names))
+            self.task_sub = TensorSubscription(self, topics.TASK_STATE, self._on_task_state,
+                                               qos=qos, on_error=self._bad_task_state)
         self._last_safe = None  # last command published (the hold if the RT process dies)
         self._dead = False
         self._closing = False
@@ -122,10 +136,12 @@ class SafetyNode(Node):
                                             name='unilab_safety_pub')
         self._pub_thread.start()
         self.get_logger().info(
-            f'gating {len(joint_names)} joints ({spec.interface}) from {topics.ACTION} '
-            f'to {topics.SAFE_COMMAND} at {s.rate_hz:g} Hz in a real-time {rt_mode}; watchdog '
-            f'{s.watchdog_timeout_s:g} s -> {s.watchdog_fallback}; limits '
-            f'{s.joint_limits_file}')
+            f'gating {len(joint_names)} joints ({spec.interface}) from '
+            f'{self.resolve_topic_name(topics.ACTION)} to {self.pub.topic_name} '
+            f'({spec.output.type}) at {s.rate_hz:g} Hz in a '
+            f'real-time {rt_mode}; watchdog {s.watchdog_timeout_s:g} s -> '
+            f'{s.watchdog_fallback}; limits {s.joint_limits_file}'
+            + ('' if spec.armed else '; DISARMED until ~/arm is called'))
         answers = granted or {'rt_thread': 'refused: did not start'}
         granted_text = ', '.join(f'{k}: {v}' for k, v in answers.items()
                                  if not v.startswith('refused'))
@@ -143,10 +159,9 @@ class SafetyNode(Node):
             if self._closing:
                 return
             while (entry := self.rt.pop()) is not None:
-                msg = make_batch(entry.kind, entry.seq, {'command': entry.command},
-                                 version=entry.version, stamp_ns=entry.stamp_ns)
                 try:
-                    self.pub.publish(msg)
+                    self.pub.publish(entry.kind, entry.seq, entry.version, entry.stamp_ns,
+                                     entry.command)
                 except Exception:  # noqa: B902 - context shut down while closing
                     if self._closing:
                         return
@@ -176,8 +191,11 @@ class SafetyNode(Node):
         command = self._last_safe[3]
         if self.gate.interface != 'position':
             command = np.zeros_like(command)
-        self.pub.publish(make_batch('estop', seq, {'command': command}, version=version,
-                                    stamp_ns=stamp_ns))
+        try:
+            self.pub.publish('estop', seq, version, stamp_ns, command)
+        except Exception as exc:  # noqa: B902 - the context is going away (shutdown)
+            self._log_once('dead_hold', f'could not publish the e-stop hold: {exc}')
+            return
         self.published['estop'] += 1
 
     # -- ROS callbacks ----------------------------------------------------------------
@@ -192,6 +210,7 @@ class SafetyNode(Node):
 
     def _on_action(self, batch: Batch) -> None:
         recv_ns = time.monotonic_ns()
+        self.actions_received += 1
         try:
             # A copy: the RT loop uses it after this callback, when a shared-memory view
             # would already be back with the writer.
@@ -204,10 +223,13 @@ class SafetyNode(Node):
             self.bad_messages += 1
             self._log_once('bad_message', f'rejected malformed action message: {exc}')
             return
-        reset = batch.tensors.get('reset')
+        # A `reset` tensor in the action is ignored: an action publisher cannot lift the
+        # rate limit. Episode starts come from the simulator's task state (verified).
         reset_mask = None
-        if reset is not None and reset.shape == (self.num_envs,) and reset.any():
-            reset_mask = reset > 0.5
+        if self.episode_starts is not None:
+            reset_mask, positions = self.episode_starts.for_step(batch.seq)
+            if positions is not None:
+                self.rt.put_state(positions)
         # The gate accepts any row count; here a row is an env, so anything but
         # [num_envs, J] would publish a command the consumer refuses.
         shape_ok = action.shape == (self.num_envs, self.gate.n_joints)
@@ -223,11 +245,47 @@ class SafetyNode(Node):
 
     def _on_joint_state(self, msg: JointState) -> None:
         try:
-            self.rt.put_state(self._js_index.gather(msg.name, msg.position,
-                                                    out=self._js_positions))
+            positions = self._js_index.gather(msg.name, msg.position, out=self._js_positions)
         except ValueError as exc:
-            self.bad_messages += 1
+            self.bad_joint_states += 1
             self._log_once('joint_state', f'ignoring joint state: {exc}')
+            return
+        self.rt.put_state(positions)
+        self.joint_states += 1
+        if self.episode_starts is not None:
+            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            self.episode_starts.joint_state(stamp, positions)
+
+    def _bad_task_state(self, exc: Exception) -> None:
+        self.episode_starts.bad += 1
+        self._log_once('task_state', f'ignoring task state: {exc}')
+
+    def _on_task_state(self, batch: Batch) -> None:
+        t = batch.tensors
+        try:
+            ok = self.episode_starts.task_state(batch.seq, batch.stamp_ns, t['terminated'],
+                                                t['truncated'])
+        except (KeyError, TensorMessageError) as exc:
+            self._bad_task_state(exc)
+            return
+        if not ok:
+            self._log_once('task_state', 'ignoring task state: terminated / truncated do '
+                           f'not fit {self.num_envs} envs or are not finite')
+
+    def _on_arm(self, response, armed: bool):
+        """Let commands reach the actuators (arm) or stop them (disarm)."""
+        self.rt.set_armed(armed)
+        deadline = time.monotonic() + max(0.5, 20 * self.rt.period_ns * 1e-9)
+        while bool(self.rt.counters()['armed']) != armed and self.rt.alive \
+                and time.monotonic() < deadline:
+            time.sleep(self.rt.period_ns * 1e-9)
+        response.success = bool(self.rt.counters()['armed']) == armed
+        response.message = (('armed: commands reach the actuators, the first one limited '
+                             'from the measured joint positions') if armed else
+                            'disarmed: no command is sent') if response.success else \
+            'the safety loop did not acknowledge'
+        self.get_logger().warning(f'{"arm" if armed else "disarm"}: {response.message}')
+        return response
 
     def _on_reset(self, request, response):
         was = self.rt.estopped
@@ -250,6 +308,13 @@ class SafetyNode(Node):
         out['batches'] += self.bad_messages
         out['rejected'] += self.bad_messages * self.num_envs
         out['bad_messages'] = self.bad_messages
+        out['bad_joint_states'] = self.bad_joint_states
+        out['joint_states'] = self.joint_states
+        out['actions_received'] = self.actions_received
+        if self.episode_starts is not None:
+            e = self.episode_starts
+            out.update({'episode_starts_applied': e.verified,
+                        'episode_starts_unverified': e.unverified, 'bad_task_states': e.bad})
         out.update({f'published_{k}': v for k, v in self.published.items()})
         out['deadline_misses'] = self.rt.deadline_misses
         out['loop_cycles'] = self.rt.cycles
@@ -279,6 +344,17 @@ class SafetyNode(Node):
             problems.append('E-STOP latched (call ~/reset_estop)')
         if stats['rejected']:
             problems.append(f"{stats['rejected']} rejected rows")
+        # Overload: more than half of this period's actions were superseded in the slot
+        # before the loop took them (a publisher faster than the loop; drop-oldest).
+        received, superseded = self.actions_received, stats['superseded_actions']
+        d_recv, d_sup = received - self._period_start[0], superseded - self._period_start[1]
+        self._period_start = (received, superseded)
+        if d_recv and d_sup > d_recv // 2:
+            self.overload_periods += 1
+            problems.append(f'overload: {d_sup} of {d_recv} actions superseded (drop-oldest)')
+            self._log_once('overload', f'action overload: {d_sup} of {d_recv} actions in '
+                           'one diagnostics period were superseded before the loop took them')
+        stats['overload_periods'] = self.overload_periods
         if problems:
             status.level = DiagnosticStatus.ERROR if stats['estopped'] or not self.rt.alive \
                 else DiagnosticStatus.WARN

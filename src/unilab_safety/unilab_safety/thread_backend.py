@@ -14,7 +14,9 @@ from __future__ import annotations
 import os
 import select
 
-from unilab_safety.build import build_loop, pid_enabled
+import numpy as np
+
+from unilab_safety.build import build_loop
 from unilab_safety.params import SafetySpec
 from unilab_safety.rt import RtLoop
 from unilab_safety.slots import LatestArray, LatestSlot, OutputRing
@@ -27,7 +29,7 @@ class ThreadBackend:
         self.spec = spec
         s = spec.safety
         self.slot = LatestSlot()
-        self.state = LatestArray() if pid_enabled(spec) else None
+        self.state = LatestArray()  # measured joint positions: the reference after resets
         self.ring = OutputRing(capacity, spec.num_envs, len(spec.joint_names))
         self.loop = build_loop(spec, self.slot, self.ring, self.state)
         self.gate = self.loop.gate
@@ -87,10 +89,13 @@ class ThreadBackend:
         if self.wake_in is not None:
             os.eventfd_write(self.wake_in, 1)
 
+    def set_armed(self, armed):
+        """Let commands reach the actuators (True) or stop them (False)."""
+        self.loop.armed_request = bool(armed)
+
     def put_state(self, positions):
-        """Hand the latest measured joint positions [N, J] over (PID)."""
-        if self.state is not None:
-            self.state.put(positions)
+        """Hand the latest measured joint positions [N, J] over (a copy: the caller reuses)."""
+        self.state.put(np.array(positions, dtype=np.float64))
 
     def request_reset(self):
         """Ask the loop to clear a latched e-stop; return the request id."""

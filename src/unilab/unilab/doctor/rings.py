@@ -61,7 +61,7 @@ def graph_rings(graph: Graph, n_weights: int, step_fields: int) -> list[RingNeed
         RingNeed('perception', topics.OBSERVATION,
                  batch_capacity({'obs': (n, obs_width), 'step': (n, step_fields)}), 4),
         RingNeed('policy', topics.ACTION,
-                 batch_capacity({'a': (n, act), 'v': (n,), 'l': (n,), 'r': (n,)}), 4),
+                 batch_capacity({'a': (n, act), 'v': (n,), 'l': (n,)}), 4),
         # Rollout chunks (unilab_policy.chunk): observation, action + mean + std, and 7
         # per-step floats (log-prob, value, reward, terminated, truncated, episode return
         # and length).

@@ -1,0 +1,156 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+Robot profiles: how a trained policy maps onto a robot's own ROS 2 interfaces.
+
+A profile (YAML, ``config/robots/<name>.yaml``) names what a ros2_control robot
+already exposes: its joint names in the policy's action order, the
+``/joint_states`` topic of its joint_state_broadcaster, the controller that
+takes the commands (``forward_command_controller``: ``std_msgs/Float64MultiArray``
+on ``/<controller>/commands`` in the controller's ``joints`` order, or
+``joint_trajectory_controller``: a one-point ``trajectory_msgs/JointTrajectory``
+on ``/<controller>/joint_trajectory``), the control rate, the joint limits
+(a ros2_control ``joint_limits`` YAML or the ``<limit>`` tags of its URDF), the
+model for forward kinematics, optional IMU / point-cloud topics, and where
+the task's inputs come from on the robot. Validated like the run
+configuration: an unknown key or a bad value is an error naming file and key.
+File paths in a profile are relative to the profile's own directory, or
+``package://<python package>/<path>`` for files that ship inside a package
+(``package://unilab_bridge/assets/arm6.xml``). No ROS import.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator, ValidationError
+
+from unilab_core.config import _Section, ConfigError, format_errors, read_yaml
+
+#: Profile keys that hold file paths (resolved against the profile's directory).
+_FILE_KEYS = ('joint_limits_file', 'urdf_file', 'model_file')
+
+
+class CommandSection(_Section):
+    """The controller that takes the robot's commands."""
+
+    type: Literal['forward_command', 'joint_trajectory'] = Field(
+        'forward_command', description='forward_command_controller (Float64MultiArray) or '
+        'joint_trajectory_controller (one-point JointTrajectory).')
+    topic: str = Field('/forward_position_controller/commands', min_length=1,
+                       description='The controller\'s command topic.')
+    interface: Literal['position', 'velocity', 'effort'] = Field(
+        'position', description='The controller\'s command interface.')
+    joints: list[str] = Field(
+        default_factory=list, description='The controller\'s `joints` parameter, in its '
+        'order ([] = the profile\'s joint_names order).')
+
+
+class TaskInputsSection(_Section):
+    """Where the observation's task inputs come from on the robot."""
+
+    kind: Literal['none', 'reach', 'walk'] = Field(
+        'none', description='reach: goal from goal_topic, tool position by forward '
+        'kinematics of the measured joints; walk: IMU, odometry and a velocity command.')
+    goal_topic: str = Field('/goal_pose', description='geometry_msgs/PoseStamped goals.')
+    tool_site: str = Field('ee_site', description='Site (or body) of model_file whose '
+                           'position is the tool position.')
+    cmd_vel_topic: str = Field('/cmd_vel', description='geometry_msgs/Twist velocity command.')
+    odom_topic: str = Field('/odom', description='nav_msgs/Odometry of the base (walk).')
+
+
+class RobotProfile(_Section):
+    """One robot: its joints, topics, controller, limits and model."""
+
+    name: str = Field('', min_length=1, description='Robot name (namespaces, logs).')
+    task: str = Field('', min_length=1, description='The task the policy was trained on '
+                      '(its observation layout; the robot double simulates it).')
+    joint_names: list[str] = Field(
+        default_factory=list, min_length=1,
+        description='The robot\'s joint names in the policy\'s action order.')
+    joint_states_topic: str = Field('/joint_states', min_length=1,
+                                    description='sensor_msgs/JointState of the robot.')
+    joint_state_timeout_s: float = Field(
+        0.1, gt=0.0, description='Joint states older than this: hold (they are the gate\'s '
+        'reference and the policy\'s input).')
+    joint_state_rate_hz: float = Field(
+        100.0, gt=0.0, description='Rate of joint_state_broadcaster (the robot double '
+        'publishes at this rate).')
+    control_rate_hz: float = Field(50.0, gt=0.0, le=10000.0,
+                                   description='Policy steps per second.')
+    command: CommandSection = Field(default_factory=CommandSection)
+    joint_limits_file: str = Field(
+        '', description='ros2_control joint_limits YAML (UR\'s `!degrees` values load as '
+        'they are); "" = the <limit> tags of urdf_file.')
+    urdf_file: str = Field('', description='The robot\'s URDF (limits, /robot_description).')
+    model_file: str = Field('', description='MJCF model for forward kinematics and the '
+                            'safety look-ahead.')
+    imu_topic: str = Field('', description='sensor_msgs/Imu topic ("" = none).')
+    points_topic: str = Field('', description='sensor_msgs/PointCloud2 topic ("" = none).')
+    task_inputs: TaskInputsSection = Field(default_factory=TaskInputsSection)
+
+    @field_validator('joint_names')
+    @classmethod
+    def _distinct(cls, v):
+        if len(set(v)) != len(v) or any(not n for n in v):
+            raise ValueError(f'joint names must be distinct and non-empty, got {v}')
+        return v
+
+    @model_validator(mode='after')
+    def _controller_joints(self):
+        joints = self.command.joints
+        if joints and sorted(joints) != sorted(self.joint_names):
+            raise ValueError(f'command.joints {joints} must name the same joints as '
+                             f'joint_names {self.joint_names}')
+        if not self.joint_limits_file and not self.urdf_file:
+            raise ValueError('set joint_limits_file or urdf_file (the gate needs limits)')
+        return self
+
+    @property
+    def control_dt(self) -> float:
+        """Return the control period in seconds."""
+        return 1.0 / self.control_rate_hz
+
+    @property
+    def controller_joints(self) -> list[str]:
+        """Return the joints in the order the controller expects them."""
+        return list(self.command.joints or self.joint_names)
+
+
+def resolve_file(value: str, base: pathlib.Path) -> pathlib.Path:
+    """Return the file of a profile value: ``package://pkg/path`` or relative to ``base``."""
+    if value.startswith('package://'):
+        import importlib.util
+        pkg, _, rest = value[len('package://'):].partition('/')
+        spec = importlib.util.find_spec(pkg) if pkg else None
+        if spec is None or not spec.submodule_search_locations:
+            raise ConfigError(f'{value}: no Python package `{pkg}`')
+        return pathlib.Path(list(spec.submodule_search_locations)[0]) / rest
+    return (base / value).resolve()
+
+
+def load_profile(path: str | pathlib.Path) -> RobotProfile:
+    """Load and validate a profile file; file keys become absolute. Errors name file and key."""
+    path = pathlib.Path(path)
+    data = read_yaml(path)
+    wrapped = set(data) == {'robot'}
+    if wrapped:
+        data = data['robot']
+    if not isinstance(data, dict):
+        raise ConfigError(f'{path}: `robot` must be a mapping of profile keys')
+    try:
+        profile = RobotProfile.model_validate(data)
+    except ValidationError as exc:
+        text = format_errors(exc, str(path))
+        raise ConfigError(text.replace('key `', 'key `robot.') if wrapped else text) from None
+    base = path.resolve().parent
+    updates = {}
+    for key in _FILE_KEYS:
+        value = getattr(profile, key)
+        if value:
+            full = resolve_file(value, base)
+            if not full.is_file():
+                raise ConfigError(f'{path}: key `{key}`: {full} not found')
+            updates[key] = str(full)
+    return profile.model_copy(update=updates)
