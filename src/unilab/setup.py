@@ -17,7 +17,7 @@ setup(
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
         (os.path.join('share', PACKAGE), ['package.xml']),
         (os.path.join('share', PACKAGE, 'launch'), glob('launch/*.py')),
-        (os.path.join('share', PACKAGE, 'config'), glob('config/*.yaml')),
+        (os.path.join('share', PACKAGE, 'config'), glob('config/*.yaml') + glob('config/*.xml')),
         (os.path.join('share', PACKAGE, 'config', 'robots'), glob('config/robots/*.yaml')),
     ],
     install_requires=['setuptools'],

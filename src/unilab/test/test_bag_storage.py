@@ -127,7 +127,7 @@ def test_sigkill_keeps_everything_up_to_the_last_flush(tmp_path, storage):
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    counts = recover_bag(tmp_path / 'bag', tmp_path / 'fixed')
+    counts, _ = recover_bag(tmp_path / 'bag', tmp_path / 'fixed')
     assert counts == {'/unilab/action': 30}
     with BagReader(tmp_path / 'fixed') as r:
         seqs = [r.deserialize(m).seq for m in r.messages()]

@@ -1,7 +1,13 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""kill -9 the trainer process during training: no corrupt checkpoint, resume continues."""
+"""
+kill -9 the trainer process during training: no corrupt checkpoint, resume continues.
 
+After the resume, metrics.csv and the TensorBoard events hold one history:
+what the killed run logged after its last checkpoint is dropped, not logged twice.
+"""
+
+import csv
 import json
 import os
 import pathlib
@@ -31,18 +37,30 @@ def trainer_pid(run_dir: pathlib.Path) -> int | None:
     return None
 
 
+def _rows(run_dir: pathlib.Path) -> int:
+    try:
+        return max(0, len((run_dir / 'metrics.csv').read_text().splitlines()) - 1)
+    except OSError:
+        return 0
+
+
 @pytest.mark.system
 def test_kill_9_trainer_then_resume(tmp_path, tiny_config):
     run_dir = tmp_path / 'run'
     ckpts = run_dir / 'checkpoints'
+    tb = tmp_path / 'tb.yaml'
+    tb.write_text('logging: {tensorboard: true, checkpoint_every: 3}\n')
     train = subprocess.Popen(
         [sys.executable, '-m', 'unilab.cli', 'train', '--steps', '5000000', '--run-dir',
-         str(run_dir), '--config', str(tiny_config), '--multiprocess', *TINY],
+         str(run_dir), '--config', str(tiny_config), '--config', str(tb), '--multiprocess',
+         *TINY],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(list(ckpts.glob('model_*.pt'))) < 3:
-            time.sleep(0.05)
+        # Kill once metrics.csv holds rows after the last checkpoint (every 3rd update).
+        while time.monotonic() < deadline and not (
+                len(list(ckpts.glob('model_*.pt'))) >= 3 and _rows(run_dir) % 3):
+            time.sleep(0.02)
         pid = trainer_pid(run_dir)
         assert pid is not None, 'trainer process not found'
         os.kill(pid, signal.SIGKILL)  # at an arbitrary point: collecting, updating or saving
@@ -63,3 +81,14 @@ def test_kill_9_trainer_then_resume(tmp_path, tiny_config):
     assert summary['updates'] == latest['updates'] + 2
     assert summary['steps'] == latest['env_steps'] + 256
     assert not list(ckpts.glob('.*.tmp'))
+    # One history: every update once, env_steps never jumps back.
+    with open(run_dir / 'metrics.csv', newline='') as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r['update']) for r in rows] == list(range(1, summary['updates'] + 1))
+    steps = [int(r['env_steps']) for r in rows]
+    assert steps == sorted(steps) and len(set(steps)) == len(steps)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    acc = EventAccumulator(str(run_dir / 'tensorboard'))
+    acc.Reload()
+    tb_steps = [e.step for e in acc.Scalars('charts/env_steps')]
+    assert tb_steps == sorted(set(tb_steps)) and tb_steps[-1] == summary['steps']

@@ -5,6 +5,12 @@
 
 Other packages add subcommands through the ``unilab.commands`` entry points
 (``unilab_bench`` adds ``bench``).
+
+Exit codes: 0 success; 1 the command ran and its result is negative
+(``check-robot`` found a required item missing, ``doctor`` a failing check,
+``bag info`` a damaged bag); 2 an input cannot be used (configuration, a missing, corrupt or
+foreign file: checkpoint, bag, YAML), with one line naming it; 130 Ctrl-C.
+Any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -14,6 +20,31 @@ import json
 import sys
 
 from unilab_core.config import ConfigError
+
+#: Errors that say an input file cannot be used, by module and class: checked
+#: only once that module is imported (a command that never loaded torch need
+#: not import it to map an error).
+INPUT_ERRORS = (
+    ('unilab_policy.checkpoint', 'CheckpointError'),
+    ('unilab.bag.storage', 'BagError'),
+    ('unilab.bag.types', 'BagTypeError'),
+    ('rosbags.rosbag2', 'ReaderError'),
+    ('rosbags.rosbag2', 'WriterError'),  # e.g. `record OUT` where OUT exists
+    ('unilab.plot', 'MetricsFileError'),
+    ('yaml', 'YAMLError'),
+)
+
+
+def input_error(exc: BaseException) -> bool:
+    """Return True if ``exc`` means a user's input cannot be used (exit 2, one line)."""
+    if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError,
+                        PermissionError)):
+        return True
+    for module, name in INPUT_ERRORS:
+        mod = sys.modules.get(module)
+        if mod is not None and isinstance(exc, getattr(mod, name)):
+            return True
+    return False
 
 
 def _train(args) -> int:
@@ -69,13 +100,8 @@ def _train_offline(args) -> int:
     overrides = {'run.task': args.task, 'offline.gradient_steps': args.steps,
                  'run.seed': args.seed, 'run.device': args.device}
     overrides = {k: v for k, v in overrides.items() if v not in (None, '')}
-    from unilab.bag.storage import BagError
-    from unilab.bag.types import BagTypeError
-    try:
-        summary = train_offline(args.offline, args.config, overrides, args.run_dir)
-    except (BagError, BagTypeError) as exc:
-        print(f'unilab: {exc}', file=sys.stderr)
-        return 2
+    summary = train_offline(args.offline, args.config, overrides, args.run_dir,
+                            allow_damaged=args.allow_damaged)
     keys = ('steps', 'wall_s', 'fps', 'return_first', 'return_last', 'checkpoint',
             'iql_return', 'bc_return', 'behaviour_return')
     print(json.dumps({k: summary.get(k) for k in keys}, indent=2))
@@ -104,21 +130,20 @@ def _replay(args) -> int:
 
 
 def _bag(args) -> int:
-    from unilab.bag.storage import BagError
-    try:
-        if args.bag_command == 'info':
-            from unilab.bag.info import bag_info, format_info
-            for path in args.bags:
-                info = bag_info(path)
-                print(json.dumps(info, indent=2) if args.json else format_info(info))
-        else:
-            from unilab.bag.storage import recover_bag
-            out = args.out or args.bag.rstrip('/') + '-recovered'
-            counts = recover_bag(args.bag, out)
-            print(f'unilab: recovered {sum(counts.values())} messages into {out}')
-    except BagError as exc:
-        print(f'unilab: {exc}', file=sys.stderr)
-        return 2
+    if args.bag_command == 'info':  # exit 1 when a bag is damaged (reported, not refused)
+        from unilab.bag.info import bag_info, format_info
+        damaged = False
+        for path in args.bags:
+            info = bag_info(path)
+            damaged |= 'damaged' in info
+            print(json.dumps(info, indent=2) if args.json else format_info(info))
+        return 1 if damaged else 0
+    from unilab.bag.storage import recover_bag
+    out = args.out or args.bag.rstrip('/') + '-recovered'
+    counts, scan = recover_bag(args.bag, out)
+    print(f'unilab: recovered {sum(counts.values())} messages into {out}')
+    if scan.lost:
+        print(f'unilab: lost from {args.bag}: {scan.describe()}', file=sys.stderr)
     return 0
 
 
@@ -183,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument('--no-progress', action='store_true', help='no live progress display')
     t.add_argument('--offline', nargs='+', metavar='BAG',
                    help='train IQL + BC from bags instead (--steps = gradient steps)')
+    t.add_argument('--allow-damaged', action='store_true',
+                   help='--offline: train on the readable part of damaged bags (what was '
+                   'lost is printed and kept in summary.json) instead of refusing them')
     t.set_defaults(func=_train)
 
     r = sub.add_parser('record', help='record graph topics into a rosbag2 (see docs/bags.md)')
@@ -205,10 +233,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     bg = sub.add_parser('bag', help='inspect or recover bags')
     bsub = bg.add_subparsers(dest='bag_command', required=True)
-    bi = bsub.add_parser('info', help='topics, counts, duration, episode statistics')
+    bi = bsub.add_parser('info', help='topics, readable counts, duration, episode statistics; '
+                         'a damaged bag: what was lost and where (exit code 1)')
     bi.add_argument('bags', nargs='+')
     bi.add_argument('--json', action='store_true')
-    br = bsub.add_parser('recover', help='rewrite a killed recording as a clean bag')
+    br = bsub.add_parser('recover', help='rewrite a killed recording or the readable part of '
+                         'a damaged bag as a clean bag')
     br.add_argument('bag')
     br.add_argument('out', nargs='?', help='default BAG-recovered')
     bg.set_defaults(func=_bag)
@@ -275,12 +305,14 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f'unilab: configuration error:\n{exc}', file=sys.stderr)
         return 2
-    except FileNotFoundError as exc:
-        print(f'unilab: {exc}', file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print('unilab: interrupted', file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: B902 - mapped by type below, anything else re-raised
+        if not input_error(exc):
+            raise
+        print('unilab: ' + ' '.join(str(exc).split()), file=sys.stderr)
+        return 2
 
 
 if __name__ == '__main__':

@@ -11,29 +11,42 @@ import pathlib
 from unilab_core.atomic import atomic_path
 
 
+class MetricsFileError(ValueError):
+    """A metrics or monitor CSV cannot be read (the message names the file)."""
+
+
 def read_curve(run_dir: str | pathlib.Path) -> tuple[list[float], list[float]]:
     """Return (env steps, mean return) from a run's metrics.csv."""
     path = pathlib.Path(run_dir) / 'metrics.csv'
     steps, returns = [], []
-    with open(path) as f:
-        for row in csv.DictReader(f):
-            value = float(row.get('charts/mean_return') or 'nan')
-            if not math.isnan(value):
-                steps.append(float(row['env_steps']))
-                returns.append(value)
+    try:
+        with open(path) as f:
+            for row in csv.DictReader(f):
+                value = float(row.get('charts/mean_return') or 'nan')
+                if not math.isnan(value):
+                    steps.append(float(row['env_steps']))
+                    returns.append(value)
+    except (UnicodeDecodeError, csv.Error, KeyError, ValueError, TypeError) as exc:
+        raise MetricsFileError(f'{path}: not a metrics file ({type(exc).__name__}: {exc})'
+                               ) from None
     return steps, returns
 
 
 def read_monitor(path: str | pathlib.Path, window: int = 64) -> tuple[list[float], list[float]]:
     """Return (env steps, rolling mean return) from an SB3 ``Monitor`` CSV (r, l, t columns)."""
     steps, returns, total, recent = [], [], 0, []
-    with open(path) as f:
-        next(f)  # the '#{"t_start": ...}' header line
-        for row in csv.DictReader(f):
-            total += int(row['l'])
-            recent = (recent + [float(row['r'])])[-window:]
-            steps.append(float(total))
-            returns.append(sum(recent) / len(recent))
+    try:
+        with open(path) as f:
+            next(f)  # the '#{"t_start": ...}' header line
+            for row in csv.DictReader(f):
+                total += int(row['l'])
+                recent = (recent + [float(row['r'])])[-window:]
+                steps.append(float(total))
+                returns.append(sum(recent) / len(recent))
+    except (StopIteration, UnicodeDecodeError, csv.Error, KeyError, ValueError,
+            TypeError) as exc:
+        raise MetricsFileError(f'{path}: not an SB3 Monitor CSV ({type(exc).__name__}: {exc})'
+                               ) from None
     return steps, returns
 
 

@@ -99,6 +99,8 @@ def prepare_run(config_files: list[str] | None = None, overrides: dict | None = 
     dump_config(cfg, rd / 'config.yaml')
     info, limits_file, graph = describe_training(cfg, rd, resume=str(rd) if resume else '')
     params = graph.write_params(rd / 'graph_params.yaml')
+    if resume:
+        check_resumable(rd)
     return PreparedRun(cfg, info, rd, graph, params, limits_file)
 
 
@@ -108,3 +110,17 @@ def describe_training(cfg: RunConfig, run_dir: pathlib.Path,
     info, limits = task_info(cfg.run.task)
     limits_file = resolve_limits_file(cfg, info, limits, pathlib.Path(run_dir))
     return info, limits_file, training_graph(cfg, info, run_dir, limits_file, resume=resume)
+
+
+def check_resumable(run_dir: pathlib.Path) -> None:
+    """
+    Refuse a run whose ``latest.pt`` cannot be resumed, before any node starts.
+
+    The trainer node would find out only after the graph is up (in its own
+    process with ``--multiprocess``); here the error is one line naming the file.
+    """
+    from unilab_policy.checkpoint import load_checkpoint
+    from unilab_policy.factory import load_trained
+    from unilab_policy.trainer import RESUME_KEYS
+    load_checkpoint(run_dir / 'checkpoints' / 'latest.pt', required=RESUME_KEYS)
+    load_trained(run_dir)  # the weights fit the run's model

@@ -25,7 +25,8 @@ class ConfigError(ValueError):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra='forbid', validate_assignment=True)
+    # NaN and Inf are never a setting (`lr: .nan` would pass `gt=0` checks by accident).
+    model_config = ConfigDict(extra='forbid', validate_assignment=True, allow_inf_nan=False)
 
 
 def nested_section(field) -> type[_Section] | None:
@@ -482,6 +483,9 @@ def read_yaml(path: str | pathlib.Path) -> dict:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f'{path}: not valid YAML: {exc}') from None
+    except (UnicodeDecodeError, OSError, RecursionError) as exc:  # binary, unreadable, too deep
+        raise ConfigError(f'{path}: not a readable YAML text file '
+                          f'({type(exc).__name__}: {exc})') from None
     if not isinstance(data, dict):
         raise ConfigError(f'{path}: top level must be a mapping of sections')
     return data

@@ -112,7 +112,8 @@ class Camera(Node):
         js.velocity = array.array('d', [-1.0, -2.0])
         self.js_pub.publish(js)
         self.task_pub.publish(make_batch('task_state', seq, {
-            'extras': np.array([[1.0], [2.0]]), 'reward': np.zeros(N)}, stamp_ns=stamp))
+            'extras': np.array([[1.0], [2.0]]), 'reward': np.zeros(N),
+            'terminated': np.zeros(N), 'truncated': np.zeros(N)}, stamp_ns=stamp))
 
 
 @pytest.fixture
@@ -154,7 +155,8 @@ def test_images_reach_the_observation(graph):
     p = node.image_pipeline
     expected = p.encode([p.process(img) for img in images])
     np.testing.assert_allclose(obs[:, 3:], expected, rtol=1e-5, atol=1e-6)
-    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0}
+    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0,
+                             'withheld': 0, 'substituted': 0}
     assert node.sensor_counters()['image']['accepted'] == 1
 
 
@@ -170,7 +172,7 @@ def test_bad_images_are_dropped_counted_and_logged_once(graph):
     assert spin_until(executor, lambda: node.counters['invalid'] == 4, 5.0)
     assert node.diagnostics['invalid'] == {'image/size': 2, 'image/frame_id': 1,
                                            'image/unknown_encoding': 1}
-    assert node._logged_kinds == set(node.diagnostics['invalid'])
+    assert node.drops.logged == {k: 1 for k in node.diagnostics['invalid']}
     # The node keeps working: a good pair still makes an observation.
     cam.step(2 * 10**9, seq=1)
     for env in range(N):

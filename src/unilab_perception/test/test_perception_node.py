@@ -108,7 +108,8 @@ def test_observation_in_configured_joint_order(graph):
     np.testing.assert_array_equal(batch.tensors['terminated'], [0.0, 1.0])
     np.testing.assert_array_equal(batch.tensors['episode_length'], [0.0, 7.0])
     np.testing.assert_array_equal(batch.tensors['episode_return'], [np.nan, 3.5])
-    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0}
+    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0,
+                             'withheld': 0, 'substituted': 0}
 
 
 def test_task_state_first_then_joint_state_also_matches(graph):
@@ -145,7 +146,8 @@ def test_missing_joint_is_dropped_and_node_recovers(graph):
     assert batch.seq == 5
     expected = np.concatenate([q_exp, qd_exp, EXTRAS], axis=1).astype(np.float32)
     np.testing.assert_array_equal(batch.tensors['obs'], expected)
-    assert node.counters == {'published': 1, 'invalid': 1, 'unmatched': 1}
+    assert node.counters == {'published': 1, 'invalid': 1, 'unmatched': 1,
+                             'withheld': 0, 'substituted': 0}
 
 
 def test_non_finite_joint_state_is_dropped(graph):

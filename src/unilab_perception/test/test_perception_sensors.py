@@ -72,7 +72,8 @@ class Lidar(Node):
         js.velocity = array.array('d', [-0.25 * i for i in range(len(names))])
         self.js_pub.publish(js)
         self.task_pub.publish(make_batch('task_state', seq, {
-            'extras': np.array([[1.0], [2.0]]), 'reward': np.zeros(N)}, stamp_ns=stamp))
+            'extras': np.array([[1.0], [2.0]]), 'reward': np.zeros(N),
+            'terminated': np.zeros(N), 'truncated': np.zeros(N)}, stamp_ns=stamp))
 
 
 @pytest.fixture
@@ -97,7 +98,8 @@ def _connected(context, private_topics, params):
     executor.add_node(node)
     executor.add_node(lidar)
     assert spin_until(executor, lambda: (
-        lidar.cloud_pub.get_subscription_count() > 0 and lidar.imu_pub.get_subscription_count()
+        lidar.cloud_pub.get_subscription_count() > 0
+        and (node.imu is None or lidar.imu_pub.get_subscription_count())
         and lidar.js_pub.get_subscription_count() and lidar.task_pub.get_subscription_count()
         and node.pub.get_subscription_count() > 0), 5.0), 'discovery timed out'
     try:
@@ -138,7 +140,8 @@ def test_cloud_and_imu_reach_the_observation(graph):
     expected = node.pipeline.encode([node.pipeline.process(read_cloud(c)) for c in clouds])
     np.testing.assert_allclose(obs[:, 11:], expected, rtol=1e-5, atol=1e-6)
     assert not np.allclose(obs[0, 11:], obs[1, 11:])
-    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0}
+    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0,
+                             'withheld': 0, 'substituted': 0}
     assert node.diagnostics['frame_latency_ms'] and node.sensor_counters()['pointcloud'][
         'accepted'] == 1
 
@@ -172,7 +175,8 @@ def test_height_map_output_is_the_bev_grid(height_map_graph):
         expected = _height_map_by_hand(pts, -8.0, -6.0, 4.0, 3, 4)
         np.testing.assert_allclose(obs[env, 11:], expected, rtol=1e-6, atol=1e-6)
         assert expected[:12].sum() > 0 and np.ptp(expected[12:]) > 0  # occupied, varied
-    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0}
+    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0,
+                             'withheld': 0, 'substituted': 0}
 
 
 def test_malformed_cloud_is_dropped_counted_and_logged_once(graph):
@@ -188,8 +192,8 @@ def test_malformed_cloud_is_dropped_counted_and_logged_once(graph):
     assert spin_until(executor, lambda: node.counters['invalid'] == 4, 5.0)
     assert node.diagnostics['invalid'] == {'pointcloud/data_length': 2, 'pointcloud/empty': 1,
                                            'pointcloud/frame_id': 1}
-    assert node._logged_kinds == {'pointcloud/data_length', 'pointcloud/empty',
-                                  'pointcloud/frame_id'}
+    assert node.drops.logged == {'pointcloud/data_length': 1, 'pointcloud/empty': 1,
+                                 'pointcloud/frame_id': 1}
 
 
 @pytest.mark.parametrize('key,value,match', [
@@ -205,3 +209,41 @@ def test_malformed_cloud_is_dropped_counted_and_logged_once(graph):
 def test_bad_parameters_name_the_key(context, key, value, match):
     with pytest.raises(ConfigError, match=match):
         PerceptionNode(context=context, parameter_overrides=_params(**{key: value}))
+
+
+@pytest.mark.parametrize('substitute', [False, True])
+def test_a_rejected_cloud_is_not_replaced_by_its_neighbour_unless_configured(
+        context, private_topics, substitute):
+    # slop (30 ms) reaches the previous step (20 ms): a neighbour could stand in.
+    params = _params(**{'sensors.imu': False, 'obs_dim': 2 * len(JOINTS) + E + F,
+                        'sync.slop_s': 0.03, 'sync.substitute_rejected': substitute})
+    for node, lidar, executor in _connected(context, private_topics, params):
+        def step(stamp, seq, bad_env=None):
+            # The clouds first (as the bridge publishes them), then the step that needs them.
+            received = node.cloud.counters['received'] + node.cloud.counters['rejected']
+            for env in range(N):
+                pts = lidar_scan(500, rings=4, seed=env)
+                if env == bad_env:
+                    pts['x'] = np.nan  # every point: the cloud is refused (`empty`)
+                lidar.cloud_pub.publish(make_cloud(pts, stamp, f'env{env}/lidar'))
+            assert spin_until(executor, lambda: node.cloud.counters['received']
+                              + node.cloud.counters['rejected'] > received, 5.0)
+            lidar.step(stamp, seq)
+
+        s1, s2 = 10**9, 10**9 + 20_000_000
+        step(s1, 1)
+        assert spin_until(executor, lambda: len(lidar.received) == 1, 10.0)
+        step(s2, 2, bad_env=0)
+        assert spin_until(executor, lambda: node.counters['invalid'] == 1, 5.0)
+        if substitute:  # served by step 1's clouds, and the count says so
+            assert spin_until(executor, lambda: len(lidar.received) == 2, 5.0)
+            assert node.counters['substituted'] == 1 and node.counters['withheld'] == 0
+            continue
+        spin_until(executor, lambda: len(lidar.received) > 1, 0.5)
+        assert len(lidar.received) == 1 and node.counters['withheld'] == 1
+        # A re-sent step (the bridge re-publishes on its timeout) brings valid clouds.
+        step(s2, 2)
+        assert spin_until(executor, lambda: len(lidar.received) == 2, 10.0)
+        assert read_batch(lidar.received[1]).seq == 2
+        assert node.counters['substituted'] == 0 and node.counters['withheld'] == 1
+        assert node.sensor_counters()['pointcloud']['rejected'] == 1

@@ -5,7 +5,7 @@
 import numpy as np
 import pytest
 from unilab_perception.timesync import (
-    interpolate_quaternion, interpolate_vector, match_nearest, SensorBuffer)
+    interpolate_quaternion, interpolate_vector, match_nearest, SensorBuffer, used_stamps)
 
 MS = 1_000_000
 
@@ -65,3 +65,27 @@ def test_interpolate_joint_and_imu_to_cloud_stamp():
 def test_bad_policy():
     with pytest.raises(ValueError, match='policy'):
         SensorBuffer('x', policy='maybe')
+
+
+def test_a_rejected_message_is_never_silently_replaced_by_a_neighbour():
+    b = SensorBuffer('cloud', capacity=4)
+    for s in (10, 30):
+        b.push(s * MS, s)
+    b.reject(20 * MS)  # the frame of stamp 20 was invalid
+    hit = b.nearest(20 * MS, 15 * MS)
+    assert hit is not None  # a neighbour is within slop ...
+    assert b.replaces_rejected(20 * MS, (hit[0],))  # ... but it would stand in for 20
+    assert not b.replaces_rejected(30 * MS, (30 * MS,))  # 30's own frame
+    # Serving 24 from 30 (6 ms away) skips nothing nearer; from 10 it would skip 20.
+    assert not b.replaces_rejected(26 * MS, (30 * MS,))
+    assert b.replaces_rejected(14 * MS, (10 * MS, 30 * MS))  # interpolation across 20
+    assert used_stamps(b, 14 * MS) == (10 * MS, 30 * MS)
+    # A valid re-send of 20 takes its place; a later invalid copy does not evict it.
+    assert b.push(20 * MS, 20) == 'reordered'
+    assert b.rejected == []
+    b.reject(20 * MS)
+    assert b.rejected == [] and b.counters['rejected'] == 2
+    assert not b.replaces_rejected(20 * MS, (20 * MS,))
+    for s in range(100, 110):  # bounded like the buffer
+        b.reject(s)
+    assert b.rejected == list(range(106, 110))

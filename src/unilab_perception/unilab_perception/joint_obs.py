@@ -13,23 +13,28 @@ from __future__ import annotations
 import numpy as np
 from unilab_core.joint_names import JointLayoutError, JointStateIndex
 
+from unilab_perception.ingest import MAX_MAGNITUDE, usable
+
 
 def joint_field(index: JointStateIndex, names, values, field: str) -> np.ndarray:
     """
     Return one JointState field as the observation's float32 ``[N, J]``.
 
     Validated in the precision the policy sees: a value that is finite in
-    float64 but overflows float32 (e.g. 1e39) is refused like NaN or Inf.
-    Raises JointLayoutError naming the field.
+    float64 but overflows float32 (e.g. 1e39) is refused like NaN or Inf, and
+    so is one beyond ``ingest.MAX_MAGNITUDE``. Raises JointLayoutError naming
+    the field.
     """
     return joint_array(index.gather(names, values, field), field)
 
 
 def joint_array(values: np.ndarray, field: str) -> np.ndarray:
-    """Return ``[N, J]`` joint values as float32, refusing NaN / Inf (in float32) by name."""
-    out = np.asarray(values).astype(np.float32)
-    if not np.all(np.isfinite(out)):
-        raise JointLayoutError(f'JointState `{field}` contains NaN or Inf (in float32)')
+    """Return ``[N, J]`` joint values as float32, refusing unusable ones by name."""
+    out, ok = usable(values)
+    if not ok.all():
+        raise JointLayoutError(f'JointState `{field}` contains NaN or Inf (in float32) or '
+                               f'values beyond +-{MAX_MAGNITUDE:g} ({int((~ok).sum())} of '
+                               f'{ok.size})')
     return out
 
 

@@ -111,6 +111,11 @@ class SyncSection(_Section):
     window_s: float = Field(0.2, ge=0.0, description='Re-ordering window.')
     max_latency_s: float = Field(0.0, ge=0.0, description='Drop messages older than this on '
                                  'arrival (0 = off; in simulation stamps are sim time).')
+    substitute_rejected: bool = Field(
+        False, description='When a step\'s own sensor message was rejected as invalid, serve '
+        'the step from the nearest valid message within slop_s (counted as `substituted`). '
+        'Off: the step waits for a valid message of its own (a re-sent state brings one) '
+        'and is counted as `withheld`.')
 
 
 class ImuSection(_Section):

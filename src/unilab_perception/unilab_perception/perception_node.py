@@ -7,8 +7,17 @@ The joint path is the lock-step path of training: a JointState and a task
 state with the same stamp make one observation ``[q, qd, extras]``. With
 ``sensors.pointcloud`` / ``sensors.image`` / ``sensors.imu`` on, the step waits
 until every env's cloud and image within ``sync.slop_s`` (and IMU samples
-around the stamp) are there and appends their features. Invalid messages are
-dropped, counted per kind in ``diagnostics`` and logged once per kind.
+around the stamp) are there and appends their features.
+
+Every input is checked by the ROS-free functions of ``ingest`` / ``joint_obs``
+in the precision it is used in. An invalid message is dropped, counted per kind
+in ``diagnostics['invalid']`` and logged once per kind, then at most every
+10 s per kind (``unilab_core.droplog``). A step whose own sensor message was
+rejected is not served by a neighbouring message unless
+``sync.substitute_rejected`` says so (then counted as ``substituted``; else it
+waits, counted as ``withheld``). The assembled observation is checked once
+more before it is published: nothing NaN, Inf or beyond
+``ingest.MAX_MAGNITUDE`` leaves the node.
 """
 
 from __future__ import annotations
@@ -21,26 +30,27 @@ from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Image, Imu, JointState, PointCloud2
 from unilab_core import topics
 from unilab_core.config import ConfigError
+from unilab_core.droplog import DropLog
 from unilab_core.joint_names import env_of, JointLayoutError, JointStateIndex
 from unilab_core.ros.joint_state_topic import JointStateInput
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.qos import sensor_qos
-from unilab_core.ros.tensor_msg import Batch, TensorMessageError
+from unilab_core.ros.tensor_msg import Batch
 from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
                                           TensorPublisher, TensorSubscription)
 
 from unilab_perception import cloud_ops
 from unilab_perception.assembler import ObservationAssembler
-from unilab_perception.ingest import InvalidMessage, read_cloud, read_image, read_imu, stamp_ns
+from unilab_perception.ingest import (check_task_state, check_values, InvalidMessage, OUTCOME,
+                                      read_cloud, read_image, read_imu, stamp_ns)
 from unilab_perception.joint_obs import joint_array
 from unilab_perception.params import PerceptionNodeParams, SECTIONS
 from unilab_perception.robot_source import RobotSource
-from unilab_perception.timesync import (
-    interpolate_quaternion, interpolate_vector, SensorBuffer)
+from unilab_perception.timesync import interpolate_vector, SensorBuffer, used_stamps
 
 #: Unmatched messages kept per source while waiting for the partner stamp.
 MAX_PENDING = 32
-PASS_THROUGH = ('reward', 'terminated', 'truncated', 'episode_return', 'episode_length')
+PASS_THROUGH = OUTCOME
 
 
 class PerceptionNode(Node):
@@ -54,10 +64,12 @@ class PerceptionNode(Node):
                                                                 p.extras_dim, p.obs_dim)
         self.cfg = {name: getattr(p, name) for name in SECTIONS}
         self.index = JointStateIndex(joint_names, self.num_envs)
-        self.counters = {'published': 0, 'invalid': 0, 'unmatched': 0}
-        #: Per-kind invalid counts, per-sensor sync counters, frame latency (ms) samples.
-        self.diagnostics = {'invalid': {}, 'frame_latency_ms': []}
-        self._logged_kinds: set[str] = set()
+        self.counters = {'published': 0, 'invalid': 0, 'unmatched': 0, 'withheld': 0,
+                         'substituted': 0}
+        self.drops = DropLog(period_s=10.0)
+        #: Per-kind invalid counts (``drops.counts``), frame latency (ms) samples.
+        self.diagnostics = {'invalid': self.drops.counts, 'frame_latency_ms': []}
+        self._withheld: set[int] = set()  # waiting steps whose own sensor message was rejected
         self._joint: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._task: dict[int, object] = {}
         self._waiting: dict[int, tuple] = {}
@@ -66,6 +78,7 @@ class PerceptionNode(Node):
         widths['extras'] = self.extras_dim
         sensors, sync = self.cfg['sensors'], self.cfg['sync']
         self.slop_ns = int(sync.slop_s * 1e9)
+        self.substitute = sync.substitute_rejected
         buf_args = dict(window_ns=int(sync.window_s * 1e9), policy=sync.policy,
                         max_latency_ns=int(sync.max_latency_s * 1e9) or None)
         self.cloud = None
@@ -136,13 +149,12 @@ class PerceptionNode(Node):
 
     # -- bookkeeping -----------------------------------------------------
     def _invalid(self, kind: str, why: str) -> None:
-        # Counted always, logged once per kind: a flood of identical log lines
+        # Counted always, logged rate-limited: a flood of identical log lines
         # would hide everything else and cost time on the control path.
         self.counters['invalid'] += 1
-        self.diagnostics['invalid'][kind] = self.diagnostics['invalid'].get(kind, 0) + 1
-        if kind not in self._logged_kinds:
-            self._logged_kinds.add(kind)
-            self.get_logger().error(f'dropping invalid {kind}: {why}')
+        line = self.drops.drop(kind, why)
+        if line is not None:
+            self.get_logger().error(line)
 
     def sensor_counters(self) -> dict:
         """Return per-sensor sync counters and latency (for diagnostics and the summary)."""
@@ -184,12 +196,9 @@ class PerceptionNode(Node):
 
     def _on_task_state(self, batch: Batch) -> None:
         try:
-            extras = batch.tensors['extras']
-            if extras.shape != (self.num_envs, self.extras_dim):
-                raise TensorMessageError(
-                    f'extras shape {extras.shape}, expected {(self.num_envs, self.extras_dim)}')
-        except (TensorMessageError, KeyError) as exc:
-            self._invalid('task_state', str(exc))
+            check_task_state(batch.tensors, self.num_envs, self.extras_dim)
+        except InvalidMessage as exc:
+            self._invalid(f'task_state/{exc.kind}', exc.reason)
             return
         self._task[batch.stamp_ns] = batch
         self._bound(self._task)
@@ -214,34 +223,51 @@ class PerceptionNode(Node):
                 self.counters['unmatched'] += 1
         self._waiting[stamp] = (q, qd, batch)
         self._bound(self._waiting)
+        self._withheld.intersection_update(self._waiting)
         self._flush()
 
     # -- extra sensors -----------------------------------------------------
+    def _serves(self, buf: SensorBuffer, stamp: int, used: tuple[int, ...] | None,
+                substituted: list) -> bool:
+        """Return whether ``used`` may serve ``stamp`` (never silently in place of a rejected)."""
+        if used is None:
+            return False
+        if buf.replaces_rejected(stamp, used):
+            if not self.substitute:
+                if stamp not in self._withheld:
+                    self._withheld.add(stamp)
+                    self.counters['withheld'] += 1
+                return False
+            substituted.append(buf.name)
+        return True
+
     def _sensor_parts(self, stamp: int):
-        """Return the sensor parts for ``stamp`` and the cloud's arrival, or None if not ready."""
-        parts, arrival = {}, None
-        if self.cloud is not None:
-            hit = self.cloud.nearest(stamp, self.slop_ns)
-            if hit is None:
+        """
+        Return ``(parts, arrival, substituted)`` for ``stamp``, or None if not ready.
+
+        ``arrival``: the first arrival of the cloud / image used; ``substituted``:
+        the sensors whose rejected message a neighbour stands in for.
+        """
+        parts, arrival, substituted = {}, None, []
+        for name, buf in (('cloud', self.cloud), ('image', self.image)):
+            if buf is None:
+                continue
+            hit = buf.nearest(stamp, self.slop_ns)
+            if not self._serves(buf, stamp, hit and (hit[0],), substituted):
                 return None
-            parts['cloud'], arrival = hit[1]
-        if self.image is not None:
-            hit = self.image.nearest(stamp, self.slop_ns)
-            if hit is None:
-                return None
-            parts['image'], image_arrival = hit[1]
-            arrival = image_arrival if arrival is None else min(arrival, image_arrival)
+            parts[name], first = hit[1]
+            arrival = first if arrival is None else min(arrival, first)
         if self.imu is not None:
             rows = []
             for buf in self.imu:
-                v = interpolate_vector(buf, stamp, self.slop_ns,
-                                       key=lambda s: np.r_[s.angular_velocity,
-                                                           s.linear_acceleration])
-                if v is None:
+                if not self._serves(buf, stamp, used_stamps(buf, stamp, self.slop_ns),
+                                    substituted):
                     return None
-                rows.append(v)
+                rows.append(interpolate_vector(buf, stamp, self.slop_ns,
+                                               key=lambda s: np.r_[s.angular_velocity,
+                                                                   s.linear_acceleration]))
             parts['imu'] = np.asarray(rows, np.float32)
-        return parts, arrival
+        return parts, arrival, substituted
 
     def _flush(self) -> None:
         """Emit every waiting step whose sensors are ready, oldest first."""
@@ -250,12 +276,19 @@ class PerceptionNode(Node):
             if ready is None:
                 continue
             q, qd, batch = self._waiting.pop(stamp)
-            parts, arrival = ready
+            self._withheld.discard(stamp)
+            parts, arrival, substituted = ready
             parts['extras'] = batch.tensors['extras']
             if self.uses_joint_state:
                 parts['q'], parts['qd'] = q, qd
             # A copy: the assembler reuses its buffer, published arrays are handed over.
             obs = np.array(self.assembler(parts), dtype=np.float32)
+            try:  # every part was checked; this guards the assembly itself
+                check_values(obs, 'obs')
+            except InvalidMessage as exc:
+                self._invalid('observation/nonfinite', exc.reason)
+                continue
+            self.counters['substituted'] += len(substituted)
             tensors = {'obs': obs}
             tensors.update({k: batch.tensors[k] for k in PASS_THROUGH if k in batch.tensors})
             self.pub.publish('observation', batch.seq, tensors, stamp_ns=stamp)
@@ -266,17 +299,19 @@ class PerceptionNode(Node):
                 del self.diagnostics['frame_latency_ms'][:-1024]
             for old in [s for s in self._waiting if s < stamp]:
                 del self._waiting[old]
+                self._withheld.discard(old)
                 self.counters['unmatched'] += 1
 
     def _on_imu(self, msg: Imu) -> None:
+        env = self._env_of(msg.header.frame_id)
+        if env is None:
+            self._invalid('imu/frame_id', f'frame_id `{msg.header.frame_id}` names no env')
+            return
         try:
             sample = read_imu(msg)
         except InvalidMessage as exc:
             self._invalid(f'imu/{exc.kind}', exc.reason)
-            return
-        env = self._env_of(msg.header.frame_id)
-        if env is None:
-            self._invalid('imu/frame_id', f'frame_id `{msg.header.frame_id}` names no env')
+            self.imu[env].reject(stamp_ns(msg.header))
             return
         if self.imu[env].push(sample.stamp_ns, sample) == 'dropped_out_of_order':
             self._invalid('imu/non_monotonic_stamp', 'stamp older than the reorder window')
@@ -294,9 +329,12 @@ class PerceptionNode(Node):
             return None
         stamps = np.array([s for s, _ in with_q], np.float64) * 1e-9
         quats = np.array([q for _, q in with_q])
-        ref = interpolate_quaternion(buf, cloud_stamp, self.slop_ns, key=lambda v: v.orientation)
-        if ref is None:
+        # Only samples with an orientation (an Imu without one, covariance[0] = -1, is
+        # valid for the rates but has nothing to interpolate): covered within slop.
+        slop = self.slop_ns * 1e-9
+        if not stamps[0] - slop <= cloud_stamp * 1e-9 <= stamps[-1] + slop:
             return None
+        ref = cloud_ops.interpolate_orientation(stamps, quats, np.array([cloud_stamp * 1e-9]))[0]
 
         def rotation(times):
             t = cloud_stamp * 1e-9 + times
@@ -324,9 +362,17 @@ class PerceptionNode(Node):
             item = process(env, stamp)
         except InvalidMessage as exc:
             self._invalid(f'{kind}/{exc.kind}', exc.reason)
+            if env is not None:
+                buffer.reject(stamp)
             return
         feats = self._collect(pending, stamp, env, item, arrival, encode)
         if feats is None:
+            return
+        try:  # finite inputs can still give Inf features (e.g. z = 1e18 through a linear layer)
+            check_values(feats[0], 'features', 'nonfinite_features')
+        except InvalidMessage as exc:
+            self._invalid(f'{kind}/{exc.kind}', exc.reason)
+            buffer.reject(stamp)
             return
         if buffer.push(stamp, feats) == 'dropped_out_of_order':
             self._invalid(f'{kind}/non_monotonic_stamp', 'stamp older than the reorder window')

@@ -22,7 +22,7 @@ from unilab_perception.cloud_ops_torch import (roi_mask_torch, statistical_outli
 from unilab_perception.encoders import (BevGrid, ImageEncoder, pillar_height_map, PillarEncoder,
                                         resolve_device)
 from unilab_perception.image_ops import crop, UndistortMap
-from unilab_perception.ingest import cloud_field, cloud_points, InvalidMessage
+from unilab_perception.ingest import check_values, cloud_field, cloud_points, InvalidMessage
 from unilab_perception.params import (BevSection, EncoderSection, ImageSection,
                                       PointCloudSection)
 
@@ -78,7 +78,18 @@ class CloudPipeline:
         ``point_rotation(times) -> (quats [P, 4], reference quat [4])`` supplies
         the IMU rotation for the ``deskew`` stage (``times``: the points' ``time``
         field, s); without it ``deskew`` is skipped.
+
+        Raises InvalidMessage for an unusable cloud, including one a stage
+        cannot process (e.g. a voxel grid too large for int64 keys).
         """
+        try:
+            return self._stages(cloud, point_rotation)
+        except (ValueError, OverflowError, MemoryError) as exc:
+            if isinstance(exc, InvalidMessage):
+                raise
+            raise InvalidMessage('stage', f'{type(exc).__name__}: {exc}') from None
+
+    def _stages(self, cloud: np.ndarray, point_rotation):
         c = self.cfg
         # One [P, 4] array through every stage: the voxel means average the
         # intensity with the coordinates, and each mask filters both at once.
@@ -87,10 +98,12 @@ class CloudPipeline:
         for stage in c.stages:
             if stage == 'deskew':
                 if point_rotation is not None:
-                    times = cloud_field(cloud, 'time', keep, default=0.0)
+                    times = check_values(cloud_field(cloud, 'time', keep, default=0.0),
+                                         'time', 'nonfinite_time')
                     quats, ref = point_rotation(times.astype(np.float64))
                     pts = self._host(pts)  # our own array either way: written in place
-                    pts[:, :3] = cloud_ops.deskew(pts[:, :3], quats, ref)
+                    pts[:, :3] = check_values(cloud_ops.deskew(pts[:, :3], quats, ref),
+                                              'de-skewed points', 'nonfinite_deskew')
                 continue
             if stage == 'voxel':
                 if pts.shape[0]:
@@ -175,9 +188,9 @@ class ImagePipeline:
             image = self.undistort(image)
         elif c.roi:
             image = crop(image, *c.roi)
-        out = image.astype(np.float32) * scale
-        if not np.isfinite(out).all():
-            raise InvalidMessage('nonfinite', 'image has NaN or Inf pixels')
+        with np.errstate(over='ignore', invalid='ignore'):
+            out = image.astype(np.float32) * scale
+        check_values(out, 'pixels')
         return np.ascontiguousarray(out.transpose(2, 0, 1))
 
     def encode(self, images: list[np.ndarray]) -> np.ndarray:

@@ -8,7 +8,11 @@ Time alignment across sensors (no ROS).
   (arrival - stamp) exceeds ``max_latency_ns`` is dropped as late; one older
   than the newest is re-ordered into place when it is within ``window_ns``
   (policy ``reorder``) or dropped (policy ``drop``, or outside the window). It
-  counts every outcome and keeps latency samples per sensor.
+  counts every outcome and keeps latency samples per sensor. It also
+  remembers the stamps of recent messages that were *rejected* as invalid
+  (:meth:`SensorBuffer.reject`): :meth:`SensorBuffer.replaces_rejected` tells
+  whether serving a stamp from the kept messages would silently put a
+  neighbour in the place of a rejected one.
 - :func:`match_nearest` is approximate-time matching driven by one sensor
   (the point cloud): the nearest stamp of each other sensor within ``slop``.
   This is the pivot form of message_filters' ApproximateTime policy; with one
@@ -44,7 +48,10 @@ class SensorBuffer:
         self.stamps: list[int] = []
         self.values: list[Any] = []
         self.counters = {'received': 0, 'accepted': 0, 'reordered': 0, 'dropped_late': 0,
-                         'dropped_out_of_order': 0, 'duplicate': 0, 'evicted': 0}
+                         'dropped_out_of_order': 0, 'duplicate': 0, 'evicted': 0,
+                         'rejected': 0}
+        #: Stamps of recent invalid messages (sorted, at most ``capacity``).
+        self.rejected: list[int] = []
         self._latency = np.zeros(latency_samples, np.float64)
         self._latency_n = 0
 
@@ -77,11 +84,46 @@ class SensorBuffer:
             self.stamps.append(stamp_ns)
             self.values.append(value)
             outcome = self._count('accepted')
+        if self.rejected:  # a valid re-send takes the place of a rejected message
+            k = bisect.bisect_left(self.rejected, stamp_ns)
+            if k < len(self.rejected) and self.rejected[k] == stamp_ns:
+                del self.rejected[k]
         while len(self.stamps) > self.capacity:
             del self.stamps[0]
             del self.values[0]
             self.counters['evicted'] += 1
         return outcome
+
+    def reject(self, stamp_ns: int) -> None:
+        """
+        Remember that a message of ``stamp_ns`` was invalid (counted as ``rejected``).
+
+        A stamp whose valid message is kept already stays served by it.
+        """
+        self.counters['rejected'] += 1
+        j = bisect.bisect_left(self.stamps, stamp_ns)
+        if j < len(self.stamps) and self.stamps[j] == stamp_ns:
+            return
+        k = bisect.bisect_left(self.rejected, stamp_ns)
+        if k == len(self.rejected) or self.rejected[k] != stamp_ns:
+            self.rejected.insert(k, stamp_ns)
+        del self.rejected[:-self.capacity]
+
+    def replaces_rejected(self, stamp_ns: int, used: tuple[int, ...]) -> bool:
+        """
+        Return True if serving ``stamp_ns`` from the kept stamps ``used`` skips a rejected one.
+
+        One stamp used (nearest / hold): a rejected stamp at least as near to
+        ``stamp_ns`` was the right message. Two (interpolation): a rejected
+        stamp between them is a sample the interpolation silently bridges.
+        """
+        if not self.rejected:
+            return False
+        lo, hi = min(used), max(used)
+        if lo == hi:
+            reach = abs(lo - stamp_ns)
+            return any(abs(r - stamp_ns) <= reach for r in self.rejected)
+        return any(lo < r < hi for r in self.rejected)
 
     def _count(self, outcome: str) -> str:
         self.counters[outcome] += 1
@@ -150,6 +192,12 @@ def _weight(buf: SensorBuffer, stamp_ns: int, slop_ns: int):
     i, j = br
     span = buf.stamps[j] - buf.stamps[i]
     return i, j, (0.0 if span == 0 else (stamp_ns - buf.stamps[i]) / span)
+
+
+def used_stamps(buf: SensorBuffer, stamp_ns: int, slop_ns: int = 0) -> tuple[int, ...] | None:
+    """Return the stamps :func:`interpolate_vector` would use for ``stamp_ns`` (None: none)."""
+    w = _weight(buf, stamp_ns, slop_ns)
+    return None if w is None else (buf.stamps[w[0]], buf.stamps[w[1]])
 
 
 def interpolate_vector(buf: SensorBuffer, stamp_ns: int, slop_ns: int = 0,

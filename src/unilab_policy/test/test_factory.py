@@ -6,7 +6,7 @@ import pytest
 import torch
 from unilab_core.config import (AdvantageSection, ConfigError, ModelSection,
                                 NormalizationSection, PolicyUpdateSection, RolloutSection)
-from unilab_policy.checkpoint import save_checkpoint
+from unilab_policy.checkpoint import CheckpointError, save_checkpoint
 from unilab_policy.factory import build_bundle, load_trained, ppo_params, run_policy_params
 from unilab_policy.params import PolicyNodeParams
 from unilab_policy.weights import flatten_state
@@ -68,7 +68,7 @@ def test_what_is_not_a_run_is_refused_with_the_reason(tmp_path):
         load_trained(run)
     other = build_bundle(5, 2, ModelSection(), NormalizationSection())
     save_checkpoint(run / 'checkpoints' / 'latest.pt', {'bundle': other.state_dict()})
-    with pytest.raises(ConfigError, match='does not fit'):
+    with pytest.raises(CheckpointError, match='does not fit'):
         load_trained(run)
     (run / 'graph_params.yaml').write_text('policy: {ros__parameters: {obs_dim: -1}}')
     with pytest.raises(ConfigError, match='no valid policy parameters'):

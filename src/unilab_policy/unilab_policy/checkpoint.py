@@ -10,15 +10,31 @@ A checkpoint is a plain dict, e.g.::
 
 Only tensors, numbers, strings, bools, None and dict/list/tuple containers are allowed so
 ``torch.load(weights_only=True)`` can read it without executing pickled code.
+
+``save_checkpoint`` adds ``digest``, a SHA-256 over every key and value
+(tensor bytes included): torch's zip format does not check its contents, so
+a flipped bit in a weight would otherwise load as a different weight.
+
+A file that cannot be used raises :class:`CheckpointError` with one line naming
+the file and the problem: corrupt or truncated, not a dict, a newer version,
+contents that do not match their digest, a key the reader needs is missing,
+NaN/Inf in any number or floating tensor (a checkpoint never holds one: the
+trainer rejects non-finite updates), or (:func:`restoring`) contents that do
+not fit the model being restored. Files without a digest (written before it
+existed) are read unchecked.
 """
 
+import contextlib
+import hashlib
+import math
 import os
 import random
-from typing import Optional, Union
+from typing import Iterator, Optional, Sequence, Union
 
 import numpy as np
 import torch
 from unilab_core.atomic import atomic_path
+from unilab_core.errors import one_line
 
 CHECKPOINT_VERSION = 1
 
@@ -36,17 +52,46 @@ def save_checkpoint(path: Union[str, os.PathLike], state: dict) -> None:
     """
     state = dict(state)
     state.setdefault('version', CHECKPOINT_VERSION)
+    state.pop('digest', None)
+    state['digest'] = content_digest(state)
     with atomic_path(path) as tmp, open(tmp, 'wb') as f:
         torch.save(state, f)
 
 
+def content_digest(state: dict) -> str:
+    """Return ``sha256:<hex>`` over ``state`` except ``digest`` (key order does not matter)."""
+    h = hashlib.sha256()
+    _feed(h, {k: v for k, v in state.items() if k != 'digest'})
+    return 'sha256:' + h.hexdigest()
+
+
+def _feed(h, value) -> None:
+    if isinstance(value, torch.Tensor):
+        t = value.detach().cpu().contiguous()
+        h.update(f'T{t.dtype}{tuple(t.shape)}|'.encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b'')
+    elif isinstance(value, dict):
+        h.update(f'D{len(value)}|'.encode())
+        for k in sorted(value, key=repr):
+            _feed(h, k)
+            _feed(h, value[k])
+    elif isinstance(value, (list, tuple)):
+        h.update(f'{type(value).__name__}{len(value)}|'.encode())
+        for v in value:
+            _feed(h, v)
+    else:  # int, float (repr is exact), str, bool, None
+        h.update(f'{type(value).__name__}:{value!r}|'.encode())
+
+
 def load_checkpoint(path: Union[str, os.PathLike],
-                    map_location: Optional[Union[str, torch.device]] = 'cpu') -> dict:
+                    map_location: Optional[Union[str, torch.device]] = 'cpu',
+                    required: Sequence[str] = ()) -> dict:
     """
     Load a checkpoint with ``torch.load(weights_only=True)``.
 
     Raises ``FileNotFoundError`` for a missing file and ``CheckpointError`` for a corrupt or
-    truncated file, a non-dict payload, or a ``version`` newer than this code understands.
+    truncated file, a non-dict payload, a ``version`` newer than this code understands, a
+    missing ``required`` key, or a NaN/Inf anywhere in it.
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
@@ -55,14 +100,62 @@ def load_checkpoint(path: Union[str, os.PathLike],
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # torch raises RuntimeError/EOFError/UnpicklingError/...
         raise CheckpointError(f'checkpoint {path} is corrupt or truncated '
-                              f'({type(exc).__name__}: {exc})') from exc
+                              f'({one_line(exc)})') from exc
     if not isinstance(state, dict):
         raise CheckpointError(f'checkpoint {path} holds {type(state).__name__}, expected dict')
     version = state.get('version')
-    if not isinstance(version, int) or version > CHECKPOINT_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version > CHECKPOINT_VERSION:
         raise CheckpointError(f'checkpoint {path} has version {version!r}; this code reads '
                               f'versions <= {CHECKPOINT_VERSION}')
+    if 'digest' in state and state['digest'] != content_digest(state):
+        raise CheckpointError(f'checkpoint {path} does not match its digest (changed or '
+                              'damaged after it was written)')
+    missing = [k for k in required if k not in state]
+    if missing:
+        raise CheckpointError(f'checkpoint {path} lacks {missing} (has {sorted(map(str, state))})')
+    where = _first_nonfinite(state)
+    if where is not None:
+        raise CheckpointError(f'checkpoint {path} holds NaN or Inf in `{where}`')
     return state
+
+
+def _first_nonfinite(value, where: str = '') -> Optional[str]:
+    """Return the key path of the first NaN/Inf number or floating tensor in ``value``."""
+    if isinstance(value, torch.Tensor):
+        if (value.is_floating_point() or value.is_complex()) and value.numel() \
+                and not bool(torch.isfinite(value).all()):
+            return where or '.'
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (where or '.')
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    else:
+        return None
+    for k, v in items:
+        found = _first_nonfinite(v, f'{where}.{k}' if where else str(k))
+        if found is not None:
+            return found
+    return None
+
+
+@contextlib.contextmanager
+def restoring(path: Union[str, os.PathLike]) -> Iterator[None]:
+    """
+    Turn contents that do not fit the object being restored into one-line CheckpointErrors.
+
+    ``load_state_dict`` of a wrong shape, a key of the wrong type, a missing
+    entry: each raises its own exception type with a multi-line message.
+    """
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except (KeyError, TypeError, ValueError, RuntimeError, IndexError, AttributeError) as exc:
+        raise CheckpointError(f'checkpoint {os.fspath(path)} does not fit: '
+                              f'{one_line(exc)}') from None
 
 
 def capture_rng_state() -> dict:

@@ -20,9 +20,10 @@ import pathlib
 import torch
 from unilab_core.config import (AdvantageSection, ConfigError, ModelSection,
                                 NormalizationSection, PolicyUpdateSection, RolloutSection)
+from unilab_core.errors import one_line
 
 from unilab_policy.actor import PolicyActor
-from unilab_policy.checkpoint import load_checkpoint
+from unilab_policy.checkpoint import load_checkpoint, restoring
 from unilab_policy.history import policy_input_dim
 from unilab_policy.models import make_actor_critic, PolicyBundle
 from unilab_policy.normalizer import EmpiricalNormalization
@@ -112,8 +113,8 @@ def run_policy_params(run_dir: str | pathlib.Path) -> PolicyNodeParams:
     try:
         data = yaml.safe_load(path.read_text()) or {}
         return PolicyNodeParams.model_validate(_upgrade(data['policy']['ros__parameters']))
-    except (yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(f'{path}: no valid policy parameters ({exc})') from None
+    except (yaml.YAMLError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f'{path}: no valid policy parameters ({one_line(exc)})') from None
 
 
 #: Flat policy parameters of run directories written before the typed node parameters,
@@ -152,12 +153,9 @@ def load_trained(path: str | pathlib.Path,
     if not ckpt.is_file():
         raise ConfigError(f'{run_dir}: no checkpoint {ckpt.name} in {ckpt.parent}')
     bundle = bundle_from_params(params, device)
-    state = load_checkpoint(ckpt, map_location=device)
-    try:
+    state = load_checkpoint(ckpt, map_location=device, required=('bundle',))
+    with restoring(ckpt):  # a checkpoint of another network: one line naming it
         bundle.load_state_dict(state['bundle'])
-    except (KeyError, RuntimeError) as exc:
-        raise ConfigError(f'{ckpt}: does not fit the network of {run_dir}/graph_params.yaml '
-                          f'({str(exc).splitlines()[0]})') from None
     return TrainedPolicy(bundle.eval(), params, ckpt)
 
 

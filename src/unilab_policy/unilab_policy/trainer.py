@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from unilab_policy.checkpoint import (capture_rng_state, load_checkpoint,
-                                      remove_stale_temp_files, restore_rng_state,
+                                      remove_stale_temp_files, restore_rng_state, restoring,
                                       save_checkpoint)
 from unilab_policy.chunk import CHUNK_FIELDS
 from unilab_policy.models import PolicyBundle
@@ -44,6 +44,11 @@ class StaleChunkError(ValueError):
 
 class BadChunkError(ValueError):
     """A rollout chunk has missing fields, wrong shapes or dtypes, or non-finite values."""
+
+
+#: What a trainer checkpoint holds (``Trainer.state_dict``) and ``load`` needs.
+RESUME_KEYS = ('bundle', 'ppo', 'weights_version', 'updates', 'env_steps', 'wall_s',
+               'episode_returns', 'rng')
 
 
 class TrainingFailedError(RuntimeError):
@@ -270,21 +275,32 @@ class Trainer:
         return self.last_checkpoint
 
     def load(self, path: str | pathlib.Path) -> None:
-        """Resume from a checkpoint file or a run directory (its ``latest.pt``)."""
+        """
+        Resume from a checkpoint file or a run directory (its ``latest.pt``).
+
+        The run's metrics go back to the checkpoint too: rows and TensorBoard
+        steps logged after it (by a run that was killed later) are dropped, so
+        the updates that follow are not logged twice.
+        """
         path = pathlib.Path(path)
         if path.is_dir():
             path = path / 'checkpoints' / 'latest.pt'
-        state = load_checkpoint(path, map_location=self.device)
-        self.bundle.load_state_dict(state['bundle'])
-        self.ppo.load_state_dict(state['ppo'])
-        self.version = int(state['weights_version'])
-        self.updates = int(state['updates'])
-        self.env_steps = int(state['env_steps'])
-        self.wall_offset = float(state['wall_s'])
+        state = load_checkpoint(path, map_location=self.device, required=RESUME_KEYS)
+        with restoring(path):
+            self.bundle.load_state_dict(state['bundle'])
+            self.ppo.load_state_dict(state['ppo'])
+            self.version = int(state['weights_version'])
+            self.updates = int(state['updates'])
+            self.env_steps = int(state['env_steps'])
+            if min(self.version, self.updates, self.env_steps) < 0:
+                raise ValueError(f'negative counters (updates {self.updates}, env_steps '
+                                 f'{self.env_steps}, weights_version {self.version})')
+            self.wall_offset = float(state['wall_s'])
+            self.episode_returns = [float(x) for x in state['episode_returns']]
+            restore_rng_state(state['rng'])
         self.wall_start = time.monotonic()
-        self.episode_returns = [float(x) for x in state['episode_returns']]
-        restore_rng_state(state['rng'])
         self.last_checkpoint = str(path)
+        self.log.truncate(self.updates, self.env_steps)
 
     def summary(self) -> dict:
         """Return the figures for ``summary.json``."""

@@ -32,6 +32,12 @@ the next episode. Such rows keep their flags and get ``next_obs = obs``:
 ``terminated`` rows never bootstrap, and ``truncated`` rows bootstrap from
 V(s_t) in place of the unobserved V(s_{t+1}) (the PPO trainer's time-out
 approximation; see ``unilab_policy.offline.dataset``).
+
+Damage: a bag whose files are damaged, a message that does not decode, a
+chunk or step whose tensors are misshapen or hold NaN/Inf (or values beyond
+``unilab_perception.ingest.MAX_MAGNITUDE``), is refused with a one-line
+``BagDamagedError`` naming the bag; with ``allow_damaged`` it is left out,
+counted, and listed in ``Dataset.damaged``.
 """
 
 from __future__ import annotations
@@ -39,9 +45,10 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from unilab.bag.storage import BagError, BagReader
+from unilab.bag.storage import BagDamagedError, BagError, BagReader
 from unilab_core import topics
-from unilab_core.joint_names import JointStateIndex
+from unilab_core.joint_names import JointLayoutError, JointStateIndex
+from unilab_perception.ingest import check_task_state, InvalidMessage, usable
 from unilab_perception.joint_obs import build_observation, joint_field
 from unilab_policy.history import ActionHistory
 
@@ -67,6 +74,8 @@ class Dataset:
     source: str
     bags: list[str]
     history_unknown: int = 0
+    #: bag -> {'lost': {topic: n}, 'problems': [...]} for damaged bags read with allow_damaged
+    damaged: dict = dataclasses.field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.arrays['obs'])
@@ -82,6 +91,7 @@ class Dataset:
             'terminated': int(self.arrays['terminated'].sum()),
             'truncated': int(self.arrays['truncated'].sum()),
             'history_unknown': self.history_unknown,
+            'damaged': self.damaged,
         }
 
 
@@ -111,6 +121,35 @@ def _chunk_transitions(t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             'truncated': (trunc & ~term).reshape(-1).astype(np.float32)}
 
 
+def _unusable(reader: BagReader, topic: str, why: str) -> None:
+    """Refuse (BagDamagedError) or, with ``allow_damaged``, count one unusable message."""
+    if not reader.allow_damaged:
+        raise BagDamagedError(f'bag {reader.path}: {why} (pass --allow-damaged to leave such '
+                              'messages out)')
+    reader.discard(topic, why)
+
+
+def _chunk_problem(t: dict[str, np.ndarray]) -> str:
+    """Return why a rollout chunk cannot be used ('' when it can)."""
+    missing = [f for f in ('obs', 'actions', 'rewards', 'terminated', 'truncated',
+                           'next_obs') if f not in t]
+    if missing:
+        return f'lacks {missing}'
+    obs, act, rew = t['obs'], t['actions'], t['rewards']
+    if obs.ndim != 3 or act.ndim != 3 or rew.shape != obs.shape[:2] \
+            or act.shape[:2] != rew.shape or t['terminated'].shape != rew.shape \
+            or t['truncated'].shape != rew.shape or t['next_obs'].shape != obs.shape[1:]:
+        return (f'misshapen (obs {obs.shape}, actions {act.shape}, rewards {rew.shape}, '
+                f'next_obs {t["next_obs"].shape})')
+    for f in ('obs', 'actions', 'rewards', 'next_obs'):
+        if not usable(t[f])[1].all():
+            return f'`{f}` holds NaN, Inf or values beyond 1e18'
+    for f in ('terminated', 'truncated'):
+        if not np.all((t[f] == 0) | (t[f] == 1)):
+            return f'`{f}` holds values other than 0 and 1'
+    return ''
+
+
 def rollout_dataset(reader: BagReader, topic: str = topics.ROLLOUT
                     ) -> tuple[list[dict], list[float]]:
     """Return per-chunk transitions and finished-episode returns from one bag."""
@@ -118,18 +157,19 @@ def rollout_dataset(reader: BagReader, topic: str = topics.ROLLOUT
         raise BagError(f'bag {reader.path}: no `{topic}` topic (has '
                        f'{sorted(reader.topics)}); record it or use the sensors source')
     parts, returns, seen = [], [], set()
-    for m in reader.messages([topic]):
-        msg = reader.deserialize(m)
+    for m, msg in reader.decoded([topic]):
         key = (int(msg.version), int(msg.seq))
         if key in seen:  # a chunk delivered twice (e.g. two bags of one run) counts once
             continue
         seen.add(key)
-        t = batch_tensors(msg)
-        missing = [f for f in ('obs', 'actions', 'rewards', 'terminated', 'truncated',
-                               'next_obs') if f not in t]
-        if missing:
-            raise BagError(f'bag {reader.path}: rollout chunk seq {msg.seq} on `{topic}` '
-                           f'lacks {missing}')
+        try:
+            t = batch_tensors(msg)
+            problem = _chunk_problem(t)
+        except BagError as exc:
+            problem = str(exc)
+        if problem:
+            _unusable(reader, topic, f'rollout chunk seq {msg.seq} on `{topic}`: {problem}')
+            continue
         parts.append(_chunk_transitions(t))
         if 'episode_return' in t:
             done = (t['terminated'] > 0.5) | (t['truncated'] > 0.5)
@@ -156,16 +196,30 @@ def sensor_dataset(reader: BagReader, joint_names: list[str], uses_joint_state: 
     tasks: dict[int, tuple[int, dict]] = {}
     actions: dict[int, np.ndarray] = {}
     index = None
-    for m in reader.messages(need):
-        msg = reader.deserialize(m)
+    width = {}  # the first task state / action fixes [N, E] / [N, A]
+    for m, msg in reader.decoded(need):
         if m.topic == topics.JOINT_STATES:
             stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
             joints[stamp] = (msg.name, msg.position, msg.velocity)
-        elif m.topic == topics.TASK_STATE:
-            stamp = msg.stamp_sec * 1_000_000_000 + msg.stamp_nanosec
-            tasks.setdefault(int(msg.seq), (stamp, batch_tensors(msg)))
-        else:
-            actions.setdefault(int(msg.seq), batch_tensors(msg)['action'])
+            continue
+        try:
+            t = batch_tensors(msg)
+            if m.topic == topics.TASK_STATE:
+                shape = width.setdefault('extras', np.shape(t.get('extras')))
+                if len(shape) != 2:
+                    raise InvalidMessage('shape', f'`extras` has shape {shape}')
+                check_task_state(t, *shape)
+                stamp = msg.stamp_sec * 1_000_000_000 + msg.stamp_nanosec
+                tasks.setdefault(int(msg.seq), (stamp, t))
+            else:
+                action = t['action']
+                if action.shape != width.setdefault('action', action.shape) \
+                        or action.ndim != 2 or not usable(action)[1].all():
+                    raise InvalidMessage('action', f'`action` {action.shape} is misshapen or '
+                                         'holds NaN/Inf')
+                actions.setdefault(int(msg.seq), action)
+        except (BagError, InvalidMessage, KeyError) as exc:
+            _unusable(reader, m.topic, f'`{m.topic}` seq {msg.seq}: {exc}')
     obs: dict[int, np.ndarray] = {}
     for seq, (stamp, t) in tasks.items():
         q = qd = None
@@ -175,8 +229,12 @@ def sensor_dataset(reader: BagReader, joint_names: list[str], uses_joint_state: 
             names, pos, vel = joints[stamp]
             if index is None:
                 index = JointStateIndex(joint_names, t['extras'].shape[0])
-            q = joint_field(index, names, pos, 'position')
-            qd = joint_field(index, names, vel, 'velocity')
+            try:
+                q = joint_field(index, names, pos, 'position')
+                qd = joint_field(index, names, vel, 'velocity')
+            except JointLayoutError as exc:
+                _unusable(reader, topics.JOINT_STATES, f'joint state at {stamp}: {exc}')
+                continue
         obs[seq] = build_observation(q, qd, t['extras'], uses_joint_state)
     known = None
     if history is not None and history.length:
@@ -186,6 +244,10 @@ def sensor_dataset(reader: BagReader, joint_names: list[str], uses_joint_state: 
         if seq not in actions or seq + 1 not in obs:
             continue
         out = tasks[seq + 1][1]  # outcome of step seq is published with state seq + 1
+        if 'reward' not in out or actions[seq].shape[0] != obs[seq].shape[0]:
+            _unusable(reader, topics.TASK_STATE, f'step {seq + 1} has no reward / terminated / '
+                      'truncated, or its action is for another number of envs')
+            continue
         term, trunc = out['terminated'] > 0.5, out['truncated'] > 0.5
         done = term | trunc
         rows = {
@@ -243,17 +305,19 @@ def _with_history(obs: dict, tasks: dict, actions: dict, spec: HistorySpec):
 
 
 def build_dataset(paths, source: str = 'rollout', joint_names=None,
-                  uses_joint_state: bool = True, history: HistorySpec | None = None
-                  ) -> Dataset:
+                  uses_joint_state: bool = True, history: HistorySpec | None = None,
+                  allow_damaged: bool = False) -> Dataset:
     """
     Read every bag of ``paths`` and concatenate their transitions.
 
     ``history``: the policy's action history, rebuilt by the sensors source
-    (rollout chunks carry it already).
+    (rollout chunks carry it already). A damaged bag raises BagDamagedError
+    unless ``allow_damaged`` (then its readable, usable part is used and what
+    was lost is listed in ``Dataset.damaged``).
     """
-    parts, returns, unknown = [], [], 0
+    parts, returns, unknown, damaged = [], [], 0, {}
     for p in paths:
-        with BagReader(p) as reader:
+        with BagReader(p, allow_damaged) as reader:
             if source == 'rollout':
                 ps, rs = rollout_dataset(reader)
             elif source == 'sensors':
@@ -262,9 +326,13 @@ def build_dataset(paths, source: str = 'rollout', joint_names=None,
                 unknown += u
             else:
                 raise ValueError(f'dataset source `{source}`: expected rollout or sensors')
+            if reader.health.damaged:
+                h = reader.health
+                damaged[str(p)] = {'lost': dict(h.lost), 'problems': h.problems[:10],
+                                   'summary': h.describe()}
         if not ps:
             raise BagError(f'bag {p}: no complete transitions from the {source} source')
         parts.extend(ps)
         returns.extend(rs)
     arrays = {f: np.concatenate([x[f] for x in parts], 0).astype(np.float32) for f in FIELDS}
-    return Dataset(arrays, returns, source, [str(p) for p in paths], unknown)
+    return Dataset(arrays, returns, source, [str(p) for p in paths], unknown, damaged)

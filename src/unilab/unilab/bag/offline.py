@@ -73,8 +73,14 @@ def _bundle(pp: PolicyNodeParams, norm: EmpiricalNormalization,
 
 def train_offline(bags: list[str], config_files: list[str] | None = None,
                   overrides: dict | None = None, run_dir: str | None = None,
-                  log=print) -> dict:
-    """Build the dataset, train IQL and BC, evaluate, write the run dir; return the summary."""
+                  log=print, allow_damaged: bool = False) -> dict:
+    """
+    Build the dataset, train IQL and BC, evaluate, write the run dir; return the summary.
+
+    A damaged bag is refused (``BagDamagedError``) unless ``allow_damaged``: then
+    the readable part is used, and what was lost is logged and kept in
+    ``summary.json`` (``dataset.damaged``).
+    """
     cfg = load_run_config(list(default_config_files()) + list(config_files or []), overrides)
     off = cfg.offline
     hist = cfg.model.action_history
@@ -90,8 +96,11 @@ def train_offline(bags: list[str], config_files: list[str] | None = None,
     t0 = time.monotonic()
     data = build_dataset(bags, off.dataset_source, info.joint_names, info.uses_joint_state,
                          HistorySpec(hist, info.action_low, info.action_high,
-                                     holds_joint_positions(info)))
+                                     holds_joint_positions(info)), allow_damaged)
     stats = data.stats()
+    for bag, d in data.damaged.items():
+        log(f'unilab: warning: bag {bag} is damaged, training on its readable part: '
+            f'{d["summary"]}')
     obs_w, act_w = data.arrays['obs'].shape[1], data.arrays['actions'].shape[1]
     if (obs_w, act_w) != (width, info.action_dim):
         extra = ''

@@ -62,6 +62,7 @@ def replay(bag: str, rate: float = 1.0, loop: bool = False, remap=None, topics=N
     from unilab_core.ros.runtime import _install_sigterm
     _install_sigterm()
     reader = BagReader(bag)
+    reader.refuse_if_damaged()  # before any node starts: one line naming what was lost
     rclpy.init()
     node = PlayerNode(reader, remap or {})
     log(f'unilab: replaying {bag} ({reader.storage}, {sum(n for _, n in reader.topics.values())}'

@@ -128,8 +128,13 @@ class RecorderNode(Node):
 def record(out: str, topics=None, storage: str = 'mcap', duration_s: float = 0.0,
            flush_period_s: float = 1.0, log=print) -> dict[str, int]:
     """Record until Ctrl-C / SIGTERM (or ``duration_s`` > 0); return counts per topic."""
+    import pathlib
+
     import rclpy
+    from unilab.bag.storage import BagError
     from unilab_core.ros.runtime import _install_sigterm, spin_nodes
+    if pathlib.Path(out).exists():  # before any node: rosbags would refuse it after start-up
+        raise BagError(f'{out}: exists already; record into a new directory')
     _install_sigterm()
     rclpy.init()
     node = RecorderNode(out, topics or DEFAULT_TOPICS, storage, flush_period_s)
