@@ -30,6 +30,7 @@ setup(
     entry_points={
         'console_scripts': [
             'unilab = unilab.cli:main',
+            'recorder_node = unilab.bag.recorder_node:main',
         ],
     },
 )

@@ -36,7 +36,6 @@ TASK = 'arm6_reach'
 DEFAULT_STEPS = 1_500_000
 EVAL_SEED = 10_007  # no training run uses it (training seeds are run.seed)
 EVAL_EPISODES_PER_ENV = 2
-SUCCESS_M = 0.05  # final tool-to-target distance counted as a successful reach
 
 #: (b)'s training profile, also shipped for users: ``./unilab train --config
 #: config/sim2real.yaml`` (disturbances on, command delay 0-3 steps, masses x0.8-1.2, 2 %
@@ -60,48 +59,10 @@ def _config(steps: int, seed: int, num_envs: int | None, injection: bool):
 
 def evaluate(bundle, cfg, run_dir: str, variant: dict | None, num_envs: int,
              seed: int = EVAL_SEED, episodes_per_env: int = EVAL_EPISODES_PER_ENV) -> dict:
-    """
-    Return mean / std of deterministic episode returns and the success rate on a variant.
-
-    ``bundle`` None scores the zero action (the arm holds its start pose). The
-    policy acts through its deployed actor (``mode: deploy``: the policy mean,
-    the action history as the policy node keeps it); commands pass the gate
-    the graph's safety node would build.
-    """
-    from unilab.direct import make_gate
-    from unilab.graphs import policy_params
-    from unilab.prepare import task_info
-    from unilab.sim_loop import SimLoop, ZeroPolicy
-    from unilab_bridge.tasks import make_task
-    from unilab_policy.factory import make_actor
-    gate = make_gate(cfg, run_dir)
-    info, _ = task_info(TASK)
-    if bundle is None:
-        actor = ZeroPolicy(num_envs, info.action_dim)
-    else:
-        actor = make_actor(policy_params(cfg, info, mode='deploy', num_envs=num_envs), 'cpu',
-                           bundle)
-        actor.set_version(0)
-    returns, final_dist = [], []
-    with make_task(TASK, num_envs, seed=seed, disturbances=variant) as task:
-
-        def on_step(state):
-            finished = state.terminated | state.truncated
-            returns.extend(state.episode_return[finished].tolist())
-            # The distance term of the episode's last step (computed before the auto-reset;
-            # with disturbances on, the physics task is wrapped).
-            terms = getattr(task, 'inner', task).reward_terms
-            final_dist.extend(np.abs(terms['distance'][finished]).tolist())
-
-        loop = SimLoop(task, actor, gate, on_step=on_step)
-        loop.reset(seed=seed)
-        # Every episode of arm6_reach lasts max_episode_steps unless the simulation diverges.
-        steps = episodes_per_env * task.max_episode_steps
-        loop.run(until=lambda: loop.seq >= steps)
-    r = np.asarray(returns)
-    return {'return': round(float(r.mean()), 3), 'return_std': round(float(r.std()), 3),
-            'episodes': int(r.size),
-            'success': round(float(np.mean(np.asarray(final_dist) < SUCCESS_M)), 3)}
+    """Return return / success figures of ``bundle`` on a variant (``unilab.evaluation``)."""
+    from unilab.evaluation import evaluate_policy
+    return evaluate_policy(cfg, bundle, TASK, run_dir, variant, num_envs, seed,
+                           episodes_per_env)
 
 
 def _train_pair(steps: int, seed: int, num_envs: int | None, tmp: str, zero: dict) -> dict:

@@ -41,6 +41,7 @@ class RobotSource:
         self.last_ns: int | None = None
         self.seq = -1
         self.skipped = 0
+        self._episode: int | None = None
         ti = p.task_inputs
         if ti.kind == 'reach':
             self.inputs = ReachInputs(p.model_file, p.joint_names, ti.tool_site)
@@ -106,4 +107,13 @@ class RobotSource:
                 return None
         self.last_ns = stamp_ns
         self.seq += 1
-        return RobotStep(self.seq, {'extras': extras})
+        # A robot has no reward signal (a learner on its recordings computes one) and no
+        # terminal states; a new goal starts a new episode (truncation of the old one).
+        episode = getattr(self.inputs, 'episode', 0)
+        started = self._episode is not None and episode != self._episode
+        self._episode = episode
+        zero = np.zeros(1, np.float32)
+        return RobotStep(self.seq, {
+            'extras': extras, 'reward': zero, 'terminated': zero,
+            'truncated': np.full(1, float(started), np.float32),
+            'episode_return': np.full(1, np.nan, np.float32), 'episode_length': zero})

@@ -57,10 +57,14 @@ class ReachInputs:
         from unilab_core.kinematics import SiteKinematics
         self.fk = SiteKinematics(model_file, joint_names, tool_site)
         self.goal: np.ndarray | None = None
+        self.episode = 0  # a new goal is a new episode (for rollouts recorded on a robot)
 
     def set_goal(self, xyz) -> None:
         """Take a new goal position (m, base frame); raise ValueError if not finite."""
-        self.goal = _finite32('goal position', xyz).astype(np.float64)
+        goal = _finite32('goal position', xyz).astype(np.float64)
+        if self.goal is None or not np.array_equal(goal, self.goal):
+            self.episode += 1
+        self.goal = goal
 
     def extras(self, q: np.ndarray) -> np.ndarray:
         """Return ``[1, 9]`` float32 extras for joint positions ``q`` ``[1, J]``."""
@@ -80,6 +84,7 @@ class WalkInputs:
         self.imu: tuple[np.ndarray, np.ndarray] | None = None   # (quat xyzw, gyro)
         self.odom: tuple[np.ndarray, float] | None = None       # (v_body, z)
         self.command = np.zeros(2)                             # stand still until told
+        self.episode = 0
 
     def set_imu(self, quat_xyzw, gyro) -> None:
         """Take an IMU sample (orientation x, y, z, w and angular velocity, body frame)."""

@@ -26,6 +26,10 @@ Modes:
   weights are loaded; never waits for a version and sends no chunks. Before
   any weights exist it has nothing to act with and returns no action (the
   safety gate's watchdog holds the robot).
+- ``adapt`` (a robot that learns online): samples like ``on_policy`` and sends
+  chunks tagged with the acting version, but never waits: a robot cannot
+  pause for an update. New weights swap in between two steps whenever they
+  arrive; steps of the old version not yet sent are dropped.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from unilab_policy.inference import InferencePolicy
 from unilab_policy.models import PolicyBundle
 from unilab_policy.weights import flatten_state, unflatten_into
 
-MODES = ('on_policy', 'deploy')
+MODES = ('on_policy', 'deploy', 'adapt')
 HISTORY_FILLS = ('zero', 'joint_position')
 #: Step outcome fields an observation may carry, each ``[N]``.
 OUTCOME_FIELDS = ('reward', 'terminated', 'truncated', 'episode_return', 'episode_length')
@@ -137,7 +141,7 @@ class PolicyActor:
         self.history = ActionHistory(self.num_envs, self.act_dim, action_history,
                                      action_low, action_high)
         self.chunk = ChunkBuilder(self.chunk_length, self.num_envs, self.input_dim,
-                                  self.act_dim) if mode == 'on_policy' else None
+                                  self.act_dim) if mode != 'deploy' else None
         self.inference = InferencePolicy(bundle, self.num_envs, self.device,
                                          graph_capture=graph_capture, log=log)
         self._spec = flatten_state(bundle)[1]
@@ -228,7 +232,8 @@ class PolicyActor:
                                          step.episode_return, step.episode_length):
                     chunk = self._take_chunk(obs)
                     self.steps_in_version += self.chunk_length
-                    if self.steps_in_version >= self.rollout_length:
+                    if self.mode == 'on_policy' and \
+                            self.steps_in_version >= self.rollout_length:
                         # Rollout of this version complete: hold this observation until
                         # the next version arrives.
                         self.pending = step

@@ -35,10 +35,11 @@ class PolicyNetParams(_Section):
 class PolicyNodeParams(PolicyNetParams):
     """Parameters of the policy node (``unilab_policy.policy_node``)."""
 
-    mode: Literal['on_policy', 'deploy'] = Field(
+    mode: Literal['on_policy', 'deploy', 'adapt'] = Field(
         'on_policy', description='on_policy: act with weight version v for exactly '
         'rollout.rollout_length steps, send rollout chunks, wait for v + 1 (training); '
-        'deploy: deterministic actions with whatever weights are loaded, never wait.')
+        'deploy: deterministic actions with whatever weights are loaded, never wait; '
+        'adapt: sample and send chunks like on_policy but never wait (online adaptation).')
     rollout: RolloutSection = Field(default_factory=RolloutSection)
     action_low: list[float] = Field(
         default_factory=list, description='Actuator command range, lower end per joint '

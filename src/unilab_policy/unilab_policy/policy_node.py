@@ -54,12 +54,16 @@ class PolicyNode(Node):
             self, topics.ACTION, batch_capacity({'a': (n, a), 'v': (n,), 'l': (n,)}),
             qos=qos)
         self.rollout_pub = None
-        if p.mode == 'on_policy':
+        if p.mode != 'deploy':
+            # Training waits for every chunk to arrive (reliable); on a robot (adapt) the
+            # control loop must never wait for a learner: the latest chunks, drops counted.
+            on_robot = p.mode == 'adapt'
             self.rollout_pub = TensorPublisher(
                 self, topics.ROLLOUT,
                 batch_capacity({'obs': (k, n, o), 'act': (k, n, 3 * a), 'f': (k, n, 7),
                                 'next_obs': (n, o)}),
-                policy='reliable', slots=16, qos=QoSProfile(depth=64), timeout_s=60.0)
+                policy='latest' if on_robot else 'reliable', slots=16,
+                qos=QoSProfile(depth=64), timeout_s=60.0)
         self.obs_sub = TensorSubscription(self, topics.OBSERVATION, self._on_obs, qos=qos,
                                           on_error=self._bad_obs)
         self.weights_sub = TensorSubscription(self, topics.WEIGHTS, self._on_weights,

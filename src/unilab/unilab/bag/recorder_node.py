@@ -19,8 +19,11 @@ import time
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from unilab.bag.recorder_params import RecorderNodeParams
+from unilab.bag.rotating import RotatingBagWriter
 from unilab.bag.storage import BagWriter
 from unilab_core import topics as graph_topics
+from unilab_core.ros.params import declare_params
 
 #: What ``unilab record`` records by default: sensors, observation, action, safe
 #: command, reward/done (task_state and observation carry them), rollouts, clock.
@@ -54,11 +57,18 @@ def message_class(msgtype: str, topic: str = ''):
 class RecorderNode(Node):
     """Subscribe raw to the wanted topics and append every message to a bag."""
 
-    def __init__(self, out: str | pathlib.Path, topics=DEFAULT_TOPICS, storage: str = 'mcap',
-                 flush_period_s: float = 1.0, **kwargs):
-        super().__init__('unilab_recorder', **kwargs)
+    def __init__(self, out: str | pathlib.Path | None = None, topics=DEFAULT_TOPICS,
+                 storage: str = 'mcap', flush_period_s: float = 1.0, **kwargs):
+        super().__init__('recorder', **kwargs)
+        rotate_mb = keep_mb = 0.0
+        if out is None:  # started by a graph: the typed parameters say what to record
+            p = declare_params(self, RecorderNodeParams)
+            out, topics, storage, flush_period_s = p.out, p.topics, p.storage, p.flush_period_s
+            rotate_mb, keep_mb = p.rotate_mb, p.keep_mb
         self.wanted = list(dict.fromkeys(topics))
-        self.writer = BagWriter(out, storage)
+        self.writer = (RotatingBagWriter(out, storage, int(rotate_mb * 2**20),
+                                         int(keep_mb * 2**20)) if rotate_mb
+                       else BagWriter(out, storage))
         self.subscribed: dict[str, str] = {}
         self.counters = {'messages': 0, 'bytes': 0}
         self._closed = False
@@ -149,3 +159,9 @@ def record(out: str, topics=None, storage: str = 'mcap', duration_s: float = 0.0
         node.destroy_node()
         rclpy.try_shutdown()
     return counts
+
+
+def main(args=None):
+    """Run the recorder node of a graph (its typed parameters say what to record)."""
+    from unilab_core.ros.runtime import spin_node
+    spin_node(RecorderNode, args)
