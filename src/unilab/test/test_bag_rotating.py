@@ -24,7 +24,7 @@ def test_rotates_into_complete_bags_and_keeps_the_budget(tmp_path):
         stamps += [m.timestamp for m in r.messages()]
         r.close()
     assert stamps == sorted(stamps)
-    assert stamps[-1] < 40_000_000 and len(stamps) >= 8
+    assert stamps[-1] <= 40_000_000 and len(stamps) >= 8
     w.close()
     # a restarted recorder continues numbering after the last bag, never overwriting
     w2 = RotatingBagWriter(tmp_path / 'rec', rotate_bytes=4000, keep_bytes=12000)
