@@ -60,6 +60,34 @@ def _check_robot(args) -> int:
     return 0 if ok else 1
 
 
+def _robot_sim(args) -> int:
+    from unilab.robot_sim import print_summary, robot_sim_params, run_robot_sim
+    double, scenario = robot_sim_params(
+        args.robot, args.variant, args.robots, args.time_scale, args.seed, args.goals,
+        args.goal_timeout, args.results or '', args.stats or '')
+    print_summary(run_robot_sim(double, scenario, args.duration))
+    return 0
+
+
+def _play(args) -> int:
+    from unilab.play import play, PlayOptions, RenderUnavailable
+    try:
+        width, height = (int(v) for v in args.size.lower().split('x'))
+    except ValueError:
+        print(f'unilab: --size {args.size}: expected WIDTHxHEIGHT, e.g. 640x480',
+              file=sys.stderr)
+        return 2
+    video = args.video or ('' if args.frames else f'{args.run_dir.rstrip("/")}/play.mp4')
+    try:
+        out = play(PlayOptions(args.run_dir, args.episodes, video, args.frames or '',
+                               args.variant, args.seed, width, height, args.shadows))
+    except RenderUnavailable as exc:
+        print(f'unilab: {exc}', file=sys.stderr)
+        return 1
+    print(json.dumps(out, indent=2))
+    return 0
+
+
 def _train_offline(args) -> int:
     from unilab.bag.offline import train_offline
     overrides = {'run.task': args.task, 'offline.gradient_steps': args.steps,
@@ -216,6 +244,41 @@ def build_parser() -> argparse.ArgumentParser:
     cr.add_argument('--require', action='append', choices=['imu', 'points', 'camera'],
                     help='make this sensor topic required (repeatable)')
     cr.set_defaults(func=_check_robot)
+
+    from unilab_bridge.variants import VARIANTS
+    rs = sub.add_parser('robot-sim', help='simulated robot(s) behind a ros2_control robot\'s '
+                        'standard topics (robot double), optionally scored by a scenario')
+    rs.add_argument('--robot', default='arm6', metavar='PROFILE',
+                    help='robot profile: shipped name (arm6, quad8, ur5e) or YAML file')
+    rs.add_argument('--variant', choices=tuple(VARIANTS), default='nominal',
+                    help='real: held-out dynamics and imperfections of `bench sim2real`')
+    rs.add_argument('--robots', type=int, default=1, metavar='K',
+                    help='robots; K > 1: robot k under /robot<k> (k from 0)')
+    rs.add_argument('--time-scale', type=float, default=1.0, metavar='S',
+                    help='simulated seconds per wall-clock second (1)')
+    rs.add_argument('--seed', type=int, default=0)
+    rs.add_argument('--goals', type=int, default=0, metavar='N',
+                    help='run the scenario: N goals per robot, end when all are scored')
+    rs.add_argument('--goal-timeout', type=float, metavar='S',
+                    help='simulated seconds per goal (default 4)')
+    rs.add_argument('--results', metavar='FILE.json', help='per-goal results (scenario)')
+    rs.add_argument('--stats', metavar='FILE.json', help='the double\'s counters on exit')
+    rs.add_argument('--duration', type=float, default=0.0, metavar='S',
+                    help='stop after S wall-clock seconds (0: Ctrl-C or scenario end)')
+    rs.set_defaults(func=_robot_sim)
+
+    pl = sub.add_parser('play', help='watch a trained policy in the simulator (MP4 video)')
+    pl.add_argument('run_dir', help='run directory (or a checkpoint inside one)')
+    pl.add_argument('--episodes', type=int, default=1, metavar='N')
+    pl.add_argument('--video', metavar='FILE.mp4', help='default RUN_DIR/play.mp4')
+    pl.add_argument('--frames', metavar='FILE.png', help='also write a strip of frames')
+    pl.add_argument('--variant', choices=tuple(VARIANTS), default='nominal')
+    pl.add_argument('--seed', type=int, default=0)
+    pl.add_argument('--size', default='640x480', metavar='WxH',
+                    help='video size, multiples of 16 (640x480)')
+    pl.add_argument('--shadows', action='store_true',
+                    help='render shadows (slow on a software renderer)')
+    pl.set_defaults(func=_play)
 
     s = sub.add_parser('tasks', help='list available tasks')
     s.set_defaults(func=_tasks)

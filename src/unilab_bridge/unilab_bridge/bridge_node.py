@@ -20,7 +20,6 @@ finished episode's disturbance parameters are appended to
 
 from __future__ import annotations
 
-import array
 import json
 import pathlib
 import time
@@ -34,7 +33,7 @@ from rclpy.type_support import check_for_type_support
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, Imu, JointState, PointCloud2
 from unilab_bridge.params import BridgeNodeParams
-from unilab_bridge.sensor_msgs_out import make_imu, make_pointcloud
+from unilab_bridge.sensor_msgs_out import f64_array, make_imu, make_pointcloud
 from unilab_bridge.sensors import Lidar
 from unilab_bridge.tasks import make_task, UnknownTaskError
 from unilab_core import topics
@@ -53,12 +52,6 @@ from unilab_interfaces.msg import TensorBatch, TensorDescriptor
 # model-to-first-observation path (``unilab bench bridge`` reports both).
 for _msg_type in (ParameterEvent, JointState, Clock, TensorBatch, TensorDescriptor):
     check_for_type_support(_msg_type)
-
-
-def _f64(a: np.ndarray) -> array.array:
-    out = array.array('d')
-    out.frombytes(np.ascontiguousarray(a, dtype=np.float64).tobytes())
-    return out
 
 
 class BridgeNode(Node):
@@ -208,9 +201,9 @@ class BridgeNode(Node):
         if self.publish_clock:
             self.clock_pub.publish(Clock(clock=t))
         self._js.header.stamp = t
-        self._js.position = _f64(s.joint_position)
-        self._js.velocity = _f64(s.joint_velocity)
-        self._js.effort = _f64(s.joint_effort)
+        self._js.position = f64_array(s.joint_position)
+        self._js.velocity = f64_array(s.joint_velocity)
+        self._js.effort = f64_array(s.joint_effort)
         self.js_pub.publish(self._js)
         # Fresh float32 arrays: published arrays are handed over read-only.
         tensors = {k: np.array(v, dtype=np.float32) for k, v in (
