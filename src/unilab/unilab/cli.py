@@ -47,15 +47,11 @@ def _train(args) -> int:
 
 
 def _check_robot(args) -> int:
-    from unilab.paths import default_config_files
-    from unilab.prepare import task_info
+    from unilab.paths import profile_path
     from unilab_bridge.robot_probe import run_check
-    from unilab_core.config import load_run_config
-    task = args.task or load_run_config(list(default_config_files())).run.task
-    info, _ = task_info(task)
-    want = set(args.require or [])
-    ok, report = run_check(1.0 / info.control_dt, args.timeout, imu='imu' in want,
-                           points='points' in want, camera='camera' in want)
+    from unilab_core.robot_profile import load_profile
+    profile = load_profile(profile_path(args.robot))
+    ok, report = run_check(profile, args.namespace, args.timeout)
     print(report)
     return 0 if ok else 1
 
@@ -237,12 +233,14 @@ def build_parser() -> argparse.ArgumentParser:
     br.add_argument('out', nargs='?', help='default BAG-recovered')
     bg.set_defaults(func=_bag)
 
-    cr = sub.add_parser('check-robot', help='check a live graph against the real-robot '
-                        'topic contract (exit 1 if a required item is missing)')
-    cr.add_argument('--timeout', type=float, default=3.0, help='seconds to observe (3)')
-    cr.add_argument('--task', help='task whose control rate applies (default: run.task)')
-    cr.add_argument('--require', action='append', choices=['imu', 'points', 'camera'],
-                    help='make this sensor topic required (repeatable)')
+    cr = sub.add_parser('check-robot', help='check a live robot\'s standard topics against '
+                        'its profile (exit 1 if a required item is missing)')
+    cr.add_argument('--robot', default='arm6', metavar='PROFILE',
+                    help='robot profile: shipped name (arm6, quad8, ur5e) or YAML file')
+    cr.add_argument('--namespace', default='', metavar='NS',
+                    help='the robot\'s namespace in a fleet, e.g. /robot0')
+    cr.add_argument('--timeout', type=float, default=5.0,
+                    help='seconds to discover and observe (5)')
     cr.set_defaults(func=_check_robot)
 
     from unilab_bridge.variants import VARIANTS

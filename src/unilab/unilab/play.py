@@ -89,6 +89,7 @@ def open_view(sim, width: int, height: int, shadows: bool = False):
 
 def play(opts: PlayOptions) -> dict:
     """Run ``opts.episodes`` deterministic episodes, render them; return their figures."""
+    _check(opts)
     import imageio_ffmpeg
     from unilab.direct import make_gate
     from unilab.sim_loop import SimLoop
@@ -96,7 +97,6 @@ def play(opts: PlayOptions) -> dict:
     from unilab_bridge.variants import VARIANTS
     from unilab_core.config import load_run_config
     from unilab_policy.factory import load_trained, make_actor
-    _check(opts)
     run_dir = pathlib.Path(opts.run_dir)
     trained = load_trained(run_dir)
     p = trained.params

@@ -151,3 +151,43 @@ class RobotDouble:
     def close(self) -> None:
         """Release the simulator."""
         self.task.close()
+
+
+class ScaledClock:
+    """
+    Simulated time from a wall clock: ``(wall - start) * scale``, less the time slipped.
+
+    When the physics lags the scaled clock by more than ``max_lag`` (the machine
+    cannot keep up), the clock slips by the excess: the robots then live slower
+    than asked (``slipped`` counts it) instead of catching up in a burst of steps.
+    """
+
+    def __init__(self, scale: float, max_lag: float, start: float = 0.0):
+        self.scale, self.max_lag = float(scale), float(max_lag)
+        self.start = float(start)
+        self.slipped = 0.0
+
+    def target(self, wall: float, sim_time: float) -> float:
+        """Return the simulated time to step to at ``wall``, given the physics' time."""
+        t = (wall - self.start) * self.scale - self.slipped
+        if t - sim_time > self.max_lag:
+            self.slipped += t - sim_time - self.max_lag
+            t = sim_time + self.max_lag
+        return t
+
+
+class Every:
+    """Due once per ``period`` of a clock; after a stall once at once, then on the period."""
+
+    def __init__(self, period: float, first: float = 0.0):
+        self.period = float(period)
+        self.next = float(first)
+
+    def due(self, t: float) -> bool:
+        """Return whether an event is due at time ``t`` (and schedule the next one)."""
+        if t < self.next - _EPS * self.period:
+            return False
+        # On time or late by less than a period: keep the phase; later: restart from t.
+        self.next = self.next + self.period if t < self.next + self.period \
+            else t + self.period
+        return True

@@ -40,7 +40,7 @@ from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
 from unilab_bridge.command_in import CommandInput, CommandRefused, REFUSAL_KINDS
 from unilab_bridge.params import RobotDoubleParams
-from unilab_bridge.robot_double import RobotDouble
+from unilab_bridge.robot_double import Every, RobotDouble, ScaledClock
 from unilab_bridge.sensor_msgs_out import f64_array, make_imu, make_pointcloud
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
@@ -87,17 +87,19 @@ class RobotDoubleNode(Node):
         self.max_lag = p.max_lag_s
         self.js_period = 1.0 / (p.joint_state_rate_hz or profile.joint_state_rate_hz)
         self.command_in = CommandInput(profile.joint_names, profile.controller_joints)
-        self.counters = {'steps': 0, 'joint_states': 0, 'commands': 0, 'slipped_s': 0.0,
-                         'unstable': 0, **{f'refused_{k}': 0 for k in REFUSAL_KINDS}}
+        self.counters = {'steps': 0, 'joint_states': 0, 'commands': 0,
+                         **{f'refused_{k}': 0 for k in REFUSAL_KINDS}}
         self._logged: set[str] = set()
         self._base = self.double.base_state() if profile.task_inputs.kind == 'walk' else None
         self._setup_lidar()
         self._setup_robots(profile, p)
+        self.sim_clock: ScaledClock | None = None
         self._t0 = time.monotonic()
-        self._slipped = 0.0
-        self._next_js = 0.0
-        self._next_scan = 0.0
-        period = min(self.js_period, self.double.control_dt) / self.scale
+        self._js_due = Every(self.js_period)
+        self._last_js = 0.0  # scaled-clock time of the last joint state
+        self._scan_due = Every(1.0 / LIDAR_HZ)
+        # Ticks at twice the fastest rate: a late tick still finds its period (Every).
+        period = min(self.js_period, self.double.control_dt) / self.scale / 2.0
         self.create_timer(period, self._tick)
         kinds = [k for k, on in (('imu', self.imu_pubs), ('odom', self.odom_pubs),
                                  ('points', self.points_pubs)) if on]
@@ -153,28 +155,22 @@ class RobotDoubleNode(Node):
                 self.description_pubs.append(pub)
 
     # ------------------------------------------------------------------ time
-    def sim_target(self) -> float:
-        """Return the simulated time the scaled wall clock asks for now."""
-        return (time.monotonic() - self._t0) * self.scale - self._slipped
-
     def _tick(self) -> None:
         d = self.double
-        target = self.sim_target()
-        lag = target - d.sim_time
-        if lag > self.max_lag:
-            # The machine cannot keep up: slow the clock rather than step in a burst.
-            self._slipped += lag - self.max_lag
-            target = self.sim_target()
+        now = time.monotonic()
+        if self.sim_clock is None:  # the robots' time starts with the first tick
+            self.sim_clock = ScaledClock(self.scale, self.max_lag, now)
+            self._t0 = now
+        target = self.sim_clock.target(now, d.sim_time)
         steps = d.advance_to(target)
         stamp = self.get_clock().now().to_msg()
         if steps:
             self.counters['steps'] += steps
             self._publish_sensors(stamp)
-        if target >= self._next_js:
+        if self._js_due.due(target):
             # The broadcaster reads the latest physics state on its own (scaled) clock.
             self._publish_joint_states(stamp)
-            # The next one a period later, or a period from now after a stall (no burst).
-            self._next_js = max(self._next_js + self.js_period, target)
+            self._last_js = target
 
     # ------------------------------------------------------------------ publish
     def _publish_joint_states(self, stamp) -> None:
@@ -196,12 +192,11 @@ class RobotDoubleNode(Node):
                                      r['accel'][k], None if r['quat'] is None else r['quat'][k]))
         if self.odom_pubs:
             self._publish_odom(stamp, d.base_state())
-        if self.points_pubs and d.sim_time >= self._next_scan:
+        if self.points_pubs and self._scan_due.due(d.sim_time):
             sim = d.sim
             for k, pub in enumerate(self.points_pubs):
                 pub.publish(make_pointcloud(stamp, self.frame_prefix[k] + 'lidar',
                                             self.lidar.scan(sim.models[k], sim.data[k])))
-            self._next_scan = max(self._next_scan + 1.0 / LIDAR_HZ, d.sim_time)
 
     def _publish_odom(self, stamp, base: dict) -> None:
         root = self.double.base_link
@@ -261,12 +256,14 @@ class RobotDoubleNode(Node):
             return self._final
         wall = max(time.monotonic() - self._t0, 1e-9)
         out = dict(self.counters, sim_time_s=round(self.double.sim_time, 4),
-                   wall_s=round(wall, 3), slipped_s=round(self._slipped, 4),
+                   wall_s=round(wall, 3),
+                   slipped_s=round(self.sim_clock.slipped if self.sim_clock else 0.0, 4),
                    unstable=self.double.unstable)
         sim = max(self.double.sim_time, 1e-9)
         out['achieved_time_scale'] = round(sim / wall, 4)
         # Broadcaster rate in simulated time (below the nominal one where ticks were late).
-        out['joint_state_rate_hz'] = round(self.counters['joint_states'] / sim, 2)
+        n = self.counters['joint_states']
+        out['joint_state_rate_hz'] = round((n - 1) / self._last_js, 2) if n > 1 else 0.0
         return out
 
     def close(self) -> None:
