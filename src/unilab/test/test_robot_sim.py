@@ -84,3 +84,37 @@ def test_robot_side_commands_reject_bad_input_cleanly(tmp_path):
         proc = cli(*args)
         assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
         assert 'Traceback' not in proc.stderr
+
+
+def test_launch_file_starts_the_robot_sim_graph_with_state_publishers(tmp_path, monkeypatch):
+    import importlib.util
+    import pathlib
+    import xml.etree.ElementTree as ET
+    from test_launch_agreement import _fake_launch_modules
+    values = {'robot': 'arm6', 'variant': 'real', 'robots': '2', 'time_scale': '3.0',
+              'seed': '0', 'goals': '2', 'results': str(tmp_path / 'r.json'),
+              'state_publisher': 'true'}
+    for name, mod in _fake_launch_modules(values).items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    path = pathlib.Path(__file__).resolve().parents[1] / 'launch' / 'robot_sim.launch.py'
+    spec = importlib.util.spec_from_file_location('robot_sim_launch', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    actions = module.generate_launch_description().args[0]
+    opaque = next(a for a in actions if type(a).__name__ == 'OpaqueFunction')
+    started = opaque.kwargs['function'](context=None)
+    nodes = [a.kwargs for a in started if type(a).__name__ == 'Node']
+    assert [(n['package'], n['name'], n.get('namespace')) for n in nodes] == [
+        ('unilab_bridge', 'robot_double', None), ('unilab_bridge', 'scenario', None),
+        ('robot_state_publisher', 'robot_state_publisher', '/robot0'),
+        ('robot_state_publisher', 'robot_state_publisher', '/robot1')]
+    assert sum(type(a).__name__ == 'RegisterEventHandler' for a in started) == 1
+    params = yaml.safe_load(pathlib.Path(nodes[0]['parameters'][0]).read_text())
+    d = params['robot_double']['ros__parameters']
+    assert d['robots'] == 2 and d['time_scale'] == 3.0 and d['variant'] == 'real'
+    assert d['publish_description'] is False  # robot_state_publisher publishes it
+    rsp = nodes[3]
+    assert rsp['parameters'][0]['frame_prefix'] == 'robot1/'
+    assert rsp['remappings'] == [('joint_states', '/robot1/joint_states')]
+    urdf = ET.fromstring(rsp['parameters'][0]['robot_description'])
+    assert urdf.get('name') == 'arm6'

@@ -64,6 +64,30 @@ def make_double_task(profile: RobotProfile, robots: int, seed: int, variant: str
     return task
 
 
+def profile_urdf(profile: RobotProfile, task=None) -> str:
+    """
+    Return the robot's URDF: the profile's ``urdf_file``, or exported from the task's model.
+
+    The export names the joints as the profile does (profile joint j is task joint j)
+    and takes velocity and effort limits from the task. ``task`` (the double's) saves
+    building one.
+    """
+    if profile.urdf_file:
+        with open(profile.urdf_file) as f:
+            return f.read()
+    from unilab_bridge.urdf_export import urdf_from_model
+    own = task is None
+    if own:
+        task = make_task(profile.task, 1)
+    try:
+        rename = dict(zip(task.joint_names, profile.joint_names))
+        limits = {rename[j]: v for j, v in task.joint_limits.items() if j in rename}
+        return urdf_from_model(task.sim.model, profile.name, rename, limits)
+    finally:
+        if own:
+            task.close()
+
+
 class RobotDouble:
     """K simulated robots stepped on one sim clock, each holding its last command."""
 

@@ -40,7 +40,7 @@ from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
 from unilab_bridge.command_in import CommandInput, CommandRefused, REFUSAL_KINDS
 from unilab_bridge.params import RobotDoubleParams
-from unilab_bridge.robot_double import Every, RobotDouble, ScaledClock
+from unilab_bridge.robot_double import Every, profile_urdf, RobotDouble, ScaledClock
 from unilab_bridge.sensor_msgs_out import f64_array, make_imu, make_pointcloud
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
@@ -57,18 +57,6 @@ DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCA
 
 def _seconds(duration) -> float:
     return duration.sec + duration.nanosec * 1e-9
-
-
-def robot_description(profile, double: RobotDouble) -> str:
-    """Return the profile's URDF file, or one exported from the simulated model."""
-    if profile.urdf_file:
-        with open(profile.urdf_file) as f:
-            return f.read()
-    from unilab_bridge.urdf_export import urdf_from_model
-    task = double.task
-    rename = dict(zip(task.joint_names, profile.joint_names))
-    limits = {rename[j]: v for j, v in task.joint_limits.items() if j in rename}
-    return urdf_from_model(double.sim.model, profile.name, rename, limits)
 
 
 class RobotDoubleNode(Node):
@@ -147,7 +135,7 @@ class RobotDoubleNode(Node):
             for k, ns in enumerate(self.namespaces)]
         self.description_pubs = []
         if p.publish_description:
-            urdf = robot_description(profile, self.double)
+            urdf = profile_urdf(profile, self.double.task)
             for ns in self.namespaces:
                 pub = self.create_publisher(String, namespaced(ns, 'robot_description'),
                                             DESCRIPTION_QOS)
