@@ -14,8 +14,7 @@ encoded to H.264 MP4 (yuv420p) by the ffmpeg of ``imageio-ffmpeg``, at the
 control rate. ``--frames FILE.png`` also writes a strip of frames evenly
 spread over the run (for documentation).
 
-The view: the model's ``front`` camera for a fixed-base robot, a camera following
-the base for a floating-base one. Shadows are off unless asked for (``--shadows``):
+The view: a free camera aimed at a fixed-base robot, or following a floating base. Shadows are off unless asked for (``--shadows``):
 on a software renderer the shadow pass costs about ten times the rest of a frame.
 """
 
@@ -67,24 +66,36 @@ def _check(opts: PlayOptions) -> None:
 
 
 def open_view(sim, width: int, height: int, shadows: bool = False):
-    """Return an EGL camera on env 0 (front camera, or following a floating base)."""
+    """
+    Return an EGL camera on env 0 that frames the robot.
+
+    A floating base is followed; a fixed-base robot is seen from a free camera aimed at
+    the centre of its bodies, far enough back to keep its reach in view.
+    """
+    import mujoco
     from unilab_bridge.camera import EglCamera
     model = sim.model
-    track = ''
-    if sim.has_root:
-        import mujoco
-        free = np.flatnonzero(model.jnt_type == int(mujoco.mjtJoint.mjJNT_FREE))
-        track = model.body(int(model.jnt_bodyid[free[0]])).name
     off = model.vis.global_
     if width > off.offwidth or height > off.offheight:
         raise ConfigError(f'--size {width}x{height} exceeds the model\'s offscreen buffer '
                           f'{off.offwidth}x{off.offheight}')
     try:
-        return EglCamera(sim, camera='front', size=(height, width), track_body=track,
-                         shadows=shadows)
+        camera = EglCamera(sim, camera='', size=(height, width), shadows=shadows)
     except Exception as exc:  # noqa: BLE001 - any driver or library failure: no rendering
         raise RenderUnavailable(f'offscreen rendering unavailable ({type(exc).__name__}: '
                                 f'{exc}); MuJoCo needs EGL (libEGL, e.g. Mesa)') from None
+    if sim.has_root:
+        free = np.flatnonzero(model.jnt_type == int(mujoco.mjtJoint.mjJNT_FREE))
+        camera.look_at(None, 1.5, track_body=model.body(int(model.jnt_bodyid[free[0]])).name)
+    else:
+        data = mujoco.MjData(model)  # the model's home pose
+        mujoco.mj_kinematics(model, data)
+        robot = [b for b in range(1, model.nbody) if model.body_mocapid[b] < 0]
+        pos = data.xpos[robot]
+        centre = pos.mean(axis=0)
+        reach = float(np.linalg.norm(pos - centre, axis=1).max()) + 0.3
+        camera.look_at(centre, 2.0 * reach, azimuth=150.0)
+    return camera
 
 
 def play(opts: PlayOptions) -> dict:

@@ -81,11 +81,7 @@ class EglCamera:
         self.cam_id = -1 if track_body else mujoco.mj_name2id(
             model, mujoco.mjtObj.mjOBJ_CAMERA, camera)
         if track_body:
-            mujoco.mjv_defaultFreeCamera(model, self._cam)
-            self._cam.type = mujoco.mjtCamera.mjCAMERA_TRACKING
-            self._cam.trackbodyid = model.body(track_body).id
-            self._cam.distance, self._cam.elevation, self._cam.azimuth = 1.5, -20.0, 135.0
-            self.fovy = float(model.vis.global_.fovy)
+            self.look_at(None, 1.5, track_body=track_body)
         elif self.cam_id >= 0:
             self._cam.type = mujoco.mjtCamera.mjCAMERA_FIXED
             self._cam.fixedcamid = self.cam_id
@@ -97,6 +93,20 @@ class EglCamera:
         self.exposure_s = float(exposure_s)
         self._rect = mujoco.MjrRect(0, 0, self.width, self.height)
         self._rgb = np.zeros((self.height, self.width, 3), dtype=np.uint8)
+
+    def look_at(self, point, distance, azimuth=135.0, elevation=-20.0, track_body=''):
+        """Use a free camera aimed at ``point`` (or following ``track_body``) from afar."""
+        model = self.sim.model
+        mujoco.mjv_defaultFreeCamera(model, self._cam)
+        if track_body:
+            self._cam.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+            self._cam.trackbodyid = model.body(track_body).id
+        else:
+            self._cam.lookat[:] = point
+        self._cam.distance, self._cam.azimuth, self._cam.elevation = distance, azimuth, \
+            elevation
+        self.cam_id = -1
+        self.fovy = float(model.vis.global_.fovy)
 
     def render(self, i, gyro=None):
         """Return env ``i``'s image [H, W, 3] uint8, blurred by ``gyro`` (IMU frame, rad/s)."""
