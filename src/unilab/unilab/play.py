@@ -14,8 +14,9 @@ encoded to H.264 MP4 (yuv420p) by the ffmpeg of ``imageio-ffmpeg``, at the
 control rate. ``--frames FILE.png`` also writes a strip of frames evenly
 spread over the run (for documentation).
 
-The view: a free camera aimed at a fixed-base robot, or following a floating base. Shadows are off unless asked for (``--shadows``):
-on a software renderer the shadow pass costs about ten times the rest of a frame.
+The view: a free camera aimed at a fixed-base robot, or following a floating base.
+Shadows are off unless asked for (``--shadows``): on a software renderer the shadow
+pass costs about ten times the rest of a frame.
 """
 
 from __future__ import annotations
