@@ -1,19 +1,34 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA GPU: `unilab doctor` with NVML, then the tests that need
-# CUDA or NVML (`./unilab test` skips them where there is no GPU).
-#   scripts/gpu_checks.sh [OUT_DIR]    writes OUT_DIR/doctor.json and OUT_DIR/gpu_tests.log
+# On a machine with an NVIDIA GPU: `unilab doctor` with NVML, the tests that need CUDA or
+# NVML (`./unilab test` skips them where there is no GPU), then the transport and
+# perception benchmarks on the device.
+#   scripts/gpu_checks.sh [OUT_DIR]
+# writes OUT_DIR/doctor.json, gpu_tests.log, bench_transport.json, bench_perception.json.
 # torch must be a CUDA build here (requirements.txt pins the CPU build); the doctor's
-# torch_cuda check says so when it is not. Exit status: the worse of the doctor's
-# (1: a check failed) and the tests'.
+# torch_cuda check says so when it is not. cupy (requirements-gpu.txt) is installed when
+# missing: from PyPI, or from wheels in $UNILAB_WHEELS on a machine without a network.
+# Exit status: the worst of the doctor's (1: a check failed), the tests' and the benches'.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT_DIR="$(mkdir -p "${1:-$ROOT}" && cd "${1:-$ROOT}" && pwd)"
 cd "$ROOT"
+PY="${UNILAB_VENV:-$ROOT/.venv}/bin/python"
+[ -x "$PY" ] || PY=python3
+if ! "$PY" -c 'import cupy' 2>/dev/null; then
+  if [ -n "${UNILAB_WHEELS:-}" ]; then
+    "$PY" -m pip install -q --no-index --find-links "$UNILAB_WHEELS" -r requirements-gpu.txt
+  else
+    "$PY" -m pip install -q -r requirements-gpu.txt
+  fi || echo "gpu_checks: cupy could not be installed: the CUDA IPC and k-d tree tests skip"
+fi
+worst=0
+note() { local rc=$1; (( rc > worst )) && worst=$rc; }
 ./unilab doctor
-./unilab doctor --json > "$OUT_DIR/doctor.json"
-doctor_rc=$?
-./unilab test -k 'cuda or nvml' > "$OUT_DIR/gpu_tests.log" 2>&1
-test_rc=$?
+./unilab doctor --json > "$OUT_DIR/doctor.json"; note $?
+./unilab test -k 'cuda or nvml or gpu' > "$OUT_DIR/gpu_tests.log" 2>&1; note $?
 tail -n 25 "$OUT_DIR/gpu_tests.log"
-echo "gpu_checks: doctor exit $doctor_rc, tests exit $test_rc (log: $OUT_DIR/gpu_tests.log)"
-exit $(( doctor_rc > test_rc ? doctor_rc : test_rc ))
+./unilab bench transport --json "$OUT_DIR/bench_transport.json" \
+  --png "$OUT_DIR/transport_latency.png"; note $?
+./unilab bench perception --json "$OUT_DIR/bench_perception.json"; note $?
+echo "gpu_checks: worst exit $worst (logs and figures in $OUT_DIR)"
+exit $worst

@@ -38,8 +38,9 @@ def _start(context):
     run = prepare_run([arg('config')] if arg('config') else [],
                       launch_overrides(arg('task'), arg('steps'), arg('num_envs'), arg('seed')),
                       run_dir=arg('run_dir') or None)
-    nodes = [Node(**kw) for kw in launch_node_kwargs(run)]
-    trainer = next(n for n, kw in zip(nodes, launch_node_kwargs(run)) if kw['name'] == 'trainer')
+    kwargs = launch_node_kwargs(run.graph, run.params_file, run.cfg.transport.backend)
+    nodes = [Node(**kw) for kw in kwargs]
+    trainer = next(n for n, kw in zip(nodes, kwargs) if kw['name'] == run.graph.end_node)
     done = RegisterEventHandler(OnProcessExit(target_action=trainer,
                                               on_exit=[EmitEvent(event=Shutdown())]))
     return nodes + [done]

@@ -34,7 +34,7 @@ def test_rings_match_the_nodes(tmp_path, yaml_text):
     rclpy.init(args=['--ros-args', '--params-file', str(run.params_file)])
     nodes = []
     try:
-        nodes = create_composed(run.graph.nodes, [])
+        nodes = create_composed(run.graph.nodes, run.graph.ros_args)
         actual = sorted(
             RingNeed(node.get_name(), ep.topic, ep.capacity, ep.slots, ep.latched)
             for node in nodes for ep in node.__dict__.get('_unilab_transport_endpoints', [])

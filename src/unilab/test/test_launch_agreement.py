@@ -76,15 +76,16 @@ def test_launch_file_starts_the_described_graph(tmp_path, monkeypatch):
     assert [(n['package'], n['executable'], n['name']) for n in nodes] == [
         (s.package, s.executable, s.name) for s in cli_run.graph.nodes]
     assert [(n['package'], n['executable'], n['name'])
-            for n in launch_node_kwargs(cli_run)] == [
+            for n in launch_node_kwargs(cli_run.graph, cli_run.params_file)] == [
         (n['package'], n['executable'], n['name']) for n in nodes]
     launch_params = pathlib.Path(nodes[0]['parameters'][0]).read_text()
     cli_params = cli_run.params_file.read_text()
     assert launch_params.replace('launch_run', 'X') == cli_params.replace('cli_run', 'X')
 
     # The per-process starter runs the same executables with the same parameter file.
-    for spec, kw in zip(cli_run.graph.nodes, launch_node_kwargs(cli_run)):
-        cmd = node_command(spec, cli_run.params_file)
+    for spec, kw in zip(cli_run.graph.nodes,
+                        launch_node_kwargs(cli_run.graph, cli_run.params_file)):
+        cmd = node_command(spec, cli_run.params_file, cli_run.graph)
         assert cmd[0].endswith(f"/lib/{kw['package']}/{kw['executable']}")
         assert cmd[-2:] == ['--params-file', str(cli_run.params_file)]
         assert f"__node:={kw['name']}" in cmd

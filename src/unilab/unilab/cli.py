@@ -42,6 +42,10 @@ def _train(args) -> int:
     summary = run_graph(run, progress=run.cfg.logging.progress and not args.no_progress)
     keys = ('steps', 'wall_s', 'fps', 'return_first', 'return_last', 'checkpoint')
     print(json.dumps({k: summary.get(k) for k in keys}, indent=2))
+    if summary.get('failed'):
+        print(f'unilab: training failed: {summary["failed"]} (run in {run.run_dir})',
+              file=sys.stderr)
+        return 1
     print(f'unilab: run written to {run.run_dir}')
     return 0
 
@@ -306,6 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument('--format', choices=('onnx', 'torchscript'), default='onnx')
     e.add_argument('--out', help='output file (default RUN_DIR/policy.<ext>)')
     e.set_defaults(func=_export)
+    from unilab.cli_deploy import add_commands as add_deploy_commands
+    add_deploy_commands(sub)
     for command in _command_plugins():
         command(sub)
     return parser

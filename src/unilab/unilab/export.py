@@ -14,17 +14,20 @@ def export_run(run_dir: str, fmt: str,
     """Export and (for ONNX) verify against onnxruntime; return (path, max abs diff)."""
     from unilab_policy.export import export_onnx, export_torchscript, verify_onnx
     from unilab_policy.factory import load_trained
+    from unilab.deploy import describe_model, model_metadata
     trained = load_trained(run_dir)
     bundle, obs_dim = trained.bundle, trained.input_dim
+    # What deployment checks against a robot profile travels inside the file.
+    metadata = model_metadata(trained.params, describe_model(run_dir).task)
     norm = bundle.obs_normalizer if trained.params.normalization.observations else None
     ext = {'onnx': 'onnx', 'torchscript': 'pt'}[fmt]
     path = pathlib.Path(out) if out else pathlib.Path(run_dir) / f'policy.{ext}'
     if fmt == 'onnx':
-        module = export_onnx(bundle.actor_critic, norm, path, obs_dim)
+        module = export_onnx(bundle.actor_critic, norm, path, obs_dim, metadata=metadata)
         diff = verify_onnx(path, module, obs_dim)
         if diff > ONNX_TOLERANCE:
             raise RuntimeError(f'ONNX output differs from torch by {diff:.2e} '
                                f'(> {ONNX_TOLERANCE}); {path} is not trustworthy')
         return path, diff
-    export_torchscript(bundle.actor_critic, norm, path, obs_dim)
+    export_torchscript(bundle.actor_critic, norm, path, obs_dim, metadata=metadata)
     return path, None

@@ -14,16 +14,19 @@ start from these descriptions, so they cannot drift apart.
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 
 from unilab_bridge.params import BridgeNodeParams, RobotDoubleParams, ScenarioParams
+from unilab_core import topics
 from unilab_core.config import RunConfig
 from unilab_core.graph import Graph, holds_joint_positions, NodeSpec, TaskInfo
+from unilab_core.robot_profile import RobotProfile
 from unilab_perception.layout import observation_layout
 from unilab_perception.params import (BevSection, ImageSection, PerceptionNodeParams,
                                       PointCloudSection, SensorsSection)
 from unilab_policy.params import PolicyNodeParams, TrainerNodeParams
-from unilab_safety.params import SafetySpec
+from unilab_safety.params import OutputSection, SafetySpec
 
 BRIDGE = NodeSpec('bridge', 'unilab_bridge', 'bridge_node', 'unilab_bridge.bridge_node',
                   'BridgeNode')
@@ -33,6 +36,9 @@ POLICY = NodeSpec('policy', 'unilab_policy', 'policy_node', 'unilab_policy.polic
                   'PolicyNode')
 TRAINER = NodeSpec('trainer', 'unilab_policy', 'trainer_node', 'unilab_policy.trainer_node',
                    'TrainerNode')
+#: The deploy graph's watchdog: at least this many control periods without an action.
+DEPLOY_WATCHDOG_PERIODS = 3
+
 SAFETY = NodeSpec('safety', 'unilab_safety', 'safety_node', 'unilab_safety.safety_node',
                   'SafetyNode')
 
@@ -121,6 +127,57 @@ def training_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
     }
     return Graph('train', (BRIDGE, PERCEPTION, POLICY, TRAINER, SAFETY), params,
                  end_node='trainer')
+
+
+def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams,
+                 task: TaskInfo, weights: str | pathlib.Path, limits_file: str | pathlib.Path,
+                 namespace: str = '', armed: bool = False,
+                 run_dir: str | pathlib.Path = '') -> Graph:
+    """
+    Return the deploy graph: perception, policy and safety for one robot, on its own topics.
+
+    No simulator and no trainer: the robot's drivers (or the robot double) publish
+    the joint states under the profile's names, the perception node makes one
+    observation per control period with the task's inputs from standard topics,
+    the policy acts deterministically with the trained weights and never waits,
+    and the safety gate (wall clock, real-time loop) is the only path to the
+    controller, armed or not at start.
+    """
+    def ns(topic: str) -> str:  # a robot's topic inside its namespace (a fleet on one graph)
+        return f'{namespace.rstrip("/")}/{topic.lstrip("/")}' if namespace else topic
+
+    inputs = profile.task_inputs.model_copy(update={
+        k: ns(getattr(profile.task_inputs, k))
+        for k in ('goal_topic', 'cmd_vel_topic', 'odom_topic')})
+    per = perception_params(cfg, task, 1).model_copy(update={
+        'joint_names': list(profile.joint_names), 'obs_dim': policy.obs_dim,
+        'source': 'robot', 'control_rate_hz': profile.control_rate_hz,
+        'model_file': profile.model_file, 'task_inputs': inputs})
+    if profile.imu_topic:
+        per = per.model_copy(update={'imu': per.imu.model_copy(
+            update={'topic': ns(profile.imu_topic)})})
+    pol = policy.model_copy(update={
+        'mode': 'deploy', 'weights_file': str(weights),
+        'rollout': policy.rollout.model_copy(update={'num_envs': 1})})
+    robot_task = dataclasses.replace(task, joint_names=tuple(profile.joint_names),
+                                     control_dt=profile.control_dt,
+                                     command_interface=profile.command.interface)
+    spec = safety_spec(cfg, robot_task, limits_file, 1, lockstep=False, run_dir=run_dir)
+    # At one command per control period, a watchdog of one period would trip on jitter.
+    watchdog = max(cfg.safety.watchdog_timeout_s, DEPLOY_WATCHDOG_PERIODS * profile.control_dt)
+    spec = spec.model_copy(update={
+        'armed': armed, 'state_timeout_s': profile.joint_state_timeout_s,
+        'output': OutputSection(type=profile.command.type, topic=ns(profile.command.topic),
+                                joints=profile.controller_joints),
+        'safety': spec.safety.model_copy(update={'watchdog_timeout_s': watchdog})})
+    # The graph's own topics (absolute names) and the robot's joint states, per robot.
+    own = {t: ns(t) for t in (topics.OBSERVATION, topics.ACTION, topics.WEIGHTS,
+                              topics.SAFE_COMMAND)}
+    remap = {**own, topics.JOINT_STATES: ns(profile.joint_states_topic)}
+    return Graph('deploy', (PERCEPTION, POLICY, SAFETY),
+                 {'perception': per, 'policy': pol, 'safety': spec},
+                 namespace=namespace, remappings={n: dict(remap) for n in (
+                     'perception', 'policy', 'safety')})
 
 
 # ---------------------------------------------------------------- robot side (robot double)

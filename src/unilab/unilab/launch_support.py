@@ -4,20 +4,27 @@
 
 from __future__ import annotations
 
-from unilab.prepare import PreparedRun
+from unilab_core.graph import Graph
+from unilab_core.transport import backend as transport_backend
 
 
-def launch_node_kwargs(run: PreparedRun) -> list[dict]:
+def launch_node_kwargs(graph: Graph, params_file, backend: str = 'ring') -> list[dict]:
     """
-    Return the ``launch_ros.actions.Node`` keyword arguments for every node of the graph.
+    Return the ``launch_ros.actions.Node`` keyword arguments for every node of ``graph``.
 
-    They come from the same graph description (:mod:`unilab.graphs`)
-    and the same parameter file the CLI uses, so the two starters agree.
+    They come from the same graph description (:mod:`unilab.graphs`) and the
+    same parameter file the CLI uses (namespace and remappings included), so
+    the starters agree; the transport ``backend`` (the configuration's
+    ``transport.backend``) reaches each process as ``UNILAB_TRANSPORT_BACKEND``,
+    the variable ``unilab train`` sets too.
     """
+    env = {transport_backend.ENV: transport_backend.check(backend)}
     return [
         {'package': s.package, 'executable': s.executable, 'name': s.name,
-         'parameters': [str(run.params_file)], 'output': 'screen'}
-        for s in run.graph.nodes
+         'namespace': graph.namespace or '',
+         'remappings': list(graph.remappings.get(s.name, {}).items()),
+         'parameters': [str(params_file)], 'output': 'screen', 'additional_env': env}
+        for s in graph.nodes
     ]
 
 

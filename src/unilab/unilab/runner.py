@@ -11,10 +11,12 @@ import pathlib
 import signal
 import subprocess
 import time
+from typing import Callable
 
 from unilab.prepare import PreparedRun
 from unilab.progress import ProgressDisplay
 from unilab_core.atomic import atomic_write_text
+from unilab_core.transport import backend
 
 
 def executable_path(package: str, executable: str) -> pathlib.Path:
@@ -23,10 +25,11 @@ def executable_path(package: str, executable: str) -> pathlib.Path:
     return pathlib.Path(get_package_prefix(package)) / 'lib' / package / executable
 
 
-def node_command(spec, params_file: pathlib.Path) -> list[str]:
-    """Return the command line that starts one node in its own process."""
+def node_command(spec, params_file: pathlib.Path, graph=None) -> list[str]:
+    """Return the command line that starts one node of ``graph`` in its own process."""
+    extra = graph.ros_args(spec.name) if graph is not None else []
     return [str(executable_path(spec.package, spec.executable)), '--ros-args',
-            '-r', f'__node:={spec.name}', '--params-file', str(params_file)]
+            '-r', f'__node:={spec.name}', *extra, '--params-file', str(params_file)]
 
 
 def _read_last_metrics(path: pathlib.Path) -> dict:
@@ -49,64 +52,66 @@ def merge_summary(run: PreparedRun, extra: dict) -> dict:
     return summary
 
 
-def run_composed(run: PreparedRun, progress: bool = True) -> dict:
-    """Run every node in this process on one executor until the trainer is done."""
+class GraphFailed(RuntimeError):
+    """A node of a graph exited early or with an error; the message says which and where."""
+
+
+def spin_composed(graph, params_file: pathlib.Path, executor: str = 'events',
+                  until: Callable[[list], bool] | None = None,
+                  on_tick: Callable[[list], None] | None = None) -> dict:
+    """
+    Run every node of ``graph`` in this process on one executor; return their counters.
+
+    Runs until ``until(nodes)`` is true, or until Ctrl-C / SIGTERM when it is None.
+    """
     import rclpy
     from unilab_core.ros.runtime import create_composed, spin_nodes
 
-    rclpy.init(args=['--ros-args', '--params-file', str(run.params_file)])
+    rclpy.init(args=['--ros-args', '--params-file', str(params_file)])
     nodes = []
     try:
-        nodes = create_composed(run.graph.nodes, [])
-        trainer = next(n for n in nodes if n.get_name() == 'trainer')
-        display = ProgressDisplay(run.cfg.run.total_steps, enabled=progress)
-        start_steps = trainer.trainer.env_steps
-
-        def tick():
-            t = trainer.trainer
-            recent = t.episode_returns[-t.num_envs:]
-            display.update(t.env_steps, start_steps,
-                           sum(recent) / len(recent) if recent else None)
-
-        with display:
-            spin_nodes(nodes, run.cfg.run.executor, until=lambda: trainer.done, on_tick=tick)
-            tick()
-        stats = {n.get_name(): dict(getattr(n, 'counters', {})) for n in nodes}
+        nodes = create_composed(graph.nodes, graph.ros_args)
+        spin_nodes(nodes, executor, until=(lambda: until(nodes)) if until else None,
+                   on_tick=(lambda: on_tick(nodes)) if on_tick else None)
+        if on_tick is not None:
+            on_tick(nodes)
+        return {n.get_name(): dict(getattr(n, 'counters', {})) for n in nodes}
     finally:
         for n in nodes:
             n.destroy_node()
         rclpy.try_shutdown()
-    return merge_summary(run, {'process_mode': 'composed', 'node_counters': stats})
 
 
-def run_multiprocess(run: PreparedRun, progress: bool = True) -> dict:
-    """Start one process per node with the same parameter file; stop them after training."""
+def spin_processes(graph, params_file: pathlib.Path, logs: pathlib.Path,
+                   until: Callable[[dict], bool] | None = None,
+                   on_tick: Callable[[], None] | None = None) -> dict[str, int | None]:
+    """
+    Run one process per node of ``graph``; stop them all when ``until(procs)`` is true.
+
+    Without ``until`` it runs until Ctrl-C. A node that exits on its own before
+    that is a GraphFailed naming it and its log. Returns the exit codes.
+    """
+    logs.mkdir(parents=True, exist_ok=True)
     procs = {}
-    logs = run.run_dir / 'logs'
-    logs.mkdir(exist_ok=True)
     env = dict(os.environ)
     try:
-        for spec in run.graph.nodes:
+        for spec in graph.nodes:
             out = open(logs / f'{spec.name}.log', 'w')
-            procs[spec.name] = subprocess.Popen(node_command(spec, run.params_file), env=env,
-                                                stdout=out, stderr=subprocess.STDOUT)
-        display = ProgressDisplay(run.cfg.run.total_steps, enabled=progress)
-        with display:
+            procs[spec.name] = subprocess.Popen(node_command(spec, params_file, graph),
+                                                env=env, stdout=out,
+                                                stderr=subprocess.STDOUT)
+        try:
             while True:
                 time.sleep(0.5)
-                last = _read_last_metrics(run.run_dir / 'metrics.csv')
-                if last:
-                    ret = last.get('charts/mean_return', '')
-                    display.update(int(float(last['env_steps'])), 0,
-                                   float(ret) if ret not in ('', 'nan') else None)
-                trainer_rc = procs['trainer'].poll()
-                if trainer_rc is not None:
+                if on_tick is not None:
+                    on_tick()
+                if until is not None and until(procs):
                     break
                 dead = [n for n, p in procs.items() if p.poll() is not None]
                 if dead:
-                    raise RuntimeError(f'node(s) {dead} exited early; see {logs}')
-        if trainer_rc != 0:
-            raise RuntimeError(f'trainer exited with {trainer_rc}; see {logs / "trainer.log"}')
+                    raise GraphFailed(f'node(s) {dead} exited early; see {logs}')
+        except KeyboardInterrupt:
+            pass
     finally:
         for p in procs.values():
             if p.poll() is None:
@@ -118,11 +123,59 @@ def run_multiprocess(run: PreparedRun, progress: bool = True) -> dict:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-    return merge_summary(run, {'process_mode': 'multiprocess'})
+    return {n: p.returncode for n, p in procs.items()}
+
+
+def run_composed(run: PreparedRun, progress: bool = True) -> dict:
+    """Train with every node in this process on one executor until the trainer is done."""
+    display = ProgressDisplay(run.cfg.run.total_steps, enabled=progress)
+    state = {}
+
+    def trainer_of(nodes):
+        if 'trainer' not in state:
+            state['trainer'] = next(n for n in nodes if n.get_name() == 'trainer')
+            state['start'] = state['trainer'].trainer.env_steps
+        return state['trainer']
+
+    def tick(nodes):
+        t = trainer_of(nodes).trainer
+        recent = t.episode_returns[-t.num_envs:]
+        display.update(t.env_steps, state['start'],
+                       sum(recent) / len(recent) if recent else None)
+
+    with display:
+        stats = spin_composed(run.graph, run.params_file, run.cfg.run.executor,
+                              until=lambda nodes: trainer_of(nodes).done, on_tick=tick)
+    return merge_summary(run, {'process_mode': 'composed', 'node_counters': stats})
+
+
+def run_multiprocess(run: PreparedRun, progress: bool = True) -> dict:
+    """Train with one process per node and the same parameter file, until the trainer ends."""
+    logs = run.run_dir / 'logs'
+    display = ProgressDisplay(run.cfg.run.total_steps, enabled=progress)
+
+    def tick():
+        last = _read_last_metrics(run.run_dir / 'metrics.csv')
+        if last:
+            ret = last.get('charts/mean_return', '')
+            display.update(int(float(last['env_steps'])), 0,
+                           float(ret) if ret not in ('', 'nan') else None)
+
+    with display:
+        codes = spin_processes(run.graph, run.params_file, logs,
+                               until=lambda procs: procs['trainer'].poll() is not None,
+                               on_tick=tick)
+    summary = merge_summary(run, {'process_mode': 'multiprocess'})
+    if codes['trainer'] != 0 and not summary.get('failed'):
+        raise GraphFailed(f'trainer exited with {codes["trainer"]}; see '
+                          f'{logs / "trainer.log"}')
+    return summary
 
 
 def run_graph(run: PreparedRun, progress: bool = True) -> dict:
-    """Run the graph in the configured process mode."""
+    """Run the graph in the configured process mode (and transport backend)."""
+    # One process-wide setting read by every TensorPublisher; node processes inherit it.
+    os.environ[backend.ENV] = run.cfg.transport.backend
     if run.cfg.run.process_mode == 'multiprocess':
         return run_multiprocess(run, progress)
     return run_composed(run, progress)

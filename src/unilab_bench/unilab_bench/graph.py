@@ -22,9 +22,14 @@ import numpy as np
 WARMUP = 20
 
 
+#: steps the graph may run past the timed ones before the PPO update (one executor call can
+#: run several control steps back to back when the nodes hand over inline)
+MARGIN = 64
+
+
 def _overrides(task_name: str, num_envs: int, steps: int) -> dict:
     """Return the config both paths run: one rollout longer than the timed steps."""
-    horizon = steps + WARMUP + 8
+    horizon = steps + WARMUP + MARGIN
     return {'run.task': task_name, 'rollout.num_envs': num_envs,
             'rollout.rollout_length': horizon - horizon % 8 + 8,
             'rollout.chunk_length': 8, 'logging.tensorboard': False,
@@ -68,8 +73,17 @@ def _graph_loop(task_name: str, num_envs: int, steps: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run = prepare_run([], _overrides(task_name, num_envs, steps), run_dir=tmp)
         rclpy.init(args=['--ros-args', '--params-file', str(run.params_file)])
-        nodes = create_composed(run.graph.nodes, [])
+        nodes = create_composed(run.graph.nodes, run.graph.ros_args)
         bridge = next(n for n in nodes if n.get_name() == 'bridge')
+        # The time each step's state goes out, read where it happens: with inline hand-offs
+        # one spin_once can run several steps, so the loop below cannot stop on the dot.
+        published: dict[int, float] = {}
+        publish = bridge._publish
+
+        def timed_publish():
+            published.setdefault(bridge.seq, time.perf_counter())
+            publish()
+        bridge._publish = timed_publish
         executor = make_executor(run.cfg.run.executor)
         for n in nodes:
             executor.add_node(n)
@@ -77,11 +91,12 @@ def _graph_loop(task_name: str, num_envs: int, steps: int) -> dict:
             deadline = time.monotonic() + 60.0
             while bridge.seq < WARMUP and time.monotonic() < deadline:
                 executor.spin_once(timeout_sec=0.05)
-            start_seq, t0 = bridge.seq, time.perf_counter()
-            while bridge.seq < start_seq + steps and time.monotonic() < deadline:
+            while bridge.seq < WARMUP + steps and time.monotonic() < deadline:
                 executor.spin_once(timeout_sec=0.05)
-            elapsed = time.perf_counter() - t0
-            done = bridge.seq - start_seq
+            # The window is fixed (steps WARMUP .. WARMUP + steps): the PPO update comes
+            # MARGIN steps after it, however far one spin_once ran past either end.
+            done = min(bridge.seq, WARMUP + steps) - WARMUP
+            elapsed = published[WARMUP + done] - published[WARMUP]
         finally:
             for n in nodes:
                 getattr(n, 'close', lambda: None)()

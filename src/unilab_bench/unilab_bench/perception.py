@@ -59,7 +59,7 @@ def _frame_latency(frames: int, num_points: int, seed: int) -> list[float]:
             js = JointState()
             js.header.stamp.sec, js.header.stamp.nanosec = divmod(stamp, 10**9)
             js.name, js.position, js.velocity = ['env0/j0'], [0.0], [0.0]
-            node._on_joint_state(js)
+            node._on_joint_state(node.js_input.from_standard(js))
             node._on_task_state(read_batch(make_batch(
                 'task_state', i, {'extras': np.zeros((1, 1))}, stamp_ns=stamp)))
             node._on_cloud(make_cloud(scans[i % 4], stamp, 'env0/lidar'))

@@ -39,9 +39,18 @@ Payload: the PointCloud2 layout of the issue, 100k points x 6 float32 fields
   arrivals, sleeps until ``PREWAKE_US`` before the next message is due and
   polls until ``PREWAKE_US`` after it (for periodic sensors: no sleeping-thread
   wake-up at 20 or 100 Hz either, about ``2 * PREWAKE_US`` of CPU per message);
+* ``iox_xproc``, ``iox_xproc_loan``, ``iox_xproc_loan_thread``: the same three
+  cross-process paths with the publisher on the ``iceoryx2`` backend
+  (``transport.backend``): one iceoryx2 service per topic, the payload in a
+  loaned sample, the reader woken by the library's event; side by side with
+  the ring's, in the same run, for the decision rule of docs/transport.md;
 * ``rclpy_inproc`` / ``rclpy_xproc``: a sensor_msgs/PointCloud2 published and
   received with plain rclpy (Fast DDS defaults), the array taken with
   ``np.frombuffer`` in the callback.
+
+A second payload, a small control message (``SMALL_SHAPE`` float32: one
+command row per environment, 1.5 KB), runs ``memcpy`` and the cross-process
+default and loan + thread paths of both backends (keys ``small_*``).
 
 Latency: from the start of the publish call to the subscriber holding a usable
 array, both read from CLOCK_MONOTONIC (one clock for all processes on a
@@ -63,6 +72,8 @@ import time
 import numpy as np
 
 N_POINTS, N_FIELDS = 100_000, 6
+#: the small control message: one 6-joint command row for each of 64 environments
+SMALL_SHAPE = (64, 6)
 #: Poll window of the ``unilab_xproc_loan_spin`` reader after each message (µs).
 SPIN_US = 2000.0
 #: Lead of the ``unilab_xproc_loan_prewake`` reader: it polls from this long before the
@@ -72,8 +83,14 @@ RATES = (('20hz', 20.0), ('100hz', 100.0), ('flat', 0.0))
 TOPIC = '/bench/cloud'
 
 
-def _cloud() -> np.ndarray:
-    return np.random.default_rng(0).random((N_POINTS, N_FIELDS), dtype=np.float32)
+def _cloud(shape: tuple = (N_POINTS, N_FIELDS)) -> np.ndarray:
+    return np.random.default_rng(0).random(shape, dtype=np.float32)
+
+
+def _split(kind: str) -> tuple[str, str]:
+    """Return ``(backend, variant)`` of a cross-process path (``iox_loan`` -> iceoryx2, loan)."""
+    backend = 'iceoryx2' if kind.startswith('iox') else 'ring'
+    return backend, 'unilab' + kind[len('iox'):] if kind.startswith('iox') else kind
 
 
 def _pointcloud2(points: np.ndarray):
@@ -125,8 +142,8 @@ def _pace(i: int, t_start: float, hz: float) -> None:
 
 
 # ------------------------------------------------------------------ memcpy
-def _memcpy(n: int, hz: float, warmup: int) -> dict:
-    src, dst = _cloud(), np.empty((N_POINTS, N_FIELDS), np.float32)
+def _memcpy(n: int, hz: float, warmup: int, shape: tuple = (N_POINTS, N_FIELDS)) -> dict:
+    src, dst = _cloud(shape), np.empty(shape, np.float32)
     lat, t0 = [], time.monotonic()
     first = time.monotonic_ns()
     for i in range(n):
@@ -217,7 +234,7 @@ def _inproc(kind: str, n: int, hz: float, warmup: int) -> dict:
 
 
 # ------------------------------------------------------------------ cross-process
-def _child(kind: str, n: int) -> None:
+def _child(kind: str, n: int, rows: int = N_POINTS) -> None:
     """Run the subscriber process: print one JSON line with receive latencies."""
     import rclpy
     from rclpy.experimental import EventsExecutor
@@ -227,13 +244,16 @@ def _child(kind: str, n: int) -> None:
     lat: list[int] = []
     recv: list[int] = []
     cpu_at: list[float] = []
+    _, kind = _split(kind)  # the subscription follows the publisher's backend by itself
     if kind.startswith('unilab'):
         from unilab_core.ros.tensor_topic import TensorSubscription
 
         def on_batch(batch):
+            if batch.seq == 0:
+                return  # priming: sent until this reader was connected, not timed
             arr = batch.tensors['points']
             now = time.monotonic_ns()
-            assert arr.shape == (N_POINTS, N_FIELDS)
+            assert arr.shape[0] == rows
             lat.append(now - batch.stamp_ns)
             recv.append(now)
             cpu_at.append(time.process_time())
@@ -274,40 +294,42 @@ def _child(kind: str, n: int) -> None:
     rclpy.try_shutdown()
 
 
-def _xproc(kind: str, n: int, hz: float, warmup: int) -> dict:
+def _xproc(kind: str, n: int, hz: float, warmup: int,
+           shape: tuple = (N_POINTS, N_FIELDS)) -> dict:
     import rclpy
     from rclpy.experimental import EventsExecutor
     from rclpy.node import Node
     from unilab_core.ros.runtime import detach_and_shutdown
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    child = subprocess.Popen([sys.executable, '-m', 'unilab_bench.transport', kind, str(n)],
-                             stdout=subprocess.PIPE, text=True, env=env)
+    child = subprocess.Popen([sys.executable, '-m', 'unilab_bench.transport', kind, str(n),
+                              str(shape[0])], stdout=subprocess.PIPE, text=True, env=env)
+    backend, kind = _split(kind)
     rclpy.init()
     node = Node('bench_pub')
     ex = EventsExecutor()
     ex.add_node(node)
-    pts = _cloud()
+    pts = _cloud(shape)
     try:
         if not select.select([child.stdout], [], [], 60)[0]:
             raise RuntimeError('bench subscriber did not start')
         child.stdout.readline()
         if kind == 'unilab':
             from unilab_core.ros.tensor_topic import TensorPublisher
-            pub = TensorPublisher(node, TOPIC, pts.nbytes + 4096, slots=8)
+            pub = TensorPublisher(node, TOPIC, pts.nbytes + 4096, slots=8, backend=backend)
             ready = pub.remote_readers
 
-            def send(_):
-                pub.publish('points', 0, {'points': pts}, stamp_ns=time.monotonic_ns())
+            def send(seq):
+                pub.publish('points', seq, {'points': pts}, stamp_ns=time.monotonic_ns())
         elif kind.startswith('unilab_loan'):
             from unilab_core.ros.tensor_topic import TensorPublisher
-            pub = TensorPublisher(node, TOPIC, pts.nbytes + 4096, slots=8)
+            pub = TensorPublisher(node, TOPIC, pts.nbytes + 4096, slots=8, backend=backend)
             ready = pub.remote_readers
             shapes = {'points': (pts.shape, pts.dtype)}
 
-            def send(_):
+            def send(seq):
                 loan = pub.loan(shapes)
                 np.copyto(loan.tensors['points'], pts)  # the producer's own write: untimed
-                pub.publish_loan(loan, 'points', 0, stamp_ns=time.monotonic_ns())
+                pub.publish_loan(loan, 'points', seq, stamp_ns=time.monotonic_ns())
         else:
             from sensor_msgs.msg import PointCloud2
             pub = node.create_publisher(PointCloud2, TOPIC, 10)
@@ -321,10 +343,18 @@ def _xproc(kind: str, n: int, hz: float, warmup: int) -> dict:
         while ready() == 0 and time.monotonic() < deadline:
             ex.spin_once(timeout_sec=0.01)
         time.sleep(0.5)  # let discovery settle on both sides (matched reader endpoints)
+        if kind.startswith('unilab'):
+            # Priming (seq 0, not timed): until the reader maps the ring / subscribes to the
+            # iceoryx2 service and sleeps on it, so both backends start connected.
+            while time.monotonic() < deadline and (
+                    pub.writer is None or pub.writer.wake_reader_count() == 0):
+                send(0)
+                ex.spin_once(timeout_sec=0.02)
+            time.sleep(0.2)
         t0, first = time.monotonic(), time.monotonic_ns()
         for i in range(n):
             _pace(i, t0, hz)
-            send(None)
+            send(i + 1)
             ex.spin_once(timeout_sec=0)
         if not select.select([child.stdout], [], [], 90)[0]:
             raise RuntimeError('bench subscriber did not report')
@@ -363,8 +393,9 @@ def _plot(results: dict, path: str) -> None:
     for ax, (rate, _) in zip(axes, RATES):
         for mode, res in results.items():
             lat = np.sort(np.asarray(res[rate]['lat_us']))
-            if lat.size:
-                ax.plot(lat, np.linspace(0, 1, lat.size), label=mode)
+            if lat.size:  # iceoryx2 dashed: the default colour cycle repeats after ten
+                ax.plot(lat, np.linspace(0, 1, lat.size), label=mode,
+                        linestyle='--' if mode.startswith('iox') else '-')
         ax.set_xscale('log')
         ax.set_xlabel('latency, publish call -> usable array [us]')
         ax.set_title(f'2.4 MB point cloud, {rate}')
@@ -375,6 +406,47 @@ def _plot(results: dict, path: str) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+#: iceoryx2 becomes the default where it is within this factor of the ring (p50 and p99)
+WITHIN = 1.10
+#: (iceoryx2 path, ring path) pairs the decision compares, same payload, variant and rate
+PAIRS = (('iox_xproc', 'unilab_xproc'), ('iox_xproc_loan', 'unilab_xproc_loan'),
+         ('iox_xproc_loan_thread', 'unilab_xproc_loan_thread'),
+         ('small_iox_xproc', 'small_unilab_xproc'),
+         ('small_iox_xproc_loan_thread', 'small_unilab_xproc_loan_thread'))
+
+
+def backend_decision(out: dict) -> dict:
+    """
+    Apply the decision rule of docs/transport.md to one run's figures.
+
+    For every pair and rate: ``iox_vs_ring_<pair>_p50`` / ``_p99`` (iceoryx2 over ring,
+    below 1 = iceoryx2 faster) and whether iceoryx2 is within ``WITHIN`` at both.
+    ``decision_iceoryx2_default`` is true only where it is within at every pair and rate;
+    ``decision_not_within`` lists the cases where it is not, with the ratios.
+    """
+    res, misses = {}, []
+    for iox, ring in PAIRS:
+        for sfx in ('_20hz', '', '_flat'):
+            ratios = {}
+            for q in ('p50', 'p99'):
+                a, b = out.get(f'{iox}_{q}_us{sfx}'), out.get(f'{ring}_{q}_us{sfx}')
+                ratios[q] = round(a / b, 2) if a and b else None
+            key = f'iox_vs_ring_{ring.replace("unilab_", "")}{sfx}'
+            res[f'{key}_p50'], res[f'{key}_p99'] = ratios['p50'], ratios['p99']
+            ok = all(r is not None and r <= WITHIN for r in ratios.values())
+            if not ok:
+                misses.append(f'{ring}{sfx or "_100hz"}: p50 x{ratios["p50"]}, '
+                              f'p99 x{ratios["p99"]}')
+    res['decision_iceoryx2_default'] = not misses
+    res['decision_not_within'] = misses
+    return res
+
+
+def _small(kind: str):
+    """Return the runner of cross-process path ``kind`` with the small control message."""
+    return lambda n, hz, w: _xproc(kind, n, hz, w, SMALL_SHAPE)
 
 
 def bench_transport(args) -> dict:
@@ -395,16 +467,26 @@ def bench_transport(args) -> dict:
         'unilab_xproc_loan_spin': lambda n, hz, w: _xproc('unilab_loan_spin', n, hz, w),
         'unilab_xproc_loan_prewake': lambda n, hz, w: _xproc('unilab_loan_prewake', n, hz,
                                                              w),
+        'iox_xproc': lambda n, hz, w: _xproc('iox', n, hz, w),
+        'iox_xproc_loan': lambda n, hz, w: _xproc('iox_loan', n, hz, w),
+        'iox_xproc_loan_thread': lambda n, hz, w: _xproc('iox_loan_thread', n, hz, w),
         'rclpy_xproc': lambda n, hz, w: _xproc('rclpy', n, hz, w),
     }
+    # The small control message: both backends, default and loan + thread.
+    small = {
+        'small_memcpy': lambda n, hz, w: _memcpy(n, hz, w, SMALL_SHAPE),
+        **{f'small_{k}_xproc{v}': _small(f'{k}{v}')
+           for k in ('unilab', 'iox') for v in ('', '_loan_thread')},
+    }
     results: dict = {}
-    for mode, fn in paths.items():
+    for mode, fn in {**paths, **small}.items():
         results[mode] = {}
         for rate, hz in RATES:
             results[mode][rate] = fn(n, hz, warmup)
     plot = getattr(args, 'png', None) or os.path.join('docs', 'transport_latency.png')
-    _plot(results, plot)
+    _plot({k: v for k, v in results.items() if not k.startswith('small_')}, plot)
     out = {'benchmark': 'transport', 'payload_bytes': N_POINTS * N_FIELDS * 4,
+           'small_payload_bytes': int(np.prod(SMALL_SHAPE)) * 4,
            'messages_per_case': n, 'warmup_discarded': warmup, 'plot': plot}
     for mode, per_rate in results.items():
         for rate, res in per_rate.items():
@@ -446,6 +528,7 @@ def bench_transport(args) -> dict:
             p50 = out[f'unilab_xproc{var}_p50_us{sfx}']
             out[f'target_met_xproc{var}{sfx}'] = bool(
                 p50 is not None and p50 <= 100.0 and p50 <= out[f'memcpy_p50_us{sfx}'])
+    out.update(backend_decision(out))
     out['rates'] = 'unsuffixed keys: 100 Hz; _20hz; _flat = flat-out'
     out['machine'] = f'{platform.machine()} {platform.python_version()} {os.cpu_count()} CPUs'
     out['rmw'] = os.environ.get('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp (default)')
@@ -453,4 +536,4 @@ def bench_transport(args) -> dict:
 
 
 if __name__ == '__main__':
-    _child(sys.argv[1], int(sys.argv[2]))
+    _child(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))

@@ -33,12 +33,15 @@ from rclpy.type_support import check_for_type_support
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, Imu, JointState, PointCloud2
 from unilab_bridge.params import BridgeNodeParams
-from unilab_bridge.sensor_msgs_out import f64_array, make_imu, make_pointcloud
+from unilab_bridge.sensor_msgs_out import make_imu, make_pointcloud
 from unilab_bridge.sensors import Lidar
 from unilab_bridge.tasks import make_task, UnknownTaskError
 from unilab_core import topics
 from unilab_core.config import BridgeSection, ConfigError, DisturbancesSection
 from unilab_core.joint_names import batched_joint_names
+from unilab_core.ros.joint_state_topic import (joint_state_capacity, joint_state_msg,
+                                               joint_state_tensors, KIND as KIND_JOINT_STATE,
+                                               names_key)
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.qos import sensor_qos
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
@@ -83,18 +86,26 @@ class BridgeNode(Node):
         self.seq = 0
         self.counters = {'steps': 0, 'republished': 0, 'stale_commands': 0, 'bad_commands': 0}
         self._logged: set[str] = set()
-        self._js = JointState()
-        self._js.name = batched_joint_names(self.task.joint_names, self.num_envs)
+        js_names = batched_joint_names(self.task.joint_names, self.num_envs)
+        self._js_key = names_key(js_names)
         qos = QoSProfile(depth=4)
-        self.js_pub = self.create_publisher(JointState, topics.JOINT_STATES, qos)
+        # Joint states through the transport (arrays in-process, no DDS); plain ROS
+        # readers get sensor_msgs/JointState (unilab_core.ros.joint_state_topic).
+        self.js_pub = TensorPublisher(
+            self, topics.JOINT_STATES,
+            joint_state_capacity(self.num_envs, len(self.task.joint_names)), qos=qos,
+            standard_type=JointState, to_standard=joint_state_msg(js_names))
         # Zero-copy transport for the task state; the safe command is accepted from the
         # transport and from a plain TensorBatch publisher alike.
         n, e = self.num_envs, self.task.extras_dim
         self.task_pub = TensorPublisher(
             self, topics.TASK_STATE, batch_capacity({'extras': (n, e), 'step': (n, 5)}), qos=qos)
         self.clock_pub = self.create_publisher(Clock, topics.CLOCK, 10)
+        # depth 4: a watchdog fallback (ignored here) published right after the step's
+        # command must not replace it in a queue of one (the step would then wait for
+        # ``state_timeout_s``).
         self.command_sub = TensorSubscription(
-            self, topics.SAFE_COMMAND, self._on_command, qos=qos,
+            self, topics.SAFE_COMMAND, self._on_command, qos=qos, depth=4,
             on_error=lambda exc: self._bad(f'malformed command message: {exc}'))
         self.state = self.task.reset(seed=seed)
         sim = getattr(self.task, 'sim', None)
@@ -200,11 +211,9 @@ class BridgeNode(Node):
         t = Time(sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
         if self.publish_clock:
             self.clock_pub.publish(Clock(clock=t))
-        self._js.header.stamp = t
-        self._js.position = f64_array(s.joint_position)
-        self._js.velocity = f64_array(s.joint_velocity)
-        self._js.effort = f64_array(s.joint_effort)
-        self.js_pub.publish(self._js)
+        self.js_pub.publish(KIND_JOINT_STATE, self.seq, joint_state_tensors(
+            self._js_key, s.joint_position, s.joint_velocity, s.joint_effort),
+            stamp_ns=stamp_ns)
         # Fresh float32 arrays: published arrays are handed over read-only.
         tensors = {k: np.array(v, dtype=np.float32) for k, v in (
             ('extras', s.extras), ('reward', s.reward), ('terminated', s.terminated),

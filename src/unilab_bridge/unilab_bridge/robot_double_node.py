@@ -41,10 +41,11 @@ from trajectory_msgs.msg import JointTrajectory
 from unilab_bridge.command_in import CommandInput, CommandRefused, REFUSAL_KINDS
 from unilab_bridge.params import RobotDoubleParams
 from unilab_bridge.robot_double import Every, profile_urdf, RobotDouble, ScaledClock
-from unilab_bridge.sensor_msgs_out import f64_array, make_imu, make_pointcloud
+from unilab_bridge.sensor_msgs_out import make_imu, make_pointcloud
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
 from unilab_core.robot_profile import fleet_namespace, load_profile, namespaced
+from unilab_core.ros.joint_state_topic import f64_array
 from unilab_core.ros.params import declare_params
 
 #: Lidar sweeps per simulated second (a VLP-16's default).

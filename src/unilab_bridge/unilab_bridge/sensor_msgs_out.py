@@ -31,13 +31,6 @@ def _bytes(a: np.ndarray) -> array.array:
     return out
 
 
-def f64_array(a: np.ndarray) -> array.array:
-    """Return ``a`` as an array('d') (rclpy takes it for a float64[] field without a check)."""
-    out = array.array('d')
-    out.frombytes(np.ascontiguousarray(a, dtype=np.float64).tobytes())
-    return out
-
-
 def make_pointcloud(stamp, frame_id: str, points: np.ndarray) -> PointCloud2:
     """Build an unorganised PointCloud2 (height 1) from a POINT_DTYPE array."""
     msg = PointCloud2()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from unilab_core.transport import shm
 from unilab_core.transport.channel import TensorReader, TensorWriter
-from unilab_core.transport.cuda import cuda_available
+from unilab_core.transport.cuda import ipc_available
 from unilab_core.transport.descriptor import DescriptorError
 from unilab_core.transport.inproc import freeze, InprocRegistry, InprocSubscriber
 from unilab_core.transport.ring_layout import H_OWNER_PID
@@ -114,7 +114,7 @@ def test_inproc_same_object_read_only_and_policies():
     assert reg.count('t') == 1
 
 
-@pytest.mark.skipif(not cuda_available(), reason='no CUDA')
+@pytest.mark.skipif(not ipc_available(), reason='no CUDA device or no cupy')
 def test_cuda_ipc_roundtrip(domain):
     import subprocess
     import sys

@@ -5,11 +5,9 @@
 import json
 import os
 import random
-import select
 import signal
 import stat
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -20,7 +18,7 @@ from unilab_core.transport.ring_layout import (reclaim_stale, SegmentBusyError, 
                                                TransportError)
 from unilab_core.transport.ring_reader import RingReader
 from unilab_core.transport.ring_writer import RingWriter
-from unilab_core.transport.stress import check_pattern, fill_pattern
+from unilab_core.transport.stress import check_pattern, expect_line, fill_pattern, spawn
 
 
 @pytest.fixture
@@ -30,22 +28,6 @@ def domain():
     yield d
     for name in shm.list_segments(d):
         os.unlink(shm.segment_path(name))
-
-
-def _helper(*args, stdin=None):
-    return subprocess.Popen([sys.executable, '-m', 'unilab_core.transport.stress', *args],
-                            stdout=subprocess.PIPE, stdin=stdin, text=True,
-                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
-
-
-def _expect_line(proc, prefix, timeout_s=30.0):
-    ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
-    if not ready:
-        proc.kill()
-        pytest.fail(f'helper said nothing within {timeout_s} s (expected {prefix!r})')
-    line = proc.stdout.readline()
-    assert line.startswith(prefix), f'helper said {line!r}'
-    return line
 
 
 def test_segment_mode_and_scoped_name(domain):
@@ -166,10 +148,10 @@ def _drain_latest(name, count, seed):
 def test_latest_randomised_cross_process_no_torn_payload_skips_counted(domain):
     name = shm.segment_name(domain, 'w', 'latest')
     count = 3000
-    w = _helper('write', name, '--count', str(count), '--policy', 'latest', '--slots', '4',
-                '--capacity', '32768', '--max-sleep-us', '150', '--split-pause-us', '200',
-                stdin=subprocess.PIPE)
-    _expect_line(w, 'ready')
+    w = spawn('write', name, '--count', str(count), '--policy', 'latest', '--slots', '4',
+              '--capacity', '32768', '--max-sleep-us', '150', '--split-pause-us', '200',
+              stdin=subprocess.PIPE)
+    expect_line(w, 'ready')
     pinned, copier, bad, last = _drain_latest(name, count, seed=1)
     w.stdin.close()
     assert w.wait(30) == 0
@@ -186,10 +168,10 @@ def test_latest_randomised_cross_process_no_torn_payload_skips_counted(domain):
 def test_reliable_randomised_cross_process_nothing_lost(domain):
     name = shm.segment_name(domain, 'w', 'reliable')
     count = 3000
-    w = _helper('write', name, '--count', str(count), '--policy', 'reliable', '--slots', '4',
-                '--capacity', '32768', '--max-sleep-us', '100', '--wait-readers', '1',
-                '--timeout-s', '20')
-    _expect_line(w, 'ready')
+    w = spawn('write', name, '--count', str(count), '--policy', 'reliable', '--slots', '4',
+              '--capacity', '32768', '--max-sleep-us', '100', '--wait-readers', '1',
+              '--timeout-s', '20')
+    expect_line(w, 'ready')
     r = RingReader(name)
     rng = random.Random(2)
     got, bad = [], 0
@@ -203,7 +185,7 @@ def test_reliable_randomised_cross_process_nothing_lost(domain):
         bad += not check_pattern(m.data, m.index)
         got.append(m.index)
         assert m.release()
-    stats = json.loads(_expect_line(w, '{'))
+    stats = json.loads(expect_line(w, '{'))
     assert w.wait(30) == 0
     r.close()
     assert bad == 0
@@ -216,8 +198,8 @@ def test_reader_killed_mid_read_does_not_block_writer(domain, policy):
     name = shm.segment_name(domain, 'n', f'kill_{policy}')
     with RingWriter(name, 4096, 2, policy, timeout_s=10.0) as w:
         w.write(nbytes=4096, fill=lambda v: fill_pattern(v, 0))
-        holder = _helper('hold', name)
-        _expect_line(holder, 'held')
+        holder = spawn('hold', name)
+        expect_line(holder, 'held')
         assert w.reader_count() == 1
         holder.send_signal(signal.SIGKILL)
         holder.wait(10)
@@ -230,9 +212,9 @@ def test_reader_killed_mid_read_does_not_block_writer(domain, policy):
 def test_killed_writer_segment_reclaimed_at_next_start(domain):
     name = shm.segment_name(domain, 'w', 't')
     other = shm.segment_name(domain, 'other', 't')
-    procs = [_helper('own', n) for n in (name, other)]
+    procs = [spawn('own', n) for n in (name, other)]
     for p in procs:
-        _expect_line(p, 'ready')
+        expect_line(p, 'ready')
     with pytest.raises(SegmentBusyError):  # a live owner keeps its name
         TensorWriter('w', 't', 64, domain=domain)
     for p in procs:
@@ -249,8 +231,8 @@ def test_killed_writer_segment_reclaimed_at_next_start(domain):
 
 def test_sigterm_owner_unlinks(domain):
     name = shm.segment_name(domain, 'w', 'term')
-    p = _helper('own', name)
-    _expect_line(p, 'ready')
+    p = spawn('own', name)
+    expect_line(p, 'ready')
     p.send_signal(signal.SIGTERM)
     assert p.wait(10) == -signal.SIGTERM
     assert not os.path.exists(shm.segment_path(name))

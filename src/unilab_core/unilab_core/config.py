@@ -55,6 +55,16 @@ class RunSection(_Section):
         'faster per round trip on these machines).')
 
 
+class TransportSection(_Section):
+    """How tensor topics cross process boundaries (docs/transport.md)."""
+
+    backend: Literal['ring', 'iceoryx2'] = Field(
+        'ring', description='Cross-process backend of every tensor publisher: `ring` (UniLab\'s '
+        'shared-memory ring, futex wake-ups) or `iceoryx2` (one iceoryx2 service per topic). '
+        'Subscribers follow the publisher\'s choice; in-process and plain-ROS paths are the '
+        'same for both. Started processes get it as UNILAB_TRANSPORT_BACKEND.')
+
+
 class GpuSection(_Section):
     """CUDA settings; ignored (with a log line) on CPU."""
 
@@ -423,6 +433,7 @@ class RunConfig(_Section):
 
     run: RunSection = Field(default_factory=RunSection)
     gpu: GpuSection = Field(default_factory=GpuSection)
+    transport: TransportSection = Field(default_factory=TransportSection)
     bridge: BridgeSection = Field(default_factory=BridgeSection)
     disturbances: DisturbancesSection = Field(default_factory=DisturbancesSection)
     safety: SafetySection = Field(default_factory=SafetySection)

@@ -73,10 +73,23 @@ class Graph:
     parameters: dict[str, _Section]
     namespace: str = ''
     end_node: str = ''
+    #: ``{node_name: {from_topic: to_topic}}``: ROS remappings (a robot's own topic names).
+    remappings: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
 
     def node(self, name: str) -> NodeSpec:
         """Return the node called ``name``."""
         return next(n for n in self.nodes if n.name == name)
+
+    def ros_args(self, node_name: str) -> list[str]:
+        """Return the ``--ros-args`` of one node: its namespace and remappings."""
+        args = ['-r', f'__ns:={self.namespace}'] if self.namespace else []
+        for src, dst in self.remappings.get(node_name, {}).items():
+            args += ['-r', f'{src}:={dst}']
+        return args
+
+    def param_key(self, node_name: str) -> str:
+        """Return the key of a node's section in the parameter file (its full name)."""
+        return f'{self.namespace.rstrip("/")}/{node_name}' if self.namespace else node_name
 
     def plain_parameters(self) -> dict[str, dict[str, Any]]:
         """Return every node's parameters as plain data."""
@@ -85,7 +98,8 @@ class Graph:
     def params_yaml(self) -> str:
         """Render the ROS parameter file (``node: ros__parameters: ...``)."""
         return yaml.dump(
-            {n: {'ros__parameters': p} for n, p in self.plain_parameters().items()},
+            {self.param_key(n): {'ros__parameters': p}
+             for n, p in self.plain_parameters().items()},
             Dumper=_NoAliasDumper, sort_keys=False)
 
     def write_params(self, path: str | pathlib.Path) -> pathlib.Path:

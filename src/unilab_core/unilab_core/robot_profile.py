@@ -134,12 +134,16 @@ def load_profile(path: str | pathlib.Path) -> RobotProfile:
     """Load and validate a profile file; file keys become absolute. Errors name file and key."""
     path = pathlib.Path(path)
     data = read_yaml(path)
-    if set(data) == {'robot'}:
+    wrapped = set(data) == {'robot'}
+    if wrapped:
         data = data['robot']
+    if not isinstance(data, dict):
+        raise ConfigError(f'{path}: `robot` must be a mapping of profile keys')
     try:
         profile = RobotProfile.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(format_errors(exc, str(path))) from None
+        text = format_errors(exc, str(path))
+        raise ConfigError(text.replace('key `', 'key `robot.') if wrapped else text) from None
     base = path.resolve().parent
     updates = {}
     for key in _FILE_KEYS:

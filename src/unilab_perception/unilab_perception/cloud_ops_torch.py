@@ -11,11 +11,12 @@ stays on the GPU from the voxel grid to the pillar scatter:
   with x, y, z; sums in float64), voxels in first-seen order like
   ``cloud_ops.voxel_downsample``, so both paths give the same rows in the
   same order;
-* ``knn_mean_distance_torch``: exact k nearest neighbours by brute force in
-  query chunks (``torch.cdist`` without the matrix-product shortcut, which
-  loses digits, then ``topk``); O(P^2) work, which a GPU does in a few
-  milliseconds for a voxelised scan and a CPU does not: the CPU path is the
-  k-d tree of ``cloud_ops``;
+* ``knn_mean_distance_torch``: exact k nearest neighbours. On CUDA with
+  cupy installed: ``cupyx.scipy.spatial.KDTree`` (an exact k-d tree on the
+  GPU; the tensor goes to cupy and back through DLPack, no copy); otherwise
+  brute force in query chunks (``torch.cdist`` without the matrix-product
+  shortcut, which loses digits, then ``topk``), O(P^2) work. The CPU path
+  proper is the numba k-d tree of ``cloud_ops``;
 * ``roi_mask_torch``: ``lo <= p < hi`` on every axis, like ``cloud_ops.roi_mask``;
 * ``statistical_outlier_mask_torch``: keep a point when its mean distance
   is above 0 and below ``mean + std_ratio * std`` (sample std).
@@ -88,11 +89,31 @@ def knn_mean_distance_torch(points: torch.Tensor, k: int,
         return torch.zeros(0, dtype=torch.float64, device=points.device)
     k = min(k, n)
     xyz = points[:, :3].double().contiguous()
+    if xyz.is_cuda and _cupyx_kdtree() is not None:
+        return _knn_mean_kdtree(xyz, k)
     out = torch.empty(n, dtype=torch.float64, device=points.device)
     for s in range(0, n, chunk):
         d = torch.cdist(xyz[s:s + chunk], xyz, compute_mode='donot_use_mm_for_euclid_dist')
         out[s:s + chunk] = d.topk(k, dim=1, largest=False).values.mean(dim=1)
     return out
+
+
+def _cupyx_kdtree():
+    """Return ``cupyx.scipy.spatial.KDTree``, or None where cupy is not installed."""
+    try:
+        from cupyx.scipy.spatial import KDTree
+    except ImportError:
+        return None
+    return KDTree
+
+
+def _knn_mean_kdtree(xyz: torch.Tensor, k: int) -> torch.Tensor:
+    """Exact k-NN mean distance with cupyx's GPU k-d tree (``xyz`` float64 on CUDA)."""
+    import cupy
+    pts = cupy.from_dlpack(xyz)
+    dist, _ = _cupyx_kdtree()(pts).query(pts, k=k)  # itself included, at distance 0
+    dist = dist.reshape(xyz.shape[0], k)
+    return torch.from_dlpack(dist.mean(axis=1))
 
 
 def statistical_outlier_mask_torch(points: torch.Tensor, k: int,

@@ -22,7 +22,12 @@ def joint_field(index: JointStateIndex, names, values, field: str) -> np.ndarray
     float64 but overflows float32 (e.g. 1e39) is refused like NaN or Inf.
     Raises JointLayoutError naming the field.
     """
-    out = index.gather(names, values, field).astype(np.float32)
+    return joint_array(index.gather(names, values, field), field)
+
+
+def joint_array(values: np.ndarray, field: str) -> np.ndarray:
+    """Return ``[N, J]`` joint values as float32, refusing NaN / Inf (in float32) by name."""
+    out = np.asarray(values).astype(np.float32)
     if not np.all(np.isfinite(out)):
         raise JointLayoutError(f'JointState `{field}` contains NaN or Inf (in float32)')
     return out

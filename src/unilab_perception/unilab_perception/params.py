@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 from unilab_core import topics
 from unilab_core.config import _Section
+from unilab_core.robot_profile import TaskInputsSection
 
 #: Point-cloud stages, applied in the order given in ``pointcloud.stages``.
 STAGES = ('deskew', 'roi', 'voxel', 'statistical_outlier', 'radius_outlier')
@@ -174,6 +175,16 @@ class PerceptionNodeParams(_Section):
         True, description='The observation starts with [q, qd] of these joints.')
     extras_dim: int = Field(0, ge=0, description='Task extras per env (task_state `extras`).')
     obs_dim: int = Field(0, ge=0, description='Expected observation width (0 = not checked).')
+    source: Literal['task_state', 'robot'] = Field(
+        'task_state', description='task_state: extras from the simulator\'s task state '
+        '(training, replay); robot: extras from standard messages (task_inputs) and one '
+        'observation per control period of the joint states (deployment).')
+    control_rate_hz: float = Field(
+        0.0, ge=0.0, description='robot: observations per second, by joint-state stamps '
+        '(0 = one per joint state).')
+    model_file: str = Field('', description='robot: MJCF model for forward kinematics '
+                            '(reach task inputs).')
+    task_inputs: TaskInputsSection = Field(default_factory=TaskInputsSection)
     sensors: SensorsSection = Field(default_factory=SensorsSection)
     pointcloud: PointCloudSection = Field(default_factory=PointCloudSection)
     bev: BevSection = Field(default_factory=BevSection)

@@ -22,6 +22,7 @@ from sensor_msgs.msg import Image, Imu, JointState, PointCloud2
 from unilab_core import topics
 from unilab_core.config import ConfigError
 from unilab_core.joint_names import env_of, JointLayoutError, JointStateIndex
+from unilab_core.ros.joint_state_topic import JointStateInput
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.qos import sensor_qos
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
@@ -31,8 +32,9 @@ from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
 from unilab_perception import cloud_ops
 from unilab_perception.assembler import ObservationAssembler
 from unilab_perception.ingest import InvalidMessage, read_cloud, read_image, read_imu, stamp_ns
-from unilab_perception.joint_obs import joint_field
+from unilab_perception.joint_obs import joint_array
 from unilab_perception.params import PerceptionNodeParams, SECTIONS
+from unilab_perception.robot_source import RobotSource
 from unilab_perception.timesync import (
     interpolate_quaternion, interpolate_vector, SensorBuffer)
 
@@ -103,10 +105,25 @@ class PerceptionNode(Node):
             self, topics.OBSERVATION,
             batch_capacity({'obs': (self.num_envs, self.assembler.width),
                             'step': (self.num_envs, len(PASS_THROUGH))}), qos=qos)
-        self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state, qos)
-        self.task_sub = TensorSubscription(
-            self, topics.TASK_STATE, self._on_task_state, qos=qos,
-            on_error=lambda exc: self._invalid('task_state', str(exc)))
+        # Joint states: arrays from the bridge through the transport (no DDS in one
+        # process), or a robot driver's sensor_msgs/JointState mapped by name
+        # (unilab_core.ros.joint_state_topic).
+        self.js_input = JointStateInput(joint_names, self.num_envs)
+        self.js_sub = TensorSubscription(
+            self, topics.JOINT_STATES, self._on_joint_state, qos=qos,
+            standard_type=JointState, from_standard=self.js_input.from_standard,
+            on_error=lambda exc: self._invalid('joint_state', str(exc)))
+        self.robot = None
+        if p.source == 'robot':
+            # A robot: the task's extras from standard messages, at the control rate.
+            try:
+                self.robot = RobotSource(self, p, qos)
+            except (ValueError, OSError) as exc:
+                raise ConfigError(f'perception: task inputs: {exc}') from None
+        else:
+            self.task_sub = TensorSubscription(
+                self, topics.TASK_STATE, self._on_task_state, qos=qos,
+                on_error=lambda exc: self._invalid('task_state', str(exc)))
         sensor = sensor_qos(self.num_envs, reliable=False)
         if self.cloud is not None:
             self.create_subscription(PointCloud2, self.cfg['pointcloud'].topic,
@@ -140,18 +157,28 @@ class PerceptionNode(Node):
         return env if env < self.num_envs else None
 
     # -- joint / task lock-step path --------------------------------------
-    def _on_joint_state(self, msg: JointState) -> None:
-        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+    def _on_joint_state(self, batch: Batch) -> None:
+        stamp = batch.stamp_ns
         if not self.uses_joint_state:
             self._joint[stamp] = (None, None)
         else:
             try:
-                q = joint_field(self.index, msg.name, msg.position, 'position')
-                qd = joint_field(self.index, msg.name, msg.velocity, 'velocity')
-            except JointLayoutError as exc:
-                self._invalid('joint_state', str(exc))
+                f = self.js_input.fields(batch)
+                q = joint_array(f['position'], 'position')
+                qd = joint_array(f['velocity'], 'velocity')
+            except (JointLayoutError, KeyError) as exc:
+                self._invalid('joint_state', f'no {exc} field' if isinstance(exc, KeyError)
+                              else str(exc))
                 return
             self._joint[stamp] = (q, qd)
+        if self.robot is not None:
+            q, qd = self._joint.pop(stamp)
+            step = self.robot.step(stamp, q)
+            if step is not None:
+                self._waiting[stamp] = (q, qd, step)
+                self._bound(self._waiting)
+                self._flush()
+            return
         self._bound(self._joint)
         self._try_emit(stamp)
 

@@ -46,14 +46,22 @@ class DeployablePolicy(nn.Module):
         return self.actor(x)
 
 
+#: Model metadata key (ONNX ``metadata_props``; TorchScript extra file ``unilab.json``):
+#: a JSON object with the policy node's parameters (network, observation width, action
+#: history, actuator range, the training run's ``run`` section with the task) and the
+#: task (joint names, command interface, control period, observation layout).
+METADATA_KEY = 'unilab.json'
+
+
 def export_onnx(actor_critic: ActorCritic, normalizer: Optional[EmpiricalNormalization],
                 path: Union[str, os.PathLike], obs_dim: int,
-                opset: int = ONNX_OPSET) -> DeployablePolicy:
+                opset: int = ONNX_OPSET, metadata: Optional[dict] = None) -> DeployablePolicy:
     """
     Write an ONNX model with input ``obs`` [batch, obs_dim] and output ``action``.
 
     Uses the TorchScript-based exporter (``dynamo=False``): the dynamo exporter needs
-    ``onnxscript``, which is not a dependency. Returns the exported module.
+    ``onnxscript``, which is not a dependency. ``metadata`` (plain data) is stored as
+    JSON under ``METADATA_KEY``. Returns the exported module.
     """
     module = DeployablePolicy(actor_critic, normalizer)
     dummy = torch.zeros(1, obs_dim)
@@ -64,6 +72,14 @@ def export_onnx(actor_critic: ActorCritic, normalizer: Optional[EmpiricalNormali
             torch.onnx.export(module, (dummy,), tmp, dynamo=False, opset_version=opset,
                               input_names=['obs'], output_names=['action'],
                               dynamic_axes={'obs': {0: 'batch'}, 'action': {0: 'batch'}})
+        if metadata is not None:
+            import json
+
+            import onnx
+            model = onnx.load(tmp)
+            entry = model.metadata_props.add()
+            entry.key, entry.value = METADATA_KEY, json.dumps(metadata)
+            onnx.save(model, tmp)
 
     with atomic_path(path) as tmp:
         write(str(tmp))
@@ -72,7 +88,8 @@ def export_onnx(actor_critic: ActorCritic, normalizer: Optional[EmpiricalNormali
 
 def export_torchscript(actor_critic: ActorCritic,
                        normalizer: Optional[EmpiricalNormalization],
-                       path: Union[str, os.PathLike], obs_dim: int) -> DeployablePolicy:
+                       path: Union[str, os.PathLike], obs_dim: int,
+                       metadata: Optional[dict] = None) -> DeployablePolicy:
     """
     Write a traced TorchScript file (``torch.jit.load`` + ``module(obs)``).
 
@@ -84,7 +101,11 @@ def export_torchscript(actor_critic: ActorCritic,
         with warnings.catch_warnings():
             warnings.simplefilter('ignore', DeprecationWarning)
             traced = torch.jit.trace(module, torch.zeros(1, obs_dim))
-            traced.save(tmp)
+            extra = {}
+            if metadata is not None:
+                import json
+                extra[METADATA_KEY] = json.dumps(metadata)
+            traced.save(tmp, _extra_files=extra)
 
     with atomic_path(path) as tmp:
         write(str(tmp))
@@ -103,3 +124,19 @@ def verify_onnx(path: Union[str, os.PathLike], module: nn.Module, obs_dim: int,
     (onnx_out,) = session.run(['action'], {'obs': obs.numpy()})
     expected = module.to('cpu').eval()(obs)
     return float((torch.from_numpy(onnx_out) - expected).abs().max())
+
+
+def read_metadata(path: Union[str, os.PathLike]) -> Optional[dict]:
+    """Return the metadata an exported model (``.onnx`` or TorchScript ``.pt``) carries."""
+    import json
+    path = os.fspath(path)
+    if path.endswith('.onnx'):
+        import onnx
+        model = onnx.load(path, load_external_data=False)
+        for entry in model.metadata_props:
+            if entry.key == METADATA_KEY:
+                return json.loads(entry.value)
+        return None
+    extra = {METADATA_KEY: ''}
+    torch.jit.load(path, map_location='cpu', _extra_files=extra)
+    return json.loads(extra[METADATA_KEY]) if extra[METADATA_KEY] else None

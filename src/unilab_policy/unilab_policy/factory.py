@@ -159,3 +159,27 @@ def load_trained(path: str | pathlib.Path,
         raise ConfigError(f'{ckpt}: does not fit the network of {run_dir}/graph_params.yaml '
                           f'({str(exc).splitlines()[0]})') from None
     return TrainedPolicy(bundle.eval(), params, ckpt)
+
+
+def load_weights_file(actor: PolicyActor, path: str | pathlib.Path) -> str:
+    """
+    Give a deploy-mode actor the weights of ``path``; return what was loaded.
+
+    A run directory or checkpoint loads into the actor's network (its shape must
+    match); an exported model (``.onnx``, TorchScript) replaces the actor's
+    inference. Raises ConfigError / ValueError with the reason.
+    """
+    from unilab_policy.exported_inference import ExportedPolicy, is_exported
+    path = pathlib.Path(path)
+    if is_exported(path):
+        actor.inference = ExportedPolicy(path, actor.num_envs, actor.input_dim)
+        actor.set_version(0)
+        return f'exported model {path}'
+    trained = load_trained(path, actor.device)
+    try:
+        actor.bundle.load_state_dict(trained.bundle.state_dict())
+    except RuntimeError as exc:
+        raise ConfigError(f'{path}: does not fit this policy ({str(exc).splitlines()[0]})') \
+            from None
+    actor.set_version(0)
+    return f'checkpoint {trained.checkpoint}'

@@ -22,8 +22,9 @@ from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
                                           TensorPublisher, TensorSubscription)
 
 from unilab_policy.actor import ObservationError, StepIn, StepResult
+from unilab_policy.checkpoint import CheckpointError
 from unilab_policy.device import setup_device
-from unilab_policy.factory import make_actor
+from unilab_policy.factory import load_weights_file, make_actor
 from unilab_policy.node_common import WEIGHTS_QOS
 from unilab_policy.params import PolicyNodeParams
 
@@ -37,7 +38,10 @@ class PolicyNode(Node):
         try:
             self.device = setup_device(p.run.device, p.run.torch_threads)
             self.actor = make_actor(p, self.device, log=self.get_logger().info)
-        except ValueError as exc:
+            if p.weights_file:
+                loaded = load_weights_file(self.actor, p.weights_file)
+                self.get_logger().info(f'{p.mode}: acting with {loaded}')
+        except (ValueError, OSError, CheckpointError) as exc:
             raise ConfigError(f'policy: {exc}') from None
         self.counters = self.actor.counters
         self.counters['bad_obs'] = 0

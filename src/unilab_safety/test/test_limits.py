@@ -129,3 +129,37 @@ def test_disabled_flag_ignores_value_and_extra_keys_round_trip():
 def test_joint_limits_defaults():
     jl = JointLimits()
     assert not jl.has_any_limits and jl.max_velocity == math.inf
+
+
+def test_vendor_files_with_degrees_load_as_radians(tmp_path):
+    path = tmp_path / 'ur.yaml'
+    path.write_text('joint_limits:\n  elbow_joint:\n    has_position_limits: true\n'
+                    '    max_position: !degrees  180.0\n    min_position: !degrees -180.0\n'
+                    '    has_velocity_limits: true\n    max_velocity: !degrees 90\n')
+    lim = load_joint_limits(str(path), ['elbow_joint'])
+    assert lim.pos_hi[0] == pytest.approx(math.pi) and lim.pos_lo[0] == pytest.approx(-math.pi)
+    assert lim.vel_max[0] == pytest.approx(math.pi / 2)
+    path.write_text('joint_limits:\n  j:\n    has_position_limits: true\n'
+                    '    max_position: !degrees lots\n    min_position: 0.0\n')
+    with pytest.raises(LimitsError, match='degrees'):
+        load_joint_limits(str(path), ['j'])
+    path.write_text('joint_limits:\n  j: !!python/object/apply:os.system ["true"]\n')
+    with pytest.raises(LimitsError):  # still a safe loader: no code runs
+        load_joint_limits(str(path), ['j'])
+
+
+def test_urdf_limit_tags_load_like_ros2_control_reads_them(tmp_path):
+    path = tmp_path / 'robot.urdf'
+    path.write_text('<robot name="r"><link name="a"/><link name="b"/><link name="c"/>'
+                    '<joint name="j1" type="revolute"><parent link="a"/><child link="b"/>'
+                    '<limit lower="-1.5" upper="1.5" effort="20" velocity="2.0"/>'
+                    '<safety_controller soft_lower_limit="-1.0" soft_upper_limit="1.2"/>'
+                    '</joint><joint name="j2" type="continuous"><parent link="b"/>'
+                    '<child link="c"/><limit effort="5" velocity="3.0"/></joint></robot>')
+    lim = load_joint_limits(str(path), ['j1', 'j2'])
+    assert lim.pos_lo.tolist()[0] == -1.0 and lim.pos_hi.tolist()[0] == 1.2  # soft narrows
+    assert lim.vel_max.tolist() == [2.0, 3.0] and lim.eff_max.tolist() == [20.0, 5.0]
+    assert lim.pos_hi[1] == float('inf')  # continuous: no position range
+    path.write_text('<robot><joint name="j1" type="revolute"><limit lower="x"/></joint></robot>')
+    with pytest.raises(LimitsError, match="joint 'j1'"):
+        load_joint_limits(str(path), ['j1'])

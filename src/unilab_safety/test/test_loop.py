@@ -246,3 +246,46 @@ def test_a_resent_action_gets_the_same_command_and_leaves_the_reference_alone():
     loop.cycle(3 * PERIOD)
     (nxt,) = _drain(ring)
     np.testing.assert_allclose(np.abs(nxt.command - first.command), 0.1, atol=1e-12)
+
+
+def _robot_loop(**kw):
+    gate = SafetyGate(LIMITS, 'position', 0.1)
+    slot, ring, state = LatestSlot(), OutputRing(64, N, 2), LatestArray()
+    loop = SafetyLoop(gate, N, slot, ring, TIMEOUT_S, 'hold', lockstep=False, state=state,
+                      **kw)
+    return loop, slot, ring, state
+
+
+def test_nothing_reaches_the_actuators_before_arming():
+    loop, slot, ring, state = _robot_loop(armed=False)
+    state.put(np.array(MEASURED), stamp_ns=0)
+    for k in range(50):  # actions, then a silence far past the watchdog timeout
+        if k < 5:
+            slot.put(_action(k, [[0.9, 2.0], [0.9, 2.0]]))
+        loop.cycle(k * PERIOD)
+    assert _drain(ring) == []  # no command, no fallback
+    assert loop.counters()['unarmed_actions'] == 5 and loop.counters()['armed'] == 0
+    loop.armed_request = True  # the ~/arm service
+    state.put(np.array([[0.2, 1.0], [0.2, 1.0]]), stamp_ns=50 * PERIOD)
+    slot.put(_action(9, [[0.9, 2.0], [0.9, 2.0]]))
+    loop.cycle(50 * PERIOD)
+    (e,) = _drain(ring)  # the first command, one step from where the joints are
+    np.testing.assert_allclose(e.command, [[0.3, 1.1], [0.3, 1.1]])
+
+
+def test_stale_joint_states_stop_the_answers_and_the_watchdog_holds():
+    loop, slot, ring, state = _robot_loop(state_timeout_s=0.05)
+    state.put(np.array(MEASURED), stamp_ns=0)
+    slot.put(_action(0, MEASURED))
+    loop.cycle(PERIOD)
+    (first,) = _drain(ring)
+    kinds = []
+    for k in range(2, 120):  # actions keep coming, the joint states stop at t = 0
+        slot.put(_action(k, [[0.9, 2.0], [0.9, 2.0]]))
+        loop.cycle(k * PERIOD)
+        kinds += [(k, e.kind) for e in _drain(ring)]
+    # Answered while the state was fresh (50 ms), then only holds: the last command.
+    commands = [k for k, kind in kinds if kind == 'command']
+    holds = [k for k, kind in kinds if kind == 'fallback']
+    assert commands and max(commands) <= 50 and holds and min(holds) > max(commands)
+    assert loop.counters()['stale_state_actions'] > 0

@@ -61,7 +61,8 @@ class SafetyLoop:
     """Gate actions and run the watchdog, one ``cycle(now_ns)`` at a time."""
 
     def __init__(self, gate, num_envs, slot, ring, watchdog_timeout_s,
-                 watchdog_fallback='hold', lockstep=False, state=None):
+                 watchdog_fallback='hold', lockstep=False, state=None, state_timeout_s=0.0,
+                 armed=True):
         if watchdog_fallback not in WATCHDOG_FALLBACKS:
             raise ValueError(f'watchdog_fallback must be one of {WATCHDOG_FALLBACKS}, got '
                              f'{watchdog_fallback!r}')
@@ -84,6 +85,13 @@ class SafetyLoop:
         gate.size(self.n)  # allocate the gate's buffers before the loop runs
         self.batches = self.commands = self.fallbacks = self.resent = 0
         self.unreferenced = 0  # actions dropped: no reference for some row in time
+        # Joint states older than this make actions wait unanswered (the watchdog then
+        # holds): they are both the reference and what the policy saw. 0 = not checked.
+        self.state_timeout_ns = int(round(state_timeout_s * 1e9))
+        self.stale_state_actions = 0
+        # Armed: commands may reach the actuators. Until then actions are counted only.
+        self.armed = self.armed_request = bool(armed)
+        self.unarmed_actions = 0
         self._waiting = None  # an action waiting for the measured joint positions
         self._waiting_since = 0
         self.estop_events = self.estop_rows = 0
@@ -122,11 +130,19 @@ class SafetyLoop:
             # After an e-stop the robot is wherever it stopped: the next command is
             # limited from its measured position, not from the last command.
             self.gate.reset()
+        if self.armed_request != self.armed:
+            self.armed = self.armed_request
+            # Arming: nothing was sent while disarmed, so start from where the joints are.
+            self.gate.reset()
+            self.watchdog.reset()
+            self.last_action_ns = None
+            self._waiting = None
         item = self.slot.take()
         if item is not None:
             self._waiting = None  # a newer action replaces one that waited
-            self._on_action(item, now_ns)
-            return
+            if self._on_action(item, now_ns):
+                return
+            # Not taken (disarmed, stale joint states): the watchdog runs as in a silence.
         if self._waiting is not None:
             self._gate_action(self._waiting, now_ns)
             return
@@ -152,7 +168,24 @@ class SafetyLoop:
             self.fallbacks += 1
             self._emit(kind, self._scratch)
 
+    def _state_stale(self, now_ns):
+        """Return True while the measured joint positions are too old to act on."""
+        if not self.state_timeout_ns:
+            return False
+        if self.state is None or self.state.latest() is None:
+            return True
+        return now_ns - self.state.stamp_ns > self.state_timeout_ns
+
     def _on_action(self, item, now_ns):
+        """Take one action; return False when it is not taken (disarmed, stale state)."""
+        if not self.armed:
+            self.unarmed_actions += 1
+            return False
+        if self._state_stale(now_ns):
+            # Stale joint states: the action is not answered, so the watchdog holds the
+            # robot within its timeout, and keeps holding while they stay stale.
+            self.stale_state_actions += 1
+            return False
         self.watchdog.feed(now_ns)
         self.last_action_ns = now_ns
         self.last_fallback_ns = None
@@ -163,7 +196,7 @@ class SafetyLoop:
             self.resent += 1
             self.commands += 1
             self._emit('command', self._answer, item.recv_ns)
-            return
+            return True
         self.last_seq, self.last_version = item.seq, item.version
         self.last_stamp_ns = item.stamp_ns
         gate = self.gate
@@ -172,13 +205,14 @@ class SafetyLoop:
             if gate.fill_fallback(self._scratch, commit=not self.lockstep,
                                   state_position=self._measured()):
                 self._emit('estop', self._scratch, item.recv_ns)
-            return
+            return True
         if item.reset is not None:
             # Episode starts the simulator reported (never the action publisher): these
             # rows are limited from their measured position from now on.
             gate.reset(item.reset)
         self._waiting_since = now_ns
         self._gate_action(item, now_ns)
+        return True
 
     def _gate_action(self, item, now_ns):
         """Gate ``item`` once every row has a reference; else let it wait (bounded)."""
@@ -225,4 +259,6 @@ class SafetyLoop:
             'workspace_stops': self.gate.workspace_stops, 'pid_active_rows': self.gate.pid_rows,
             'superseded_actions': self.slot.superseded, 'output_overruns': self.ring.overruns,
             'resent_actions': self.resent, 'unreferenced_actions': self.unreferenced,
+            'stale_state_actions': self.stale_state_actions, 'armed': int(self.armed),
+            'unarmed_actions': self.unarmed_actions,
         }

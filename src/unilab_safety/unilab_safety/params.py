@@ -14,8 +14,24 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
+from unilab_core import topics
 from unilab_core.config import _Section, SafetySection
+
+
+class OutputSection(_Section):
+    """Where the safe commands go: the graph's tensor topic, or a robot's controller."""
+
+    type: Literal['tensor_batch', 'forward_command', 'joint_trajectory'] = Field(
+        'tensor_batch', description='tensor_batch: unilab_interfaces/TensorBatch (training, '
+        'simulation); forward_command: std_msgs/Float64MultiArray for a '
+        'forward_command_controller; joint_trajectory: a one-point '
+        'trajectory_msgs/JointTrajectory (time_from_start = dt) for a '
+        'joint_trajectory_controller.')
+    topic: str = Field(topics.SAFE_COMMAND, min_length=1, description='The output topic.')
+    joints: list[str] = Field(
+        default_factory=list, description='The controller\'s joint order ([] = '
+        'joint_names).')
 
 
 class SafetySpec(_Section):
@@ -32,7 +48,26 @@ class SafetySpec(_Section):
         False, description='Simulation in lock-step: the consumer steps on `command` outputs '
         'only, so watchdog fallbacks are published but never applied.')
     run_dir: str = Field('', description='Write safety_stats.json here ("" = do not).')
+    armed: bool = Field(
+        True, description='Commands may reach the actuators from the start; false = only '
+        'after the ~/arm service (a robot: nothing moves until someone arms it).')
+    state_timeout_s: float = Field(
+        0.0, ge=0.0, description='Joint states older than this: actions are not answered '
+        'and the watchdog holds (0 = not checked; lock-step simulation).')
+    output: OutputSection = Field(default_factory=OutputSection)
     safety: SafetySection = Field(default_factory=SafetySection)
+
+    @model_validator(mode='after')
+    def _controller_output(self):
+        o = self.output
+        if o.type != 'tensor_batch':
+            if self.num_envs != 1:
+                raise ValueError(f'output.type {o.type} drives one robot: num_envs must be 1, '
+                                 f'got {self.num_envs}')
+            if o.joints and sorted(o.joints) != sorted(self.joint_names):
+                raise ValueError(f'output.joints {o.joints} must name the joints of '
+                                 f'joint_names {self.joint_names}')
+        return self
 
     @field_validator('joint_names')
     @classmethod

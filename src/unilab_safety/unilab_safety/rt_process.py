@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -53,6 +54,7 @@ class _ChildTicker:
     def tick(self, deadline_ns):
         ctrl, loop = self.ctrl, self.loop
         loop._reset_requests = int(ctrl[sh.C_RESET_REQ])
+        loop.armed_request = bool(ctrl[sh.C_ARMED])
         loop.cycle(deadline_ns)
         self.n += 1
         if self.ring.pending or loop._reset_done != int(ctrl[sh.C_RESET_DONE]) \
@@ -85,6 +87,9 @@ class _ChildTicker:
         ctrl[base + 11] = gate.pid_rows
         ctrl[base + 12] = loop.resent
         ctrl[base + 13] = loop.unreferenced
+        ctrl[base + 14] = loop.stale_state_actions
+        ctrl[base + 15] = int(loop.armed)
+        ctrl[base + 16] = loop.unarmed_actions
         ctrl[sh.C_FALLBACK_DELAY_MAX] = loop.fallback_delay_max_ns
         ctrl[sh.C_CYCLES] = rt.cycles
         ctrl[sh.C_MISSES] = rt.deadline_misses
@@ -96,6 +101,10 @@ class _ChildTicker:
 
 def child_main(argv=None):
     """Entry point of the RT process: ``python -m unilab_safety.rt_process JSON``."""
+    # Ctrl-C and SIGTERM reach the whole process group: the loop must not die before its
+    # node (which stops it through the stop word, and is watched through getppid).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     args = json.loads((argv or sys.argv[1:])[0])
     out = sys.stdout
     block = sh.SharedBlock.attach(args['shm_fd'], args['n_rows'], args['n_joints'],
@@ -151,6 +160,7 @@ class RtProcess:
         self.spec = spec
         self.n_rows, self.n_joints = spec.num_envs, len(spec.joint_names)
         self.block = sh.SharedBlock.create(self.n_rows, self.n_joints, capacity, stats_size)
+        self.block.ctrl[sh.C_ARMED] = int(spec.armed)
         self.capacity, self.stats_size = capacity, stats_size
         self.writer = sh.ActionWriter(self.block)
         self.state_writer = sh.StateWriter(self.block)
@@ -267,7 +277,11 @@ class RtProcess:
 
     def put_state(self, positions):
         """Hand the latest measured joint positions [N, J] over (copied into the slot)."""
-        self.state_writer.put(positions)
+        self.state_writer.put(positions, time.monotonic_ns())
+
+    def set_armed(self, armed):
+        """Let commands reach the actuators (True) or stop them (False)."""
+        self.block.ctrl[sh.C_ARMED] = int(bool(armed))
 
     def request_reset(self):
         """Ask the loop to clear a latched e-stop; return the request id."""

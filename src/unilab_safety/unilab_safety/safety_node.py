@@ -29,7 +29,9 @@ Counters go to /diagnostics and to ``<run_dir>/safety_stats.json``.
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import select
 import threading
 import time
 
@@ -42,13 +44,13 @@ from std_srvs.srv import Trigger
 from unilab_core import topics
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
-from unilab_core.joint_names import JointStateIndex
+from unilab_core.ros.joint_state_topic import JointStateInput
 from unilab_core.ros.params import declare_params
-from unilab_core.ros.tensor_msg import Batch, make_batch, TensorMessageError
-from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints, TensorPublisher,
-                                          TensorSubscription)
+from unilab_core.ros.tensor_msg import Batch, TensorMessageError
+from unilab_core.ros.tensor_topic import close_endpoints, TensorSubscription
 
 from unilab_safety.build import build_loop
+from unilab_safety.command_output import CommandOutput
 from unilab_safety.limits import LimitsError
 from unilab_safety.loop import ActionIn
 from unilab_safety.params import SafetySpec
@@ -57,6 +59,11 @@ from unilab_safety.rt import PeriodStats, RtLoop
 from unilab_safety.rt_process import RtProcess
 from unilab_safety.slots import LatestSlot, OutputRing
 from unilab_safety.thread_backend import ThreadBackend
+
+
+#: lock-step only: how long the action callback waits for the loop's answer and publishes it
+#: itself (``_answer_inline``); the loop answers within one cycle of its wake-up
+ANSWER_WAIT_S = 0.002
 
 
 class SafetyNode(Node):
@@ -99,20 +106,27 @@ class SafetyNode(Node):
         self._logged: set[str] = set()
         qos = QoSProfile(depth=4)
         # Through the zero-copy transport; publish(TensorBatch) is thread-safe there.
-        self.pub = TensorPublisher(self, topics.SAFE_COMMAND,
-                                   batch_capacity({'command': (self.num_envs, len(joint_names))}),
-                                   qos=qos)
+        # The gated commands: the graph's tensor topic, or the robot controller's own type.
+        self.pub = CommandOutput(self, spec, qos)
         self.diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
         # Actions through the zero-copy transport (or a plain TensorBatch publisher).
         self.action_sub = TensorSubscription(self, topics.ACTION, self._on_action, qos=qos,
                                              on_error=self._bad_action)
+        # Output entries are taken by the publisher thread and, in lock-step mode, by the
+        # action callback (``_answer_inline``): one at a time, in order.
+        self._out_lock = threading.Lock()
         self.create_service(Trigger, '~/reset_estop', self._on_reset)
+        self.create_service(Trigger, '~/arm', lambda req, res: self._on_arm(res, True))
+        self.create_service(Trigger, '~/disarm', lambda req, res: self._on_arm(res, False))
         self.create_timer(s.diagnostics_period_s, self._publish_diagnostics)
         # The measured joint positions: the gate's reference at start and after resets,
         # fallbacks and e-stops (and the PID's input).
-        self._js_index = JointStateIndex(joint_names, self.num_envs)
-        self._js_positions = np.zeros(self._js_index.shape)
-        self.create_subscription(JointState, topics.JOINT_STATES, self._on_joint_state, qos)
+        # Through the transport from the bridge (no DDS in one process), or a driver's
+        # sensor_msgs/JointState mapped by name (unilab_core.ros.joint_state_topic).
+        self._js_input = JointStateInput(joint_names, self.num_envs)
+        self.js_sub = TensorSubscription(
+            self, topics.JOINT_STATES, self._on_joint_state, qos=qos, standard_type=JointState,
+            from_standard=self._js_input.from_standard, on_error=self._bad_joint_state)
         self.episode_starts = None
         if spec.lockstep:
             # Simulation: episode starts come from the simulator's own task state only.
@@ -135,10 +149,12 @@ class SafetyNode(Node):
                                             name='unilab_safety_pub')
         self._pub_thread.start()
         self.get_logger().info(
-            f'gating {len(joint_names)} joints ({spec.interface}) from {topics.ACTION} '
-            f'to {topics.SAFE_COMMAND} at {s.rate_hz:g} Hz in a real-time {rt_mode}; watchdog '
-            f'{s.watchdog_timeout_s:g} s -> {s.watchdog_fallback}; limits '
-            f'{s.joint_limits_file}')
+            f'gating {len(joint_names)} joints ({spec.interface}) from '
+            f'{self.resolve_topic_name(topics.ACTION)} to {self.pub.topic_name} '
+            f'({spec.output.type}) at {s.rate_hz:g} Hz in a '
+            f'real-time {rt_mode}; watchdog {s.watchdog_timeout_s:g} s -> '
+            f'{s.watchdog_fallback}; limits {s.joint_limits_file}'
+            + ('' if spec.armed else '; DISARMED until ~/arm is called'))
         answers = granted or {'rt_thread': 'refused: did not start'}
         granted_text = ', '.join(f'{k}: {v}' for k, v in answers.items()
                                  if not v.startswith('refused'))
@@ -155,22 +171,60 @@ class SafetyNode(Node):
             self.rt.wait_output()
             if self._closing:
                 return
-            while (entry := self.rt.pop()) is not None:
-                msg = make_batch(entry.kind, entry.seq, {'command': entry.command},
-                                 version=entry.version, stamp_ns=entry.stamp_ns)
-                try:
-                    self.pub.publish(msg)
-                except Exception:  # noqa: B902 - context shut down while closing
-                    if self._closing:
-                        return
-                    raise
-                self.published[entry.kind] += 1
-                self._last_safe = (entry.seq, entry.version, entry.stamp_ns, entry.command)
-                if entry.t_ns:
-                    self.latency.record(time.monotonic_ns() - entry.t_ns)
+            try:
+                while self._publish_next() is not None:
+                    pass
+            except Exception:  # noqa: B902 - context shut down while closing
+                if self._closing:
+                    return
+                raise
             if not self.rt.alive and not self._closing:
                 self._on_loop_death()
                 return
+
+    def _publish_next(self):
+        """Publish the loop's oldest output entry; return it (None when there is none)."""
+        with self._out_lock:
+            entry = self.rt.pop()
+            if entry is None:
+                return None
+            self.pub.publish(entry.kind, entry.seq, entry.version, entry.stamp_ns,
+                             entry.command)
+            self.published[entry.kind] += 1
+            self._last_safe = (entry.seq, entry.version, entry.stamp_ns, entry.command)
+            if entry.t_ns:
+                self.latency.record(time.monotonic_ns() - entry.t_ns)
+        return entry
+
+    def _answer_inline(self, seq: int) -> None:
+        """
+        Lock-step: wait for the loop's answer to action ``seq`` and publish it on this thread.
+
+        The loop is woken at once and answers within one cycle; publishing from here
+        instead of the publisher thread saves that thread's wake-up and, for a consumer
+        in this process, the hand-over to the executor (the consumer's callback is then
+        scheduled on this same thread). ``ANSWER_WAIT_S`` bounds the wait; whatever has
+        not come by then is published by the publisher thread as before.
+        """
+        deadline = time.monotonic() + ANSWER_WAIT_S
+        while self.rt.alive:
+            entry = self._publish_next()
+            if entry is not None:
+                continue
+            last = self._last_safe
+            if last is not None and last[0] == seq:
+                return  # answered (by this thread or the publisher thread)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            # Sleep on the loop's output eventfd (GIL released; no spinning, which would
+            # take the core the loop needs on a small machine). The publisher thread polls
+            # it too: whichever thread reads the count, the other finds it taken.
+            if select.select([self.rt.wake_out], [], [], left)[0]:
+                try:
+                    os.eventfd_read(self.rt.wake_out)
+                except BlockingIOError:
+                    pass
 
     def _on_loop_death(self) -> None:
         """Publish the e-stop hold once the loop is gone; later actions get it too."""
@@ -189,8 +243,11 @@ class SafetyNode(Node):
         command = self._last_safe[3]
         if self.gate.interface != 'position':
             command = np.zeros_like(command)
-        self.pub.publish(make_batch('estop', seq, {'command': command}, version=version,
-                                    stamp_ns=stamp_ns))
+        try:
+            self.pub.publish('estop', seq, version, stamp_ns, command)
+        except Exception as exc:  # noqa: B902 - the context is going away (shutdown)
+            self._log_once('dead_hold', f'could not publish the e-stop hold: {exc}')
+            return
         self.published['estop'] += 1
 
     # -- ROS callbacks ----------------------------------------------------------------
@@ -237,19 +294,23 @@ class SafetyNode(Node):
             return
         self.rt.put(ActionIn(batch.seq, batch.version, batch.stamp_ns, action, reset_mask,
                              shape_ok, recv_ns))
+        if self.spec.lockstep:
+            self._answer_inline(batch.seq)
 
-    def _on_joint_state(self, msg: JointState) -> None:
+    def _bad_joint_state(self, exc: Exception) -> None:
+        self.bad_joint_states += 1
+        self._log_once('joint_state', f'ignoring joint state: {exc}')
+
+    def _on_joint_state(self, batch: Batch) -> None:
         try:
-            positions = self._js_index.gather(msg.name, msg.position, out=self._js_positions)
-        except ValueError as exc:
-            self.bad_joint_states += 1
-            self._log_once('joint_state', f'ignoring joint state: {exc}')
+            positions = self._js_input.fields(batch)['position']
+        except (ValueError, KeyError) as exc:
+            self._bad_joint_state(exc)
             return
         self.rt.put_state(positions)
         self.joint_states += 1
         if self.episode_starts is not None:
-            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-            self.episode_starts.joint_state(stamp, positions)
+            self.episode_starts.joint_state(batch.stamp_ns, positions)
 
     def _bad_task_state(self, exc: Exception) -> None:
         self.episode_starts.bad += 1
@@ -266,6 +327,21 @@ class SafetyNode(Node):
         if not ok:
             self._log_once('task_state', 'ignoring task state: terminated / truncated do '
                            f'not fit {self.num_envs} envs or are not finite')
+
+    def _on_arm(self, response, armed: bool):
+        """Let commands reach the actuators (arm) or stop them (disarm)."""
+        self.rt.set_armed(armed)
+        deadline = time.monotonic() + max(0.5, 20 * self.rt.period_ns * 1e-9)
+        while bool(self.rt.counters()['armed']) != armed and self.rt.alive \
+                and time.monotonic() < deadline:
+            time.sleep(self.rt.period_ns * 1e-9)
+        response.success = bool(self.rt.counters()['armed']) == armed
+        response.message = (('armed: commands reach the actuators, the first one limited '
+                             'from the measured joint positions') if armed else
+                            'disarmed: no command is sent') if response.success else \
+            'the safety loop did not acknowledge'
+        self.get_logger().warning(f'{"arm" if armed else "disarm"}: {response.message}')
+        return response
 
     def _on_reset(self, request, response):
         was = self.rt.estopped

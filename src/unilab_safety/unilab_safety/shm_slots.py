@@ -44,12 +44,14 @@ _KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 C_MAGIC, C_OUT_HEAD, C_STOP, C_RESET_REQ, C_RESET_DONE, C_STATE = 0, 1, 2, 3, 4, 5
 C_CYCLES, C_MISSES, C_EARLY, C_STATS_COUNT, C_STATS_MAX, C_TAKEN = 6, 7, 8, 9, 10, 11
 C_FALLBACK_DELAY_MAX = 12
+C_ARMED = 13     # node -> loop: 1 while commands may reach the actuators
 C_IN = 16      # action slot: gen, puts, seq, version, stamp_ns, recv_ns, shape_ok, has_reset
-C_STATE_IN = 24  # joint-state slot: gen, puts
+C_STATE_IN = 24  # joint-state slot: gen, puts, stamp_ns (monotonic time received)
 C_COUNTERS = 32
 COUNTER_NAMES = ('passed', 'clamped', 'rejected', 'batches', 'commands', 'fallbacks',
                  'stale_events', 'estop_events', 'estop_rows', 'estopped', 'workspace_stops',
-                 'pid_active_rows', 'resent_actions', 'unreferenced_actions')
+                 'pid_active_rows', 'resent_actions', 'unreferenced_actions',
+                 'stale_state_actions', 'armed', 'unarmed_actions')
 N_CTRL = 64
 # Loop states (C_STATE).
 STARTING, RUNNING, STOPPED, FAILED = 0, 1, 2, 3
@@ -183,19 +185,20 @@ class ActionReader:
 
 
 class StateWriter:
-    """Node side of the measured joint-position slot ([N, J], for the PID)."""
+    """Node side of the measured joint-position slot ([N, J]) and its time of receipt."""
 
     def __init__(self, block):
         self.b = block
-        self.w = block.ctrl[C_STATE_IN:C_STATE_IN + 2]
+        self.w = block.ctrl[C_STATE_IN:C_STATE_IN + 3]
 
-    def put(self, positions):
-        """Copy ``positions`` [N, J] into the slot."""
+    def put(self, positions, stamp_ns):
+        """Copy ``positions`` [N, J] received at ``stamp_ns`` (CLOCK_MONOTONIC) into the slot."""
         w = self.w
         gen = int(w[0]) + 1
         w[0] = gen
         fence()
         np.copyto(self.b.state, positions, casting='unsafe')
+        w[2] = stamp_ns
         w[1] += 1
         fence()
         w[0] = gen + 1
@@ -206,11 +209,12 @@ class StateReader:
 
     def __init__(self, block):
         self.b = block
-        self.w = block.ctrl[C_STATE_IN:C_STATE_IN + 2]
+        self.w = block.ctrl[C_STATE_IN:C_STATE_IN + 3]
         self._state = np.zeros_like(block.state)
         self._tmp = np.zeros_like(block.state)
         self._seen = 0
         self._have = False
+        self.stamp_ns = 0  # when the newest complete positions were received
 
     def latest(self):
         """Return the newest complete positions (own buffer), or None before the first."""
@@ -218,9 +222,11 @@ class StateReader:
         if gen != self._seen and not gen & 1:
             fence()
             np.copyto(self._tmp, self.b.state)
+            stamp = int(self.w[2])
             fence()
             if int(self.w[0]) == gen:
                 np.copyto(self._state, self._tmp)
+                self.stamp_ns = stamp
                 self._seen = gen
                 self._have = True
         return self._state if self._have else None

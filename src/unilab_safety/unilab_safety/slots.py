@@ -15,6 +15,7 @@ thread must not do (priority inversion).
   slot overwritten while it copied, like a seqlock.
 """
 
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -57,18 +58,23 @@ class LatestSlot:
 
 
 class LatestArray:
-    """Latest-value holder of one array (measured joint positions for the PID)."""
+    """Latest-value holder of one array (measured joint positions) and its time of receipt."""
 
     def __init__(self):
-        self._value = None
+        self._item = (0, None)  # (stamp_ns, value), swapped as one reference
 
-    def put(self, value):
-        """Store a reference to ``value`` (the writer must not modify it afterwards)."""
-        self._value = value
+    def put(self, value, stamp_ns=None):
+        """Store ``value`` (not copied: the writer must not modify it afterwards)."""
+        self._item = (time.monotonic_ns() if stamp_ns is None else int(stamp_ns), value)
 
     def latest(self):
         """Return the newest value, or None before the first."""
-        return self._value
+        return self._item[1]
+
+    @property
+    def stamp_ns(self):
+        """Return when the newest value was received (CLOCK_MONOTONIC ns; 0 before one)."""
+        return self._item[0]
 
 
 class OutputEntry(NamedTuple):

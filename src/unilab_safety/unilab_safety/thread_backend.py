@@ -89,6 +89,10 @@ class ThreadBackend:
         if self.wake_in is not None:
             os.eventfd_write(self.wake_in, 1)
 
+    def set_armed(self, armed):
+        """Let commands reach the actuators (True) or stop them (False)."""
+        self.loop.armed_request = bool(armed)
+
     def put_state(self, positions):
         """Hand the latest measured joint positions [N, J] over (a copy: the caller reuses)."""
         self.state.put(np.array(positions, dtype=np.float64))

@@ -9,7 +9,7 @@ self-describing. ``flush()`` makes what was written so far survive a SIGKILL:
 MCAP closes the pending chunk and flushes the file, sqlite3 commits. A killed
 recording has no ``metadata.yaml`` and (MCAP) no summary section;
 ``recover_bag`` rewrites everything up to the last flushed chunk / commit into
-a clean bag.
+a clean bag (MCAP read with the ``mcap`` library's stream reader).
 """
 
 from __future__ import annotations
@@ -194,53 +194,36 @@ def open_bags(paths) -> list[BagReader]:
 
 
 # ------------------------------------------------------------------ recovery
-def _mcap_records(data: bytes, start: int) -> Iterator[tuple[int, bytes]]:
-    """Yield complete (opcode, content) records; stop at the first cut-off one."""
-    pos = start
-    while pos + 9 <= len(data):
-        op, length = struct.unpack_from('<BQ', data, pos)
-        if pos + 9 + length > len(data):
-            return
-        yield op, data[pos + 9:pos + 9 + length]
-        pos += 9 + length
-
-
-def _mcap_str(b: bytes, pos: int) -> tuple[str, int]:
-    (n,) = struct.unpack_from('<I', b, pos)
-    return b[pos + 4:pos + 4 + n].decode(), pos + 4 + n
-
-
 def _recover_mcap(path: pathlib.Path) -> Iterator[tuple[str, str, str, int, bytes]]:
-    """Yield (topic, msgtype, msgdef, ts, raw) from complete chunks of an MCAP file."""
-    data = path.read_bytes()
-    if not data.startswith(b'\x89MCAP0\r\n'):
-        raise BagError(f'{path}: not an MCAP file')
+    """
+    Yield (topic, msgtype, msgdef, ts, raw) of every complete record of an MCAP file.
+
+    The ``mcap`` library's stream reader walks the records front to back (chunks
+    decompressed, CRCs checked); a recording killed mid-chunk ends in a cut-off
+    record, where the stream reader raises ``EndOfFile`` and recovery stops:
+    everything up to the last complete chunk is kept.
+    """
+    from mcap.exceptions import EndOfFile, InvalidMagic, McapError
+    from mcap.records import Channel, Message, Schema
+    from mcap.stream_reader import StreamReader
     schemas: dict[int, tuple[str, str]] = {}
     channels: dict[int, tuple[str, str, str]] = {}
-    for op, rec in _mcap_records(data, 8):
-        if op != 0x06:  # chunk; schemas/channels/messages of our writer live inside chunks
-            continue
-        pos = 8 + 8 + 8 + 4
-        compression, pos = _mcap_str(rec, pos)
-        (size,) = struct.unpack_from('<Q', rec, pos)
-        body = rec[pos + 8:pos + 8 + size]
-        if compression:
-            raise BagError(f'{path}: compressed chunks ({compression}) are not recoverable')
-        for iop, irec in _mcap_records(body, 0):
-            if iop == 0x03:
-                (sid,) = struct.unpack_from('<H', irec, 0)
-                name, p = _mcap_str(irec, 2)
-                _, p = _mcap_str(irec, p)
-                text, _ = _mcap_str(irec, p)
-                schemas[sid] = (name, text)
-            elif iop == 0x04:
-                cid, sid = struct.unpack_from('<HH', irec, 0)
-                topic, _ = _mcap_str(irec, 4)
-                channels[cid] = (topic, *schemas[sid])
-            elif iop == 0x05:
-                cid, _, ts = struct.unpack_from('<HIQ', irec, 0)
-                topic, msgtype, text = channels[cid]
-                yield topic, msgtype, text, ts, irec[22:]
+    with open(path, 'rb') as f:
+        try:
+            for rec in StreamReader(f, validate_crcs=True).records:
+                if isinstance(rec, Schema):
+                    schemas[rec.id] = (rec.name, rec.data.decode())
+                elif isinstance(rec, Channel):
+                    channels[rec.id] = (rec.topic, *schemas.get(rec.schema_id, ('', '')))
+                elif isinstance(rec, Message) and rec.channel_id in channels:
+                    topic, msgtype, text = channels[rec.channel_id]
+                    yield topic, msgtype, text, rec.log_time, bytes(rec.data)
+        except InvalidMagic:
+            raise BagError(f'{path}: not an MCAP file') from None
+        except EndOfFile:
+            return  # the cut-off tail of a killed recording
+        except McapError as exc:
+            raise BagError(f'{path}: unreadable MCAP record: {exc}') from None
 
 
 def _recover_sqlite(path: pathlib.Path) -> Iterator[tuple[str, str, str, int, bytes]]:

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from unilab_core import topics
 from unilab_core.graph import Graph
+from unilab_core.ros.joint_state_topic import joint_state_capacity
 from unilab_core.ros.tensor_topic import batch_capacity
 from unilab_core.transport.ring_layout import ring_bytes
 from unilab_policy.history import policy_input_dim
@@ -56,6 +57,7 @@ def graph_rings(graph: Graph, n_weights: int, step_fields: int) -> list[RingNeed
     k = min(pol.rollout.chunk_length, pol.rollout.rollout_length)
     joints = len(p['safety'].joint_names)
     return [
+        RingNeed('bridge', topics.JOINT_STATES, joint_state_capacity(n, joints), 4),
         RingNeed('bridge', topics.TASK_STATE,
                  batch_capacity({'extras': (n, extras), 'step': (n, step_fields)}), 4),
         RingNeed('perception', topics.OBSERVATION,

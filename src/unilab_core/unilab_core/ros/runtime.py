@@ -104,10 +104,18 @@ def spin_node(node_cls, args=None) -> None:
     sys.exit(getattr(node, 'exit_code', 0))
 
 
-def create_composed(specs: Iterable, context_args: list[str]) -> list:
-    """Create every node of ``specs`` in this process (after ``rclpy.init(args=...)``)."""
+def create_composed(specs: Iterable, args_of: Callable[[str], list[str]] | None = None,
+                    **kwargs) -> list:
+    """
+    Create every node of ``specs`` in this process (after ``rclpy.init(args=...)``).
+
+    ``args_of(name)`` gives a node's own ROS arguments (namespace, remappings:
+    ``Graph.ros_args``); ``kwargs`` go to every node (e.g. ``context``).
+    """
     nodes = []
     for spec in specs:
         cls = getattr(importlib.import_module(spec.module), spec.node_class)
-        nodes.append(cls())
+        extra = args_of(spec.name) if args_of is not None else []
+        nodes.append(cls(cli_args=['--ros-args', *extra], **kwargs) if extra
+                     else cls(**kwargs))
     return nodes

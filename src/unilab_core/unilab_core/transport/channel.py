@@ -29,6 +29,8 @@ import numpy as np
 from unilab_core.transport import shm
 from unilab_core.transport.descriptor import (Descriptor, DescriptorError, DTYPES,
                                               layout_shapes, TensorSpec, unpack)
+from unilab_core.transport.iox_layout import DESCRIPTOR_PREFIX
+from unilab_core.transport.iox_reader import IoxTensorReader
 from unilab_core.transport.received import Received
 from unilab_core.transport.ring_layout import reclaim_stale, StaleSlotError, TransportError
 from unilab_core.transport.ring_reader import RingReader
@@ -57,6 +59,28 @@ def decode_layout(blob: bytes) -> tuple[str, list[TensorSpec]]:
     return str(kind), specs
 
 
+def write_through_loan(writer, kind: str, seq: int, tensors: dict[str, np.ndarray],
+                       version: int = 0, stamp_ns: int = 0) -> Descriptor | None:
+    """
+    Copy ``tensors`` into a loan of ``writer`` and publish it (the copy-in path).
+
+    ``writer`` is a ``TensorWriter`` or an ``IoxTensorWriter``: anything whose
+    ``loan(shapes)`` returns None (dropped) or a loan with ``tensors``,
+    ``publish(kind, seq, version, stamp_ns)`` and ``abort()``.
+    """
+    arrays = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
+    loan = writer.loan({k: (a.shape, a.dtype) for k, a in arrays.items()})
+    if loan is None:
+        return None
+    try:
+        for k, a in arrays.items():
+            np.copyto(loan.tensors[k], a, casting='no')
+    except BaseException:
+        loan.abort()
+        raise
+    return loan.publish(kind, seq, version, stamp_ns)
+
+
 class TensorWriter:
     """Write named numpy arrays into a ring; one per (node, topic)."""
 
@@ -78,20 +102,14 @@ class TensorWriter:
         """Return the segment name."""
         return self.ring.name
 
+    def wake_reader_count(self) -> int:
+        """Return the number of readers that read on futex wake-ups (they need no descriptor)."""
+        return self.ring.wake_reader_count()
+
     def write(self, kind: str, seq: int, tensors: dict[str, np.ndarray], version: int = 0,
               stamp_ns: int = 0) -> Descriptor | None:
         """Copy ``tensors`` into the next slot; return its descriptor (None: dropped)."""
-        arrays = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
-        loan = self.loan({k: (a.shape, a.dtype) for k, a in arrays.items()})
-        if loan is None:
-            return None
-        try:
-            for k, a in arrays.items():
-                np.copyto(loan.tensors[k], a, casting='no')
-        except BaseException:
-            self.ring.abort()
-            raise
-        return loan.publish(kind, seq, version, stamp_ns)
+        return write_through_loan(self, kind, seq, tensors, version, stamp_ns)
 
     def loan(self, shapes: dict[str, tuple]) -> 'Loan | None':
         """
@@ -128,6 +146,10 @@ class Loan:
     specs: list
     tensors: dict[str, np.ndarray]
 
+    def abort(self) -> None:
+        """Give the slot up unpublished (readers reject its half-written payload)."""
+        self.writer.ring.abort()
+
     def publish(self, kind: str, seq: int, version: int = 0, stamp_ns: int = 0) -> Descriptor:
         """Commit the slot (waking futex readers) and return its descriptor."""
         w = self.writer
@@ -147,10 +169,16 @@ class Loan:
 
 
 class TensorReader:
-    """Resolve descriptors into zero-copy views; maps each segment once."""
+    """
+    Resolve descriptors into zero-copy views; maps each segment once.
+
+    A descriptor that names an iceoryx2 service (``iox2:...``) subscribes to
+    it instead (``attach``); its messages are then read with ``read_woken``
+    like a self-describing ring's.
+    """
 
     def __init__(self, before_close=None):
-        self.readers: dict[str, RingReader] = {}
+        self.readers: dict[str, RingReader | IoxTensorReader] = {}
         self.errors: collections.Counter = collections.Counter()
         #: called with (name, RingReader) before a mapping is dropped (writer restarted)
         self.before_close = before_close
@@ -180,6 +208,24 @@ class TensorReader:
             except TransportError as exc:
                 raise DescriptorError('unknown_segment', str(exc)) from None
             self.readers[name] = reader
+        return reader
+
+    @staticmethod
+    def is_iox(desc: Descriptor) -> bool:
+        """Return whether ``desc`` names an iceoryx2 service rather than a ring segment."""
+        return desc.segment.startswith(DESCRIPTOR_PREFIX)
+
+    def attach(self, desc: Descriptor) -> IoxTensorReader:
+        """Subscribe to the iceoryx2 service ``desc`` names (once); return its reader."""
+        reader = self.readers.get(desc.segment)
+        if reader is None:
+            try:
+                reader = IoxTensorReader(desc.segment)
+            except DescriptorError as exc:
+                self.errors[exc.kind] += 1
+                raise
+            self.readers[desc.segment] = reader
+        reader.owner_pid = desc.writer_pid
         return reader
 
     def receive(self, desc: Descriptor) -> Received:
@@ -222,17 +268,20 @@ class TensorReader:
                                   f'`{desc.device}` (expected cpu or cuda[:N])')
         if self.device_reader is None:
             from unilab_core.transport import cuda
-            if not cuda.cuda_available():
+            if not cuda.ipc_available():
                 raise DescriptorError(
                     'no_cuda', f'segment `{desc.segment}` holds {desc.device} tensors and '
-                    f'this process has no CUDA device (torch.cuda.is_available() is false): '
-                    f'subscribe from a process with a GPU, or publish host arrays')
+                    f'this process has no CUDA device (torch.cuda.is_available() is false) '
+                    f'or no cupy (requirements-gpu.txt): subscribe from a process with a '
+                    f'GPU, or publish host arrays')
             self.device_reader = cuda.CudaTensorReader()
         return self.device_reader.receive(desc)
 
     def already_taken(self, desc: Descriptor) -> bool:
         """Return whether the message ``desc`` names was already read from its ring (woken)."""
         reader = self.readers.get(desc.segment)
+        if isinstance(reader, IoxTensorReader):
+            return reader.already_read(desc.slot_seq)
         if reader is None or reader.row is None or (
                 desc.writer_pid and reader.owner_pid != desc.writer_pid):
             return False
@@ -247,6 +296,12 @@ class TensorReader:
         header; DescriptorError (counted) if it is unusable.
         """
         reader = self.readers[name]
+        if isinstance(reader, IoxTensorReader):
+            try:
+                return reader.read()
+            except DescriptorError as exc:
+                self.errors[exc.kind] += 1
+                raise
         msg = reader.read_next() if reader.policy == 'reliable' else reader.read_latest()
         if msg is None:
             return None

@@ -1,15 +1,21 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-Device-memory slots shared between processes through CUDA IPC (torch).
+Device-memory slots shared between processes through CUDA IPC (cupy + torch's public API).
 
 The slot payloads live in one CUDA allocation of ``n_slots`` x ``stride``
 bytes; the slot headers (seqlock generation, index, pins / cursors) stay in
 a host ring exactly as for host payloads, so both policies and the stale /
-dead-reader handling are the same code. The allocation's IPC handle and one
-interprocess event per slot are written once into the segment's extension
-area (JSON, never pickle: a segment is data, not code); a reader opens them
-once (``cudaIpcOpenMemHandle`` / ``cudaIpcOpenEventHandle`` through torch).
+dead-reader handling are the same code. The allocation is a plain
+``cudaMalloc`` (``cupy.cuda.runtime.malloc``: its own allocation, so its IPC
+handle maps exactly these bytes, which a sub-allocation of a caching
+allocator would not guarantee), handed to torch without a copy through
+DLPack. Its IPC handle (``cupy.cuda.runtime.ipcGetMemHandle``) and one
+interprocess event per slot (``torch.cuda.Event(interprocess=True)``,
+``ipc_handle()``) are written once into the segment's extension area (JSON,
+never pickle: a segment is data, not code); a reader opens them once
+(``ipcOpenMemHandle``, ``torch.cuda.Event.from_ipc_handle``). No private
+torch call is involved.
 
 Ordering: the writer enqueues the copy into the slot on its current stream
 and records the slot's event after it, then commits the host slot; the
@@ -17,8 +23,8 @@ reader makes its current stream wait on that event before any kernel reads
 the views. Before a reader releases a slot it synchronises its stream, so
 the writer never overwrites device memory a queued kernel still reads.
 
-Untested here: development and CI machines have no GPU; the tests skip
-without CUDA.
+Development and CI machines have no GPU: the tests skip without CUDA (and
+cupy); ``scripts/gpu_checks.sh`` runs them on a GPU machine.
 """
 
 from __future__ import annotations
@@ -51,6 +57,35 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+def ipc_available() -> bool:
+    """Return whether device tensors can cross processes here (CUDA and cupy)."""
+    if not cuda_available():
+        return False
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _cupy():
+    """Return ``cupy`` (a clear error where it is not installed)."""
+    try:
+        import cupy
+    except ImportError as exc:
+        raise ImportError('CUDA tensors across processes need cupy: pip install -r '
+                          'requirements-gpu.txt (cupy-cuda12x)') from exc
+    return cupy
+
+
+def _device_bytes(cp, ptr: int, size: int, owner, device: int):
+    """Return a torch uint8 tensor over ``size`` device bytes at ``ptr`` (no copy, DLPack)."""
+    import torch
+    mem = cp.cuda.UnownedMemory(ptr, size, owner, device_id=device)
+    arr = cp.ndarray((size,), cp.uint8, cp.cuda.MemoryPointer(mem, 0))
+    return torch.from_dlpack(arr)
+
+
 class CudaTensorWriter:
     """Write named CUDA tensors into device slots; descriptors as for host rings."""
 
@@ -60,22 +95,27 @@ class CudaTensorWriter:
         import torch
         domain = shm.ros_domain() if domain is None else domain
         self.reclaimed = reclaim_stale(domain)
+        cp = _cupy()
         self.device = torch.device(device)
+        dev = self.device.index if self.device.index is not None else \
+            torch.cuda.current_device()
+        self.device = torch.device('cuda', dev)
         self.stride = (capacity + 511) // 512 * 512
-        self.buf = torch.empty((n_slots, self.stride), dtype=torch.uint8, device=self.device)
-        self.events = [torch.cuda.Event(interprocess=True) for _ in range(n_slots)]
-        for ev in self.events:
-            ev.record()  # an event must be recorded once before its handle is usable
+        size = n_slots * self.stride
+        with cp.cuda.Device(dev):
+            self._ptr = cp.cuda.runtime.malloc(size)  # its own allocation: the IPC unit
+            handle = bytes(cp.cuda.runtime.ipcGetMemHandle(self._ptr))
+        self._cp = cp
+        self.buf = _device_bytes(cp, self._ptr, size, self, dev).view(n_slots, self.stride)
+        with torch.cuda.device(dev):
+            self.events = [torch.cuda.Event(interprocess=True) for _ in range(n_slots)]
+            for ev in self.events:
+                ev.record()  # an event must be recorded once before its handle is usable
         self.ring = RingWriter(shm.segment_name(domain, node, topic), 64, n_slots, policy,
                                timeout_s, ext_bytes=EXT_BYTES)
-        (dev, handle, size, offset, ref_handle, ref_offset, ev_handle,
-         ev_sync) = self.buf.untyped_storage()._share_cuda_()
         record = {
-            'device': int(dev), 'handle': bytes(handle).hex(), 'size': int(size),
-            'offset': int(offset), 'ref_handle': bytes(ref_handle).hex(),
-            'ref_offset': int(ref_offset),
-            'event_handle': bytes(ev_handle).hex() if ev_handle else '',
-            'event_sync': bool(ev_sync), 'stride': self.stride, 'n_slots': n_slots,
+            'device': int(dev), 'handle': handle.hex(), 'size': int(size),
+            'stride': self.stride, 'n_slots': n_slots,
             'events': [bytes(ev.ipc_handle()).hex() for ev in self.events],
         }
         blob = json.dumps(record).encode()
@@ -114,27 +154,45 @@ class CudaTensorWriter:
                           publish_ns=self.ring.publish_ns(slot))
 
     def close(self) -> None:
-        """Unlink the segment (the device allocation goes with this object)."""
+        """Unlink the segment and free the device allocation."""
         self.ring.close()
+        if getattr(self, '_ptr', 0):
+            self.buf = None
+            torch_sync()
+            self._cp.cuda.runtime.free(self._ptr)
+            self._ptr = 0
+
+
+def torch_sync() -> None:
+    """Wait for queued device work (before device memory is freed or unmapped)."""
+    import torch
+    torch.cuda.synchronize()
 
 
 class _Opened:
     def __init__(self, reader: RingReader, record: dict):
         import torch
+        cp = _cupy()
         self.reader = reader
         dev = record['device']
         self.device = torch.device('cuda', dev)
-        storage = torch.UntypedStorage._new_shared_cuda(
-            dev, bytes.fromhex(record['handle']), record['size'], record['offset'],
-            bytes.fromhex(record['ref_handle']), record['ref_offset'],
-            bytes.fromhex(record['event_handle']) if record['event_handle'] else None,
-            record['event_sync'])
-        flat = torch.empty(0, dtype=torch.uint8, device=self.device)
-        flat.set_(storage, 0, (record['size'],), (1,))
+        with cp.cuda.Device(dev):
+            self._ptr = cp.cuda.runtime.ipcOpenMemHandle(bytes.fromhex(record['handle']))
+        self._cp = cp
         self.stride = record['stride']
+        flat = _device_bytes(cp, self._ptr, record['size'], self, dev)
         self.buf = flat[:record['n_slots'] * self.stride].view(record['n_slots'], self.stride)
         self.events = [torch.cuda.Event.from_ipc_handle(self.device, bytes.fromhex(h))
                        for h in record['events']]
+
+    def close(self) -> None:
+        """Unmap the writer's allocation (after the queued kernels that read it)."""
+        if self._ptr:
+            self.buf = None
+            torch_sync()
+            with self._cp.cuda.Device(self.device.index):
+                self._cp.cuda.runtime.ipcCloseMemHandle(self._ptr)
+            self._ptr = 0
 
 
 class CudaTensorReader:
@@ -147,6 +205,10 @@ class CudaTensorReader:
         o = self.opened.get(desc.segment)
         if o is not None and o.reader.owner_pid == desc.writer_pid:
             return o
+        if o is not None:  # the writer restarted: its old allocation is gone
+            o.reader.close()
+            o.close()
+            del self.opened[desc.segment]
         if not shm.valid_name(desc.segment):
             raise DescriptorError('unknown_segment', f'`{desc.segment}` is not a UniLab '
                                   f'segment name')
@@ -192,6 +254,7 @@ class CudaTensorReader:
         """Unmap every host ring header (the device mappings go with their tensors)."""
         for o in self.opened.values():
             o.reader.close()
+            o.close()
         self.opened.clear()
 
 
@@ -207,4 +270,4 @@ class _SyncRelease:
         return self.msg.release()
 
 
-__all__ = ['CudaTensorReader', 'CudaTensorWriter', 'cuda_available']
+__all__ = ['CudaTensorReader', 'CudaTensorWriter', 'cuda_available', 'ipc_available']

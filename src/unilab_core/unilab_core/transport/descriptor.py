@@ -15,6 +15,7 @@ against the segment before a view is built: a bad descriptor raises
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -22,6 +23,7 @@ ALIGN = 64
 #: dtypes a descriptor may name (numpy names; torch tensors map onto these).
 DTYPES = ('float32', 'float64', 'float16', 'int8', 'int16', 'int32', 'int64', 'uint8',
           'uint16', 'uint32', 'uint64', 'bool')
+ITEMSIZE = {name: np.dtype(name).itemsize for name in DTYPES}
 
 
 class DescriptorError(ValueError):
@@ -44,7 +46,7 @@ class TensorSpec:
     @property
     def nbytes(self) -> int:
         """Return the size of the array in bytes."""
-        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+        return math.prod(self.shape) * ITEMSIZE[self.dtype]
 
 
 @dataclasses.dataclass
@@ -71,8 +73,28 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
+_LAYOUTS: dict = {}
+
+
 def layout_shapes(shapes: dict[str, tuple]) -> tuple[list[TensorSpec], int]:
     """Return the specs and total payload bytes for ``{name: (shape, dtype)}`` (C order)."""
+    # Writers publish the same shapes message after message: remember the last layouts.
+    key = tuple((name, tuple(shape), dtype) for name, (shape, dtype) in shapes.items())
+    try:
+        got = _LAYOUTS.get(key)
+    except TypeError:  # an unhashable dtype spelling: compute it every time
+        got, key = None, None
+    if got is not None:
+        return got
+    got = _layout(shapes)
+    if key is not None:
+        if len(_LAYOUTS) > 256:
+            _LAYOUTS.clear()
+        _LAYOUTS[key] = got
+    return got
+
+
+def _layout(shapes: dict[str, tuple]) -> tuple[list[TensorSpec], int]:
     specs, off = [], 0
     for name, (shape, dtype) in shapes.items():
         dt = np.dtype(dtype).name
@@ -106,7 +128,7 @@ def unpack(view: np.ndarray, specs: list[TensorSpec], payload_bytes: int,
             raise DescriptorError('bad_size', f'tensor `{spec.name}` {spec.dtype}{spec.shape} '
                                   f'at offset {spec.offset} ends at byte {end}, payload is '
                                   f'{payload_bytes} B')
-        itemsize = np.dtype(spec.dtype).itemsize
+        itemsize = ITEMSIZE[spec.dtype]
         if spec.offset % itemsize:
             raise DescriptorError('bad_layout', f'tensor `{spec.name}`: offset {spec.offset} '
                                   f'not aligned to {itemsize}')

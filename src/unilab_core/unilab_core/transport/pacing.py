@@ -9,10 +9,14 @@ A reader that sleeps on a futex pays for the wake-up of a sleeping thread
 before the next message is due and poll across the due time instead: the
 wake-up happens while nothing is waiting on it. :class:`ArrivalClock`
 estimates the period from the arrivals (an exponential moving average of the
-gaps) and says how long the reader may sleep before it should poll.
+gaps) and says how long the reader may sleep before it should poll;
+``poll_for`` is the poll itself (both backends' ``wait(spin_s=...)``).
 """
 
 from __future__ import annotations
+
+import time
+from typing import Callable
 
 
 class ArrivalClock:
@@ -57,3 +61,13 @@ class ArrivalClock:
         if due is None:
             return None
         return max(0.0, due - lead_s - now)
+
+
+def poll_for(has_news: Callable[[], bool], seconds: float) -> bool:
+    """Poll ``has_news`` for up to ``seconds`` (yielding the GIL and CPU); return if it came."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if has_news():
+            return True
+        time.sleep(0)
+    return False

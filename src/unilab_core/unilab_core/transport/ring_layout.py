@@ -28,12 +28,12 @@ Arm ARM B2.2.1), so no reader sees half a counter. Ordering is the second
 half: x86-64 (TSO) keeps stores in program order and loads in program order,
 which is all a seqlock needs; but it may let a later load pass an earlier
 store, which the pin protocol (Dekker-style: store mine, then load yours;
-``RingWriter._claim_latest_slot``) must forbid. ``fence()`` provides a full
-barrier from Python: an uncontended ``threading.Lock`` release + acquire is
-a ``sem_post`` / ``sem_wait`` pair in CPython on Linux, i.e. a locked
-read-modify-write on x86-64 (a full fence) and a release followed by an
-acquire on AArch64. Elsewhere than x86-64 the seqlock's release / acquire
-points call ``fence()`` too (``ARCH_X86``).
+``RingWriter._claim_latest_slot``) must forbid. ``fence()`` is a real full
+barrier: C11 ``atomic_thread_fence(memory_order_seq_cst)`` in a small C
+extension (``unilab_fence``, ``csrc/unilab_fence.c``; MFENCE or a locked instruction on x86-64,
+``DMB ISH`` on AArch64), so it holds whatever the interpreter does (a
+free-threaded CPython, another lock implementation). Elsewhere than x86-64
+the seqlock's release / acquire points call ``fence()`` too (``ARCH_X86``).
 
 Ownership: the header names the owner (pid, process start time, boot id).
 A segment whose owner no longer runs is *stale*; the next writer in the same
@@ -46,12 +46,17 @@ from __future__ import annotations
 import fcntl
 import os
 import platform
-import threading
 import time
 from typing import NamedTuple
 
 import numpy as np
 from unilab_core.transport import shm
+try:
+    from unilab_fence import fence  # noqa: F401  (re-exported)
+except ImportError as exc:  # a source tree that was never built
+    raise ImportError('unilab_fence (the C memory fence of the shared-memory ring, built with '
+                      'unilab_core) is missing: run `./unilab tasks` (colcon build) and source '
+                      'install/setup.bash') from exc
 
 MAGIC = 0x31474E4952424C55  # b'ULBRING1' little-endian
 VERSION = 2  # 2: notify word, waiting flags, 4 KiB slot headers with the layout
@@ -85,7 +90,6 @@ LATEST_SLOT_BITS = 8
 
 #: x86-64 keeps loads and stores in program order (TSO): the seqlock needs no fence there
 ARCH_X86 = platform.machine().lower() in ('x86_64', 'amd64', 'i686', 'i386')
-_fence_local = threading.local()
 
 
 def round_up(n: int, to: int) -> int:
@@ -101,16 +105,6 @@ def slot_stride(capacity: int) -> int:
 def ring_bytes(capacity: int, n_slots: int, ext_bytes: int = 0) -> int:
     """Return the segment size of a ring: header page, extension area, page-rounded slots."""
     return HEADER_BYTES + round_up(ext_bytes, PAGE) + n_slots * slot_stride(capacity)
-
-
-def fence() -> None:
-    """Issue a full memory barrier (see the module docstring for why this works)."""
-    lk = getattr(_fence_local, 'lock', None)
-    if lk is None:
-        lk = _fence_local.lock = threading.Lock()
-        lk.acquire()
-    lk.release()
-    lk.acquire()
 
 
 def unpack_latest(word: int) -> tuple[int, int]:

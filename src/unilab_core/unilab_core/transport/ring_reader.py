@@ -30,6 +30,7 @@ import time
 
 import numpy as np
 from unilab_core.transport import futex, shm
+from unilab_core.transport.pacing import poll_for
 from unilab_core.transport.ring_layout import (
     ARCH_X86, fence, H_HEAD, H_LATEST, H_NOTIFY, H_SELF_DESCRIBING, MAX_READERS, META_BYTES,
     R_CURSOR, R_PID, R_PIN, R_PIN_INDEX, R_START, R_STATE, R_WAITING, R_WAKE, RingMapping,
@@ -196,12 +197,8 @@ class RingReader:
         """
         if self.has_news():
             return True
-        if spin_s > 0.0:
-            deadline = time.monotonic() + min(spin_s, timeout_s)
-            while time.monotonic() < deadline:
-                if self.has_news():
-                    return True
-                time.sleep(0)
+        if spin_s > 0.0 and poll_for(self.has_news, min(spin_s, timeout_s)):
+            return True
         if not futex.available():
             deadline = time.monotonic() + timeout_s
             while not self.has_news() and time.monotonic() < deadline:

@@ -9,7 +9,9 @@ payloads at random speeds; ``hold NAME`` takes one message and sleeps with it
 killed as a writer); ``sleep NAME`` registers a reader and blocks in the
 ring's futex wait, printing ``woke`` and the message index it then reads.
 Every payload is a uint64 pattern derived from its message index, so a
-reader can verify every byte it was handed.
+reader can verify every byte it was handed. ``--backend iceoryx2`` runs the
+``write``, ``hold`` and ``own`` roles on the iceoryx2 backend (NAME is then
+the topic, ``--domain`` its ROS domain).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import argparse
 import json
 import os
 import random
+import select
+import subprocess
 import sys
 import time
 
@@ -47,6 +51,24 @@ def check_pattern(view: np.ndarray, index: int) -> bool:
     with np.errstate(over='ignore'):
         expect = np.uint64(index) * K + np.arange(words.size, dtype=np.uint64)
     return bool(np.array_equal(words, expect))
+
+
+def spawn(*args: str, stdin=None) -> subprocess.Popen:
+    """Start ``python -m unilab_core.transport.stress ARGS`` (stdout piped, text)."""
+    return subprocess.Popen([sys.executable, '-m', 'unilab_core.transport.stress', *args],
+                            stdout=subprocess.PIPE, stdin=stdin, text=True,
+                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+
+
+def expect_line(proc: subprocess.Popen, prefix: str, timeout_s: float = 30.0) -> str:
+    """Return the helper's next line; AssertionError (helper killed) unless it starts so."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
+    if not ready:
+        proc.kill()
+        raise AssertionError(f'helper said nothing within {timeout_s} s (expected {prefix!r})')
+    line = proc.stdout.readline()
+    assert line.startswith(prefix), f'helper said {line!r}'
+    return line
 
 
 def _wait_segment(name: str, timeout_s: float = 20.0, **kw) -> RingReader:
@@ -82,7 +104,11 @@ def main(argv=None) -> int:
     p.add_argument('--wait-readers', type=int, default=0)
     p.add_argument('--timeout-s', type=float, default=10.0)
     p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--backend', choices=('ring', 'iceoryx2'), default='ring')
+    p.add_argument('--domain', type=int, default=0)
     a = p.parse_args(argv)
+    if a.backend == 'iceoryx2':
+        return _iox_role(a)
     if a.role == 'own':
         RingWriter(a.name, a.capacity, a.slots, a.policy)
         print('ready', flush=True)
@@ -129,6 +155,59 @@ def main(argv=None) -> int:
             time.sleep(0.001)
     else:
         sys.stdin.readline()  # the test closes our stdin when it is done reading
+    print(json.dumps(w.stats.__dict__), flush=True)
+    w.close()
+    return 0
+
+
+def _iox_role(a) -> int:
+    """Run the ``write``, ``hold`` or ``own`` role on the iceoryx2 backend."""
+    from unilab_core.transport.iox_layout import DESCRIPTOR_PREFIX, service_name
+    from unilab_core.transport.iox_reader import IoxTensorReader
+    from unilab_core.transport.iox_writer import IoxTensorWriter
+    if a.role == 'hold':
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                reader = IoxTensorReader(DESCRIPTOR_PREFIX + service_name(a.domain, a.name))
+                break
+            except ValueError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+        print('subscribed', flush=True)
+        got = None
+        while got is None:
+            reader.wait(0.1)
+            got = reader.read()
+        print(f'held 0 {got.descriptor.slot_seq}', flush=True)
+        _sleep_while_parent_lives()  # "mid-read": the test SIGKILLs us here
+        return 0
+    rng = random.Random(a.seed)
+    w = IoxTensorWriter(a.name, a.capacity, a.slots, a.policy, timeout_s=a.timeout_s,
+                        domain=a.domain)
+    print('ready', flush=True)
+    if a.role == 'own':
+        _sleep_while_parent_lives()
+        return 0
+    if a.wait_readers and not w.wait_for_readers(a.wait_readers, a.timeout_s):
+        print('no reader', file=sys.stderr)
+        return 3
+    pause = a.split_pause_us * 1e-6
+    shapes = {'p': ((a.capacity,), np.uint8)}
+    for i in range(a.count):
+        loan = w.loan(shapes)
+        fill_pattern(loan.tensors['p'], i, pause * rng.random() if pause else 0.0)
+        loan.publish('p', i)
+        if a.max_sleep_us:
+            time.sleep(rng.random() * a.max_sleep_us * 1e-6)
+    if a.wait_readers:  # keep the service until the readers have seen the end
+        deadline = time.monotonic() + a.timeout_s
+        while time.monotonic() < deadline and w.reader_count() and min(
+                nxt for nxt, _ in w.cursors.values()) < a.count:
+            time.sleep(0.001)
+    else:
+        sys.stdin.readline()
     print(json.dumps(w.stats.__dict__), flush=True)
     w.close()
     return 0

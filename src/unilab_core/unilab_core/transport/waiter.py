@@ -4,7 +4,8 @@
 A thread that sleeps on a ring's futex word and calls a plain callable on news (ROS-free).
 
 ``RingReader.wait`` blocks until the writer commits (the futex protocol is
-in ``ring_reader``); a ``RingWaiter`` runs that wait on a thread of its own
+in ``ring_reader``; ``IoxTensorReader.wait`` sleeps in the iceoryx2
+listener instead, with the same calls); a ``RingWaiter`` runs that wait on a thread of its own
 and calls ``on_news()`` after each wake-up, until ``stop()``. Who reads the
 ring then, and on which thread, is the caller's choice: the ROS
 subscription either reads on this thread or schedules a task on its node's
@@ -33,6 +34,7 @@ import threading
 import time
 from typing import Callable
 
+from unilab_core.transport.iox_reader import IoxTensorReader
 from unilab_core.transport.pacing import ArrivalClock
 from unilab_core.transport.ring_reader import RingReader
 
@@ -43,7 +45,8 @@ WAKE_TIMEOUT_S = 0.5
 class RingWaiter:
     """Own a thread that waits on ``ring`` and calls ``on_news()`` after each wake-up."""
 
-    def __init__(self, ring: RingReader, *, spin_s: float = 0.0, prewake_s: float = 0.0,
+    def __init__(self, ring: RingReader | IoxTensorReader, *, spin_s: float = 0.0,
+                 prewake_s: float = 0.0,
                  name: str = 'unilab_wake', stats: collections.Counter | None = None):
         self.ring = ring
         self.spin_s = float(spin_s)

@@ -16,6 +16,12 @@ takes. Per publish:
   (``TensorBatch`` by default, or e.g. ``PointCloud2`` through ``to_standard``)
   is built and published there; otherwise nothing is serialised.
 
+Cross-process backend (``transport.backend``): the ring (``ring``, our
+seqlock ring with futex wake-ups) or ``iceoryx2`` (``transport.iox_writer``:
+one iceoryx2 service per topic, loaned samples, the library's events);
+``backend=None`` takes the process's setting. The descriptor names the ring
+segment or the iceoryx2 service, and subscriptions follow it.
+
 Readers that sleep on the ring's futex (``TensorSubscription``'s wake
 threads) read new messages straight from the ring, so the publisher sends a
 descriptor only while some remote descriptor subscriber does not read on
@@ -44,6 +50,7 @@ from unilab_core.ros.tensor_msg import Batch, make_batch, read_batch
 from unilab_core.ros.tensor_topic.descriptor_msg import descriptor_topic, to_msg
 from unilab_core.ros.tensor_topic.endpoints import node_domain, register_endpoint
 from unilab_core.transport import inproc
+from unilab_core.transport.backend import check as check_backend, default_backend
 from unilab_core.transport.channel import TensorWriter
 from unilab_core.transport.descriptor import ALIGN, Descriptor
 from unilab_core.transport.ring_layout import RingFullError, TransportError
@@ -102,8 +109,10 @@ class TensorPublisher:
     def __init__(self, node: Node, topic: str, capacity: int, *, policy: str = 'latest',
                  slots: int = 4, qos: QoSProfile | int = 10, timeout_s: float = 1.0,
                  standard_type=TensorBatch,
-                 to_standard: Callable[[Batch], Any] | None = None, latched: bool = False):
+                 to_standard: Callable[[Batch], Any] | None = None, latched: bool = False,
+                 backend: str | None = None):
         self.node = node
+        self.backend = default_backend() if backend is None else check_backend(backend)
         # Latched (transient-local) topics such as weights: write the ring and the
         # descriptor even with no reader yet, so a late joiner gets the last message.
         self.latched = latched
@@ -118,7 +127,7 @@ class TensorPublisher:
         self.desc_pub = node.create_publisher(TensorDescriptor, descriptor_topic(topic), qos)
         self.std_pub = node.create_publisher(standard_type, topic, qos)
         self.to_standard = to_standard or _default_standard
-        self.writer: TensorWriter | None = None
+        self.writer = None  # TensorWriter or IoxTensorWriter, created on the first remote write
         self.device_writer = None  # CudaTensorWriter, created on the first CUDA publish
         self.stats = collections.Counter()
         register_endpoint(node, self)
@@ -127,11 +136,18 @@ class TensorPublisher:
         self._last_desc = 0.0
         self._lock = threading.Lock()
 
-    def _writer(self) -> TensorWriter:
+    def _writer(self):
         if self.writer is None:
-            self.writer = TensorWriter(
-                self.node.get_fully_qualified_name(), self.topic, self.capacity, self.slots,
-                self.policy, self.timeout_s, domain=self.domain, on_stall=self._on_stall)
+            if self.backend == 'iceoryx2':
+                from unilab_core.transport.iox_writer import IoxTensorWriter
+                self.writer = IoxTensorWriter(
+                    self.topic, self.capacity, self.slots, self.policy, self.timeout_s,
+                    domain=self.domain, on_stall=self._on_stall, latched=self.latched)
+            else:
+                self.writer = TensorWriter(
+                    self.node.get_fully_qualified_name(), self.topic, self.capacity,
+                    self.slots, self.policy, self.timeout_s, domain=self.domain,
+                    on_stall=self._on_stall)
             for name in self.writer.reclaimed:
                 self.node.get_logger().warning(f'reclaimed stale shared-memory segment {name}')
         return self.writer
@@ -221,15 +237,15 @@ class TensorPublisher:
                 desc = writer.write(kind, seq, tensors, version, stamp_ns)
                 self.stats['device'] += 1
                 # Device rings carry no slot layout, so no reader of theirs sleeps on the
-                # futex: the ring's wake-reader count is 0 and a descriptor always goes.
-                self._send_descriptor(desc, remote, writer.ring)
+                # futex: a descriptor always goes.
+                self._send_descriptor(desc, remote, 0)
             else:
                 try:
                     desc = self._writer().write(kind, seq, tensors, version, stamp_ns)
                 except RingFullError:
                     self.stats['ring_full'] += 1
                     raise
-                self._send_descriptor(desc, remote, self.writer.ring)
+                self._send_descriptor(desc, remote, self.writer.wake_reader_count())
         if self.plain_readers(n_desc) > 0:
             plain = msg is not None and self.to_standard is _default_standard
             self.std_pub.publish(msg if plain else self.to_standard(batch))
@@ -246,14 +262,15 @@ class TensorPublisher:
                 self.node.get_logger().warning(f'reclaimed stale shared-memory segment {name}')
         return self.device_writer
 
-    def _send_descriptor(self, desc: Descriptor | None, remote: int, ring) -> None:
+    def _send_descriptor(self, desc: Descriptor | None, remote: int, woken: int) -> None:
         if desc is None:
             self.stats['dropped_all_pinned'] += 1
             return
-        # Readers that sleep on the ring's futex already have the message; a descriptor
-        # is needed by readers that have not mapped the segment (or do not wake).
+        # Readers that sleep on the ring's futex (or the iceoryx2 service's event) already
+        # have the message; a descriptor is needed by readers that have not mapped the
+        # segment or subscribed to the service yet (or do not wake).
         now = time.monotonic()
-        if (self.latched or remote > ring.wake_reader_count()
+        if (self.latched or remote > woken
                 or now - self._last_desc > DESCRIPTOR_HEARTBEAT_S):
             self._last_desc = now
             self.desc_pub.publish(to_msg(desc))
@@ -295,7 +312,7 @@ class TensorPublisher:
         loan.done = True
         if loan.ring is not None:
             desc = loan.ring.publish(kind, seq, version, stamp_ns)
-            self._send_descriptor(desc, loan.remote, self.writer.ring)
+            self._send_descriptor(desc, loan.remote, self.writer.wake_reader_count())
             self.stats['loaned'] += 1
         tensors = loan.tensors
         plain = self.plain_readers()

@@ -27,6 +27,10 @@ runs on the node's executor (the waiter's thread only schedules it:
 itself, one thread hop less, for callbacks that are thread-safe. In-process,
 ``deliver='thread'`` runs the callback on the publishing thread, inside
 ``publish()`` (a callback must then not publish on the topic it receives).
+A descriptor that names an iceoryx2 service (the publisher's backend is
+``iceoryx2``, ``transport.backend``) subscribes to that service instead of
+mapping a ring; its waiter sleeps on the service's event listener and the
+messages are read the same way (``TensorReader.read_woken``).
 ``spin_us`` and ``prewake_us`` are the waiter's ``spin_s`` and ``prewake_s``
 (busy polling after a message, and ahead of the next one on periodic topics).
 """
@@ -48,6 +52,7 @@ from unilab_core.transport.channel import TensorReader
 from unilab_core.transport.descriptor import DescriptorError
 from unilab_core.transport.received import Received
 from unilab_core.transport.ring_layout import TransportError
+from unilab_core.transport.ring_reader import RingReader
 from unilab_core.transport.waiter import RingWaiter
 from unilab_interfaces.msg import TensorBatch, TensorDescriptor
 
@@ -57,7 +62,8 @@ class TensorSubscription:
 
     def __init__(self, node: Node, topic: str, callback: Callable[[Batch], None], *,
                  policy: str = 'latest', depth: int = 1, qos: QoSProfile | int = 10,
-                 accept_standard: bool = True,
+                 accept_standard: bool = True, standard_type=TensorBatch,
+                 from_standard: Callable[[object], Batch] | None = None,
                  on_error: Callable[[Exception], None] | None = None,
                  wake: bool = True, deliver: str = 'executor', spin_us: float = 0.0,
                  prewake_us: float = 0.0):
@@ -92,8 +98,12 @@ class TensorSubscription:
         # reaches us twice; the second copy is dropped once (a re-send is delivered).
         self._pending: collections.OrderedDict = collections.OrderedDict()
         self.std_sub = None
+        # The standard message on ``<topic>`` itself: a TensorBatch, or e.g. a JointState
+        # turned into a Batch by ``from_standard`` (it may raise TensorMessageError).
+        self.from_standard = from_standard or read_batch
         if accept_standard:
-            self.std_sub = node.create_subscription(TensorBatch, topic, self._on_standard, qos)
+            self.std_sub = node.create_subscription(standard_type, topic, self._on_standard,
+                                                    qos)
         self.key = (node_domain(node), topic)
         # A restarted writer's old mapping is dropped inside _on_descriptor (lock held).
         self.reader = TensorReader(
@@ -127,7 +137,7 @@ class TensorSubscription:
 
     def _on_standard(self, msg) -> None:
         try:
-            batch = read_batch(msg)
+            batch = self.from_standard(msg)
         except TensorMessageError as exc:
             self.stats['error_message'] += 1
             if self.on_error is not None:
@@ -193,25 +203,41 @@ class TensorSubscription:
                 return
             try:
                 desc = from_msg(msg)
-                if self.reader.already_taken(desc):
-                    self.stats['descriptor_after_wake'] += 1  # read on a futex wake-up
-                    return
-                got = self.reader.receive(desc)
+                if self.reader.is_iox(desc):
+                    ring = self.reader.attach(desc)
+                    self._start_watcher(desc.segment)
+                else:
+                    if self.reader.already_taken(desc):
+                        self.stats['descriptor_after_wake'] += 1  # read on a futex wake-up
+                        return
+                    got = self.reader.receive(desc)
             except DescriptorError as exc:
                 self._bad(exc, 'descriptor')
                 return
-            try:
-                self._hand_over(got, 'shm')
-            finally:
-                self._start_watcher(desc.segment)
+            if not self.reader.is_iox(desc):
+                try:
+                    self._hand_over(got, 'shm')
+                finally:
+                    self._start_watcher(desc.segment)
+                return
+        # iceoryx2: the descriptor only says where; the message itself travels through the
+        # service (already there, or handed over with the writer's history).
+        if self.reader.already_taken(desc):
+            self.stats['descriptor_after_wake'] += 1
+        else:
+            self._drain_woken(desc.segment, ring)
 
     # -- futex wake-ups ------------------------------------------------------------------
     def _start_watcher(self, name: str) -> None:
         ring = self.reader.readers.get(name)
-        if (not self.wake or name in self._watchers or ring is None or ring.row is None
-                or not ring.self_describing):
+        if name in self._watchers or ring is None:
             return
-        ring.set_wake_mode(True)
+        if isinstance(ring, RingReader):
+            if not self.wake or ring.row is None or not ring.self_describing:
+                return
+            ring.set_wake_mode(True)
+        # else an iceoryx2 reader: its event listener is the only path after the first
+        # descriptor (the publisher counts it as woken), so it always gets a waiter
         waiter = RingWaiter(ring, spin_s=self.spin_s, prewake_s=self.prewake_s,
                             name=f'unilab_wake{self.topic}', stats=self.stats)
         self._watchers[name] = waiter

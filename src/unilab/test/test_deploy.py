@@ -1,0 +1,115 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The deploy graph's description, the model checks against a profile, and the CLI's refusals."""
+
+import dataclasses
+
+from conftest import cli
+import numpy as np
+import pytest
+from unilab.deploy import check_model_fits, DeployModel, describe_model, model_metadata
+from unilab.graphs import deploy_graph
+from unilab.paths import profile_path
+from unilab.prepare import task_info
+from unilab_core.config import ConfigError, ModelSection, RunConfig
+from unilab_core.robot_profile import load_profile
+from unilab_policy.checkpoint import save_checkpoint
+from unilab_policy.factory import build_bundle
+from unilab_policy.params import PolicyNodeParams
+import yaml
+
+
+@pytest.fixture(scope='module')
+def arm6():
+    info, _ = task_info('arm6_reach')
+    params = PolicyNodeParams(obs_dim=info.obs_dim, act_dim=info.action_dim,
+                              model=ModelSection(hidden_sizes=[16], action_history=2))
+    return load_profile(profile_path('arm6')), params, info
+
+
+def _run_dir(tmp_path, params):
+    run = tmp_path / 'run'
+    run.mkdir()
+    (run / 'graph_params.yaml').write_text(yaml.safe_dump(
+        {'policy': {'ros__parameters': params.model_dump()}}))
+    bundle = build_bundle(params.obs_dim, params.act_dim, params.model, params.normalization,
+                          seed=1)
+    save_checkpoint(run / 'checkpoints' / 'latest.pt', {'bundle': bundle.state_dict()})
+    return run, bundle
+
+
+def test_deploy_graph_is_perception_policy_safety_on_the_robots_topics(arm6):
+    profile, params, info = arm6
+    g = deploy_graph(RunConfig(), profile, params, info, '/m/run', profile.joint_limits_file,
+                     namespace='/robot3', armed=False)
+    assert g.name == 'deploy'
+    assert [n.name for n in g.nodes] == ['perception', 'policy', 'safety']
+    per, pol, safe = (g.parameters[k] for k in ('perception', 'policy', 'safety'))
+    assert per.source == 'robot' and per.num_envs == 1 and per.control_rate_hz == 50.0
+    assert per.joint_names == profile.joint_names and per.obs_dim == params.obs_dim
+    assert per.task_inputs.goal_topic == '/robot3/goal_pose'
+    assert pol.mode == 'deploy' and pol.weights_file == '/m/run' and pol.rollout.num_envs == 1
+    assert safe.lockstep is False and safe.armed is False and safe.num_envs == 1
+    assert safe.state_timeout_s == profile.joint_state_timeout_s
+    assert safe.dt == pytest.approx(0.02) and safe.safety.watchdog_timeout_s >= 3 * 0.02
+    assert safe.output.type == 'forward_command'
+    assert safe.output.topic == '/robot3/forward_position_controller/commands'
+    # Every node under the robot's namespace, its topics and joint states remapped into it.
+    assert g.ros_args('safety')[:2] == ['-r', '__ns:=/robot3']
+    assert g.remappings['perception']['/joint_states'] == '/robot3/joint_states'
+    assert g.remappings['policy']['/unilab/action'] == '/robot3/unilab/action'
+    assert set(yaml.safe_load(g.params_yaml())) == {'/robot3/perception', '/robot3/policy',
+                                                    '/robot3/safety'}
+
+
+def test_a_run_and_its_export_describe_the_same_policy(tmp_path, arm6):
+    from unilab_policy.export import export_onnx
+    from unilab_policy.exported_inference import ExportedPolicy
+    profile, params, info = arm6
+    run, bundle = _run_dir(tmp_path, params)
+    (run / 'config.yaml').write_text('run: {task: arm6_reach}\n')
+    described = describe_model(run)
+    assert described.params == params and described.task == info
+    onnx = tmp_path / 'p.onnx'
+    width = bundle.actor_critic.obs_dim
+    export_onnx(bundle.actor_critic, bundle.obs_normalizer, onnx, width,
+                metadata=model_metadata(params, info))
+    exported = describe_model(onnx)
+    assert exported.params == params and exported.task == info
+    # The exported network acts as the checkpoint's mean action does.
+    obs = np.random.default_rng(0).normal(size=(3, width)).astype(np.float32)
+    import torch
+    with torch.no_grad():
+        want = bundle.eval()(torch.from_numpy(obs)).numpy()
+    got = ExportedPolicy(onnx, 3, width).act(obs).action.numpy()
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_a_model_that_does_not_fit_the_robot_is_refused_naming_both(arm6):
+    profile, params, info = arm6
+    model = DeployModel('/m', params, info)
+    check_model_fits(model, profile, 'arm6.yaml')  # fits
+    other = dataclasses.replace(info, action_dim=7, command_interface='velocity',
+                                control_dt=0.01)
+    with pytest.raises(ConfigError) as err:
+        check_model_fits(DeployModel('/m', params, other), profile, 'arm6.yaml')
+    text = str(err.value)
+    assert 'commands 7 joints' in text and '`velocity`' in text and '100 Hz' in text
+
+
+def test_deploy_refuses_bad_input_with_exit_code_2(tmp_path, arm6):
+    profile, params, info = arm6
+    run, _ = _run_dir(tmp_path, params)
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text(yaml.safe_dump({'robot': {'name': 'x', 'task': 'arm6_reach',
+                                             'joint_names': ['a'], 'control_rate': 5}}))
+    for args, words in (
+            (['deploy', run, '--robot', bad], ['robot.control_rate', 'unknown key']),
+            (['deploy', run, '--robot', 'no_such_robot'], ['no such file', 'arm6']),
+            (['deploy', tmp_path / 'nothing', '--robot', 'arm6'], ['not found']),
+            (['deploy', run, '--robot', 'quad8'], ['does not fit', '6 joints'])):
+        proc = cli(*args, timeout=120)
+        assert proc.returncode == 2, proc.stderr
+        assert 'Traceback' not in proc.stderr
+        for w in words:
+            assert w in proc.stderr, proc.stderr

@@ -1,0 +1,78 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""``unilab deploy``, ``arm`` and ``disarm``: run a trained policy on a robot, and let it move."""
+
+from __future__ import annotations
+
+import sys
+
+
+def _deploy(args) -> int:
+    from unilab.deploy import prepare_deploy
+    from unilab.runner import spin_composed, spin_processes
+    run = prepare_deploy(args.model, args.robot, armed=args.armed, namespace=args.namespace,
+                         config_files=args.config, run_dir=args.run_dir)
+    p = run.profile
+    ns = run.graph.namespace
+    print(f'unilab: deploying {run.model.path} on robot `{p.name}` ({len(p.joint_names)} '
+          f'joints, {p.control_rate_hz:g} Hz) -> {p.command.type} on {ns}{p.command.topic}; '
+          f'run dir {run.run_dir}', flush=True)
+    if not args.armed:
+        arm = f'unilab arm --namespace {ns}' if ns else 'unilab arm'
+        print(f'unilab: DISARMED: nothing moves until `{arm}` (or `ros2 service call '
+              f'{ns}/safety/arm std_srvs/srv/Trigger`)', flush=True)
+    if args.multiprocess:
+        codes = spin_processes(run.graph, run.params_file, run.run_dir / 'logs')
+        print(f'unilab: stopped ({codes})')
+    else:
+        spin_composed(run.graph, run.params_file)
+        print('unilab: stopped')
+    return 0
+
+
+def _arm(args) -> int:
+    import rclpy
+    from std_srvs.srv import Trigger
+    service = f'{args.namespace.rstrip("/")}/safety/{args.action}'
+    rclpy.init()
+    node = rclpy.create_node('unilab_arm')
+    try:
+        client = node.create_client(Trigger, service)
+        if not client.wait_for_service(timeout_sec=args.timeout):
+            print(f'unilab: no service {service} (is `unilab deploy` running?)',
+                  file=sys.stderr)
+            return 1
+        future = client.call_async(Trigger.Request())
+        rclpy.spin_until_future_complete(node, future, timeout_sec=args.timeout)
+        if not future.done():
+            print(f'unilab: {service} did not answer in {args.timeout:g} s', file=sys.stderr)
+            return 1
+        res = future.result()
+        print(f'unilab: {service}: {res.message}')
+        return 0 if res.success else 1
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def add_commands(sub) -> None:
+    """Add ``deploy``, ``arm`` and ``disarm`` to the CLI's subparsers."""
+    d = sub.add_parser('deploy', help='run a trained policy on a ROS 2 robot (or the robot '
+                       'double) through its own topics, behind the safety gate')
+    d.add_argument('model', help='run directory, checkpoint, or exported .onnx / TorchScript')
+    d.add_argument('--robot', required=True,
+                   help='robot profile: a shipped name (arm6, quad8, ur5e) or a YAML file')
+    d.add_argument('--armed', action='store_true',
+                   help='let commands reach the robot at once (default: only after `arm`)')
+    d.add_argument('--namespace', default='', help='ROS namespace of this robot (fleets)')
+    d.add_argument('--multiprocess', action='store_true', help='one process per node')
+    d.add_argument('--config', action='append', default=[],
+                   help='extra YAML merged over the defaults (e.g. safety settings)')
+    d.add_argument('--run-dir', help='output directory (default runs/<robot>-deploy-<time>)')
+    d.set_defaults(func=_deploy)
+    for action, text in (('arm', 'let a running deployment command the robot'),
+                         ('disarm', 'stop a running deployment from commanding the robot')):
+        a = sub.add_parser(action, help=text)
+        a.add_argument('--namespace', default='', help='the deployment\'s namespace')
+        a.add_argument('--timeout', type=float, default=5.0, help='seconds to wait (5)')
+        a.set_defaults(func=_arm, action=action)

@@ -1,0 +1,65 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Task inputs on a robot give the same extras the simulator gives the policy."""
+
+import numpy as np
+import pytest
+from unilab_bridge.tasks import make_task
+from unilab_perception.task_inputs import MissingInput, ReachInputs, WalkInputs
+
+
+def _asset(name):
+    import pathlib
+
+    import unilab_bridge
+    return str(pathlib.Path(unilab_bridge.__file__).parent / 'assets' / name)
+
+
+def test_reach_extras_match_the_simulators():
+    task = make_task('arm6_reach', 4, seed=3)
+    try:
+        state = task.reset(seed=3)
+        state = task.step(np.asarray(state.joint_position) + 0.2)  # somewhere else
+        inputs = ReachInputs(_asset('arm6.xml'), task.joint_names, 'ee_site')
+        with pytest.raises(MissingInput, match='goal'):
+            inputs.extras(state.joint_position[:1])
+        for i in range(4):
+            goal = state.extras[i, 3:6]  # the simulator's target for env i
+            inputs.set_goal(goal)
+            got = inputs.extras(state.joint_position[i:i + 1])
+            assert got.shape == (1, 9) and got.dtype == np.float32
+            np.testing.assert_allclose(got[0], state.extras[i], atol=1e-5)
+    finally:
+        task.close()
+
+
+def test_reach_refuses_goals_that_are_not_finite_in_float32():
+    inputs = ReachInputs(_asset('arm6.xml'), ['shoulder_pan_joint', 'shoulder_lift_joint',
+                                              'elbow_joint', 'wrist_1_joint', 'wrist_2_joint',
+                                              'wrist_3_joint'], 'ee_site')
+    for bad in ([np.nan, 0, 0], [1e39, 0, 0]):
+        with pytest.raises(ValueError, match='goal'):
+            inputs.set_goal(bad)
+    assert inputs.goal is None
+
+
+def test_walk_extras_match_the_simulators():
+    from unilab_bridge.tasks.quad_walk import quat_rotate_inverse
+    task = make_task('quad_walk', 2, seed=1)
+    try:
+        state = task.reset(seed=1)
+        for _ in range(5):
+            state = task.step(np.asarray(state.joint_position))
+        b = task._batch
+        inputs = WalkInputs()
+        with pytest.raises(MissingInput, match='imu'):
+            inputs.extras(None)
+        for i in range(2):
+            w, x, y, z = b.root_quat[i]  # MuJoCo wxyz -> ROS xyzw
+            inputs.set_imu([x, y, z, w], b.root_angvel[i])
+            v_body = quat_rotate_inverse(b.root_quat[i:i + 1], b.root_linvel[i:i + 1])[0]
+            inputs.set_odometry(v_body, b.root_pos[i, 2])
+            inputs.set_command(*state.extras[i, 9:11])
+            np.testing.assert_allclose(inputs.extras(None)[0], state.extras[i], atol=1e-5)
+    finally:
+        task.close()

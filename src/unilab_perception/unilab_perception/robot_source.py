@@ -1,0 +1,109 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+The perception node's robot side: task inputs from standard topics, one step per period.
+
+With ``source: robot`` the observation's extras come from ``task_inputs``
+(``unilab_perception.task_inputs``) instead of a simulator's task state, and
+an observation is made from the joint states once per control period (by
+their stamps, so a robot double running faster than the wall clock is
+followed). Messages a task input refuses (not finite) are counted and logged
+through the node's ``_invalid``; a step without all inputs yet is skipped and
+counted (``task_inputs/missing``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from geometry_msgs.msg import PoseStamped, Twist
+from nav_msgs.msg import Odometry
+import numpy as np
+from sensor_msgs.msg import Imu
+
+from unilab_perception.ingest import InvalidMessage, read_imu
+from unilab_perception.task_inputs import MissingInput, ReachInputs, WalkInputs
+
+
+class RobotStep(NamedTuple):
+    """One control step on a robot (what the node's flush reads of a task state)."""
+
+    seq: int
+    tensors: dict
+
+
+class RobotSource:
+    """Subscribe to a robot's task inputs; turn joint states into control steps."""
+
+    def __init__(self, node, p, qos):
+        self.node = node
+        self.period_ns = int(round(1e9 / p.control_rate_hz)) if p.control_rate_hz else 0
+        self.last_ns: int | None = None
+        self.seq = -1
+        self.skipped = 0
+        ti = p.task_inputs
+        if ti.kind == 'reach':
+            self.inputs = ReachInputs(p.model_file, p.joint_names, ti.tool_site)
+            node.create_subscription(PoseStamped, ti.goal_topic, self._on_goal, qos)
+        elif ti.kind == 'walk':
+            self.inputs = WalkInputs()
+            node.create_subscription(Imu, p.imu.topic, self._on_imu, qos)
+            node.create_subscription(Odometry, ti.odom_topic, self._on_odom, qos)
+            node.create_subscription(Twist, ti.cmd_vel_topic, self._on_cmd, qos)
+        else:
+            self.inputs = None
+        width = 0 if self.inputs is None else self.inputs.width
+        if width != p.extras_dim:
+            raise ValueError(f'task_inputs.kind `{ti.kind}` gives {width} extras, the task '
+                             f'has {p.extras_dim}')
+
+    def _refused(self, kind: str, exc: Exception) -> None:
+        self.node._invalid(f'task_inputs/{kind}', str(exc))
+
+    def _on_goal(self, msg: PoseStamped) -> None:
+        pos = msg.pose.position
+        try:
+            self.inputs.set_goal([pos.x, pos.y, pos.z])
+        except ValueError as exc:
+            self._refused('goal', exc)
+
+    def _on_imu(self, msg: Imu) -> None:
+        try:
+            sample = read_imu(msg)
+            if sample.orientation is None:
+                raise InvalidMessage('imu_orientation', 'the Imu carries no orientation '
+                                     '(orientation_covariance[0] == -1)')
+            self.inputs.set_imu(sample.orientation, sample.angular_velocity)
+        except (InvalidMessage, ValueError) as exc:
+            self._refused('imu', exc)
+
+    def _on_odom(self, msg: Odometry) -> None:
+        v = msg.twist.twist.linear
+        try:
+            self.inputs.set_odometry([v.x, v.y, v.z], msg.pose.pose.position.z)
+        except ValueError as exc:
+            self._refused('odometry', exc)
+
+    def _on_cmd(self, msg: Twist) -> None:
+        try:
+            self.inputs.set_command(msg.linear.x, msg.angular.z)
+        except ValueError as exc:
+            self._refused('cmd_vel', exc)
+
+    def step(self, stamp_ns: int, q: np.ndarray) -> RobotStep | None:
+        """Return the control step of a joint state at ``stamp_ns``, or None (not due yet)."""
+        if self.period_ns and self.last_ns is not None \
+                and stamp_ns - self.last_ns < self.period_ns * 0.95:
+            return None
+        if self.inputs is None:
+            extras = np.zeros((1, 0), np.float32)
+        else:
+            try:
+                extras = self.inputs.extras(q)
+            except MissingInput as exc:
+                self.skipped += 1
+                self.node._invalid('task_inputs/missing', str(exc))
+                return None
+        self.last_ns = stamp_ns
+        self.seq += 1
+        return RobotStep(self.seq, {'extras': extras})

@@ -1,0 +1,107 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+A task's observation extras on a robot, from standard messages instead of the simulator.
+
+In simulation the bridge publishes each task's extras (``task_state``); a
+robot has no such topic. These classes compute the same columns, in the same
+order and units, from what a robot and its operator provide:
+
+- ``ReachInputs`` (``arm6_reach``: ``[tool (3), goal (3), goal - tool (3)]``):
+  the goal from ``geometry_msgs/PoseStamped`` (position, in the robot's base
+  frame), the tool position by forward kinematics of the measured joints on
+  the robot's model (``unilab_core.kinematics``);
+- ``WalkInputs`` (``quad_walk``: ``[v_body (3), w_body (3), gravity_body (3),
+  command (2), base height (1)]``): body-frame velocity and height from
+  ``nav_msgs/Odometry`` (twist in the child frame, pose z), angular velocity
+  and orientation from ``sensor_msgs/Imu``, the command (forward speed, yaw
+  rate) from ``geometry_msgs/Twist``.
+
+Until every input has arrived there is no observation (``extras`` returns
+None and says what is missing): the policy does not act, and the safety gate's
+watchdog holds the robot. Values are checked finite in float32, the precision
+the policy uses. No ROS import: the perception node passes plain numbers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class MissingInput(ValueError):
+    """A task input has not arrived yet (or was refused); the message names it."""
+
+
+def _finite32(name: str, values) -> np.ndarray:
+    v = np.asarray(values, np.float64).astype(np.float32)
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f'{name} is not finite in float32: {np.asarray(values).tolist()}')
+    return v
+
+
+def _rotate_inverse(q_xyzw: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate ``v`` by the inverse of the unit quaternion ``q`` (x, y, z, w)."""
+    x, y, z, w = q_xyzw
+    u = np.array([x, y, z])
+    # v' = v - 2 w (u x v) + 2 u x (u x v)   (rotation by the conjugate quaternion)
+    t = 2.0 * np.cross(u, v)
+    return v - w * t + np.cross(u, t)
+
+
+class ReachInputs:
+    """Tool position by forward kinematics, goal from the operator: ``[tool, goal, goal-tool]``."""
+
+    width = 9
+
+    def __init__(self, model_file: str, joint_names, tool_site: str):
+        from unilab_core.kinematics import SiteKinematics
+        self.fk = SiteKinematics(model_file, joint_names, tool_site)
+        self.goal: np.ndarray | None = None
+
+    def set_goal(self, xyz) -> None:
+        """Take a new goal position (m, base frame); raise ValueError if not finite."""
+        self.goal = _finite32('goal position', xyz).astype(np.float64)
+
+    def extras(self, q: np.ndarray) -> np.ndarray:
+        """Return ``[1, 9]`` float32 extras for joint positions ``q`` ``[1, J]``."""
+        if self.goal is None:
+            raise MissingInput('no goal yet')
+        tool = self.fk.positions(q)[0]
+        return _finite32('reach extras', np.concatenate(
+            [tool, self.goal, self.goal - tool]))[None, :]
+
+
+class WalkInputs:
+    """Body velocities, gravity, command and height: ``quad_walk``'s extras on a robot."""
+
+    width = 12
+
+    def __init__(self):
+        self.imu: tuple[np.ndarray, np.ndarray] | None = None   # (quat xyzw, gyro)
+        self.odom: tuple[np.ndarray, float] | None = None       # (v_body, z)
+        self.command = np.zeros(2)                             # stand still until told
+
+    def set_imu(self, quat_xyzw, gyro) -> None:
+        """Take an IMU sample (orientation x, y, z, w and angular velocity, body frame)."""
+        self.imu = (_finite32('imu orientation', quat_xyzw).astype(np.float64),
+                    _finite32('imu angular velocity', gyro).astype(np.float64))
+
+    def set_odometry(self, v_body, z) -> None:
+        """Take the base's body-frame linear velocity and height."""
+        self.odom = (_finite32('odometry velocity', v_body).astype(np.float64),
+                     float(_finite32('odometry height', [z])[0]))
+
+    def set_command(self, forward, yaw_rate) -> None:
+        """Take the commanded forward speed (m/s) and yaw rate (rad/s)."""
+        self.command = _finite32('velocity command', [forward, yaw_rate]).astype(np.float64)
+
+    def extras(self, q: np.ndarray) -> np.ndarray:
+        """Return the ``[1, 12]`` float32 extras; the joint positions are not needed."""
+        missing = [n for n, v in (('imu', self.imu), ('odometry', self.odom)) if v is None]
+        if missing:
+            raise MissingInput(f'no {" and ".join(missing)} yet')
+        quat, gyro = self.imu
+        v_body, z = self.odom
+        gravity = _rotate_inverse(quat, np.array([0.0, 0.0, -1.0]))
+        return _finite32('walk extras', np.concatenate(
+            [v_body, gyro, gravity, self.command, [z]]))[None, :]
