@@ -105,7 +105,7 @@ def test_launch_file_starts_the_robot_sim_graph_with_state_publishers(tmp_path, 
     started = opaque.kwargs['function'](context=None)
     nodes = [a.kwargs for a in started if type(a).__name__ == 'Node']
     assert [(n['package'], n['name'], n.get('namespace')) for n in nodes] == [
-        ('unilab_bridge', 'robot_double', None), ('unilab_bridge', 'scenario', None),
+        ('unilab_bridge', 'robot_double', ''), ('unilab_bridge', 'scenario', ''),
         ('robot_state_publisher', 'robot_state_publisher', '/robot0'),
         ('robot_state_publisher', 'robot_state_publisher', '/robot1')]
     assert sum(type(a).__name__ == 'RegisterEventHandler' for a in started) == 1

@@ -1,6 +1,6 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""What ``train.launch.py`` starts, as plain data (testable without launch_ros)."""
+"""What the launch files start, as plain data (testable without launch_ros)."""
 
 from __future__ import annotations
 
@@ -53,8 +53,7 @@ def robot_sim_launch_kwargs(graph, params_file, urdf: str = '',
     states, for RViz or Foxglove.
     """
     from unilab_core.robot_profile import fleet_namespace, namespaced
-    out = [{'package': s.package, 'executable': s.executable, 'name': s.name,
-            'parameters': [str(params_file)], 'output': 'screen'} for s in graph.nodes]
+    out = launch_node_kwargs(graph, params_file)
     if urdf:
         robots = graph.parameters['robot_double'].robots
         for k in range(robots):

@@ -44,28 +44,24 @@ def robot_sim_params(robot: str, variant: str = 'nominal', robots: int = 1,
 
 def run_robot_sim(double, scenario=None, duration_s: float = 0.0) -> dict:
     """Run the robot-sim graph until the scenario ends, ``duration_s`` passes or Ctrl-C."""
-    import rclpy
     from unilab.graphs import robot_sim_graph
-    from unilab_core.ros.runtime import create_composed, spin_nodes
+    from unilab.runner import spin_composed
     graph = robot_sim_graph(double, scenario)
+    t_end = time.monotonic() + duration_s if duration_s > 0 else float('inf')
+    out = {}
+
+    def until(nodes):
+        end = next((n for n in nodes if n.get_name() == graph.end_node), None)
+        return (end is not None and end.done) or time.monotonic() >= t_end
+
+    def collect(nodes):
+        for n in nodes:
+            out['robot_double' if n.get_name() == 'robot_double' else 'scenario'] = \
+                n.stats() if n.get_name() == 'robot_double' else n.report()
+
     with tempfile.TemporaryDirectory(prefix='unilab-robot-sim-') as tmp:
         params_file = graph.write_params(pathlib.Path(tmp) / 'robot_sim_params.yaml')
-        rclpy.init(args=['--ros-args', '--params-file', str(params_file)])
-        nodes = []
-        try:
-            nodes = create_composed(graph.nodes, [])
-            by_name = {n.get_name(): n for n in nodes}
-            end = by_name.get(graph.end_node)
-            t_end = time.monotonic() + duration_s if duration_s > 0 else float('inf')
-            spin_nodes(nodes, 'events', until=lambda: (end is not None and end.done)
-                       or time.monotonic() >= t_end, tick_s=0.1)
-            out = {'robot_double': by_name['robot_double'].stats()}
-            if end is not None:
-                out['scenario'] = end.report()
-        finally:
-            for n in nodes:
-                n.destroy_node()
-            rclpy.try_shutdown()
+        spin_composed(graph, params_file, until=until, on_tick=collect)
     return out
 
 
