@@ -82,17 +82,41 @@ def _train(args) -> int:
 
 
 def _check_robot(args) -> int:
-    from unilab.paths import default_config_files
-    from unilab.prepare import task_info
+    from unilab.paths import profile_path
     from unilab_bridge.robot_probe import run_check
-    from unilab_core.config import load_run_config
-    task = args.task or load_run_config(list(default_config_files())).run.task
-    info, _ = task_info(task)
-    want = set(args.require or [])
-    ok, report = run_check(1.0 / info.control_dt, args.timeout, imu='imu' in want,
-                           points='points' in want, camera='camera' in want)
+    from unilab_core.robot_profile import load_profile
+    profile = load_profile(profile_path(args.robot))
+    ok, report = run_check(profile, args.namespace, args.timeout)
     print(report)
     return 0 if ok else 1
+
+
+def _robot_sim(args) -> int:
+    from unilab.robot_sim import print_summary, robot_sim_params, run_robot_sim
+    double, scenario = robot_sim_params(
+        args.robot, args.variant, args.robots, args.time_scale, args.seed, args.goals,
+        args.goal_timeout, args.results or '', args.stats or '')
+    print_summary(run_robot_sim(double, scenario, args.duration))
+    return 0
+
+
+def _play(args) -> int:
+    from unilab.play import play, PlayOptions, RenderUnavailable
+    try:
+        width, height = (int(v) for v in args.size.lower().split('x'))
+    except ValueError:
+        print(f'unilab: --size {args.size}: expected WIDTHxHEIGHT, e.g. 640x480',
+              file=sys.stderr)
+        return 2
+    video = args.video or ('' if args.frames else f'{args.run_dir.rstrip("/")}/play.mp4')
+    try:
+        out = play(PlayOptions(args.run_dir, args.episodes, video, args.frames or '',
+                               args.variant, args.seed, width, height, args.shadows))
+    except RenderUnavailable as exc:
+        print(f'unilab: {exc}', file=sys.stderr)
+        return 1
+    print(json.dumps(out, indent=2))
+    return 0
 
 
 def _train_offline(args) -> int:
@@ -243,13 +267,50 @@ def build_parser() -> argparse.ArgumentParser:
     br.add_argument('out', nargs='?', help='default BAG-recovered')
     bg.set_defaults(func=_bag)
 
-    cr = sub.add_parser('check-robot', help='check a live graph against the real-robot '
-                        'topic contract (exit 1 if a required item is missing)')
-    cr.add_argument('--timeout', type=float, default=3.0, help='seconds to observe (3)')
-    cr.add_argument('--task', help='task whose control rate applies (default: run.task)')
-    cr.add_argument('--require', action='append', choices=['imu', 'points', 'camera'],
-                    help='make this sensor topic required (repeatable)')
+    cr = sub.add_parser('check-robot', help='check a live robot\'s standard topics against '
+                        'its profile (exit 1 if a required item is missing)')
+    cr.add_argument('--robot', default='arm6', metavar='PROFILE',
+                    help='robot profile: shipped name (arm6, quad8, ur5e) or YAML file')
+    cr.add_argument('--namespace', default='', metavar='NS',
+                    help='the robot\'s namespace in a fleet, e.g. /robot0')
+    cr.add_argument('--timeout', type=float, default=5.0,
+                    help='seconds to discover and observe (5)')
     cr.set_defaults(func=_check_robot)
+
+    from unilab_bridge.variants import VARIANTS
+    rs = sub.add_parser('robot-sim', help='simulated robot(s) behind a ros2_control robot\'s '
+                        'standard topics (robot double), optionally scored by a scenario')
+    rs.add_argument('--robot', default='arm6', metavar='PROFILE',
+                    help='robot profile: shipped name (arm6, quad8, ur5e) or YAML file')
+    rs.add_argument('--variant', choices=tuple(VARIANTS), default='nominal',
+                    help='real: held-out dynamics and imperfections of `bench sim2real`')
+    rs.add_argument('--robots', type=int, default=1, metavar='K',
+                    help='robots; K > 1: robot k under /robot<k> (k from 0)')
+    rs.add_argument('--time-scale', type=float, default=1.0, metavar='S',
+                    help='simulated seconds per wall-clock second (1)')
+    rs.add_argument('--seed', type=int, default=0)
+    rs.add_argument('--goals', type=int, default=0, metavar='N',
+                    help='run the scenario: N goals per robot, end when all are scored')
+    rs.add_argument('--goal-timeout', type=float, metavar='S',
+                    help='simulated seconds per goal (default 4)')
+    rs.add_argument('--results', metavar='FILE.json', help='per-goal results (scenario)')
+    rs.add_argument('--stats', metavar='FILE.json', help='the double\'s counters on exit')
+    rs.add_argument('--duration', type=float, default=0.0, metavar='S',
+                    help='stop after S wall-clock seconds (0: Ctrl-C or scenario end)')
+    rs.set_defaults(func=_robot_sim)
+
+    pl = sub.add_parser('play', help='watch a trained policy in the simulator (MP4 video)')
+    pl.add_argument('run_dir', help='run directory (or a checkpoint inside one)')
+    pl.add_argument('--episodes', type=int, default=1, metavar='N')
+    pl.add_argument('--video', metavar='FILE.mp4', help='default RUN_DIR/play.mp4')
+    pl.add_argument('--frames', metavar='FILE.png', help='also write a strip of frames')
+    pl.add_argument('--variant', choices=tuple(VARIANTS), default='nominal')
+    pl.add_argument('--seed', type=int, default=0)
+    pl.add_argument('--size', default='640x480', metavar='WxH',
+                    help='video size, multiples of 16 (640x480)')
+    pl.add_argument('--shadows', action='store_true',
+                    help='render shadows (slow on a software renderer)')
+    pl.set_defaults(func=_play)
 
     s = sub.add_parser('tasks', help='list available tasks')
     s.set_defaults(func=_tasks)

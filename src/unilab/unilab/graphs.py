@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
-from unilab_bridge.params import BridgeNodeParams
+from unilab_bridge.params import BridgeNodeParams, RobotDoubleParams, ScenarioParams
 from unilab_core import topics
 from unilab_core.config import RunConfig
 from unilab_core.graph import Graph, holds_joint_positions, NodeSpec, TaskInfo
@@ -178,3 +178,27 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
                  {'perception': per, 'policy': pol, 'safety': spec},
                  namespace=namespace, remappings={n: dict(remap) for n in (
                      'perception', 'policy', 'safety')})
+
+
+# ---------------------------------------------------------------- robot side (robot double)
+ROBOT_DOUBLE = NodeSpec('robot_double', 'unilab_bridge', 'robot_double_node',
+                        'unilab_bridge.robot_double_node', 'RobotDoubleNode')
+SCENARIO = NodeSpec('scenario', 'unilab_bridge', 'scenario_node',
+                    'unilab_bridge.scenario_node', 'ScenarioNode')
+
+
+def robot_sim_graph(double: RobotDoubleParams, scenario: ScenarioParams | None = None) -> Graph:
+    """
+    Return the robot side a deploy graph talks to: the robot double, optionally a scenario.
+
+    The scenario shares the double's profile, fleet size and time scale; with it the
+    graph ends when every goal is scored (``end_node='scenario'``).
+    """
+    params = {'robot_double': double}
+    nodes = (ROBOT_DOUBLE,)
+    if scenario is not None:
+        params['scenario'] = scenario.model_copy(update={
+            'profile': double.profile, 'robots': double.robots,
+            'time_scale': double.time_scale})
+        nodes += (SCENARIO,)
+    return Graph('robot_sim', nodes, params, end_node='scenario' if scenario else '')

@@ -1,6 +1,6 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""What ``train.launch.py`` starts, as plain data (testable without launch_ros)."""
+"""What the launch files start, as plain data (testable without launch_ros)."""
 
 from __future__ import annotations
 
@@ -39,4 +39,29 @@ def launch_overrides(task: str, steps: str, num_envs: str, seed: str) -> dict:
         out['rollout.num_envs'] = int(num_envs)
     if seed:
         out['run.seed'] = int(seed)
+    return out
+
+
+def robot_sim_launch_kwargs(graph, params_file, urdf: str = '',
+                            joint_states_topic: str = '/joint_states') -> list[dict]:
+    """
+    Return the ``launch_ros.actions.Node`` keyword arguments of ``robot_sim.launch.py``.
+
+    The nodes of the robot-sim graph (:func:`unilab.graphs.robot_sim_graph`) with its
+    parameter file, and with ``urdf`` one ``robot_state_publisher`` per robot in the
+    robot's namespace (``frame_prefix`` ``robot<k>/`` in a fleet) fed by its joint
+    states, for RViz or Foxglove.
+    """
+    from unilab_core.robot_profile import fleet_namespace, namespaced
+    out = launch_node_kwargs(graph, params_file)
+    if urdf:
+        robots = graph.parameters['robot_double'].robots
+        for k in range(robots):
+            ns = fleet_namespace(k, robots)
+            out.append({
+                'package': 'robot_state_publisher', 'executable': 'robot_state_publisher',
+                'name': 'robot_state_publisher', 'namespace': ns or '/', 'output': 'screen',
+                'parameters': [{'robot_description': urdf,
+                                'frame_prefix': ns.strip('/') + '/' if ns else ''}],
+                'remappings': [('joint_states', namespaced(ns, joint_states_topic))]})
     return out

@@ -1,100 +1,91 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Real-mode topic contract: pure checks on fabricated graphs, and one live graph."""
+"""check-robot: a profile's standard topics, checked on fabricated graphs and a live one."""
 
-from rclpy.executors import SingleThreadedExecutor
+from double_helpers import Graph, overrides, profile_file
 from rclpy.node import Node
-from sensor_msgs.msg import Imu, JointState
 from unilab_bridge.robot_contract import (check_contract, contract_ok, format_report,
-                                          GraphSnapshot, robot_contract)
+                                          GraphSnapshot, profile_contract)
+from unilab_bridge.robot_double_node import RobotDoubleNode
 from unilab_bridge.robot_probe import probe_graph
-from unilab_core import topics
+from unilab_core.robot_profile import load_profile
 
-JS, TS, CMD = topics.JOINT_STATES, topics.TASK_STATE, topics.SAFE_COMMAND
-TB = 'unilab_interfaces/msg/TensorBatch'
+ARM = load_profile(profile_file('arm6'))
+QUAD = load_profile(profile_file('quad8'))
+UR5E = load_profile(profile_file('ur5e'))
+JS, CMD = '/joint_states', '/forward_position_controller/commands'
+F64 = 'std_msgs/msg/Float64MultiArray'
 
 
-def _robot_graph(**changes):
-    """Return a snapshot of drivers that meet the contract at 50 Hz; ``changes`` edit it."""
+def _arm_graph(**changes):
+    """Return a snapshot of an arm6 robot meeting its profile; ``changes`` edit it."""
     snap = GraphSnapshot(
-        types={JS: ['sensor_msgs/msg/JointState'], TS: [TB], CMD: [TB]},
-        publishers={JS: ['/arm_driver'], TS: ['/task_node'], CMD: ['/safety']},
-        subscribers={CMD: ['/arm_driver']},
-        rates_hz={JS: 50.0, TS: 49.0}, frames={JS: ['env0/shoulder', 'env0/elbow']},
-        nodes=['/arm_driver', '/task_node', '/safety'], window_s=2.0)
+        types={JS: ['sensor_msgs/msg/JointState'], CMD: [F64]},
+        publishers={JS: ['/joint_state_broadcaster'], CMD: ['/deploy/safety']},
+        subscribers={CMD: ['/forward_position_controller']},
+        rates_hz={JS: 250.0}, names={JS: ['gripper'] + ARM.joint_names},
+        nodes=['/joint_state_broadcaster', '/forward_position_controller'], window_s=2.0)
     for key, value in changes.items():
         getattr(snap, key).update(value)
     return snap
 
 
-def _failing(snap, **kw):
-    results = check_contract(robot_contract(50.0, **kw), snap)
+def _failing(snap, profile=ARM, namespace=''):
+    results = check_contract(profile_contract(profile, namespace), snap)
     return {r.item.key: r.problems for r in results if not r.met}, contract_ok(results)
 
 
-def test_drivers_meeting_the_contract_pass_and_optional_sensors_are_only_listed():
-    failing, ok = _failing(_robot_graph())
-    assert ok
-    assert set(failing) == {'imu', 'points', 'image'}  # absent, optional
-    assert 'contract met' in format_report(check_contract(robot_contract(50.0),
-                                                          _robot_graph()), _robot_graph())
+def test_a_robot_meeting_its_profile_passes_and_the_description_is_optional():
+    failing, ok = _failing(_arm_graph())
+    assert ok and set(failing) == {'robot_description'}
+    report = format_report(check_contract(profile_contract(ARM), _arm_graph()), _arm_graph())
+    assert report.splitlines()[-1] == 'robot ok'
 
 
-def test_each_kind_of_violation_is_named():
-    failing, ok = _failing(_robot_graph(
-        publishers={TS: []},  # task state missing
-        rates_hz={JS: 20.0},  # joint states too slow for a 50 Hz task
-        frames={JS: ['shoulder']},  # no env<i>/ prefix
-        subscribers={CMD: []}))  # nobody applies the safe command
+def test_each_kind_of_problem_is_named():
+    failing, ok = _failing(_arm_graph(
+        rates_hz={JS: 100.0},  # a 250 Hz broadcaster measured at 100 Hz
+        names={JS: ARM.joint_names[:-1]},  # a profile joint never appears
+        subscribers={CMD: []}))  # no controller takes the commands
     assert not ok
-    assert failing['task_state'] == (f'no publisher on {TS}',)
-    assert any('rate 20.0 Hz < 50.0 Hz' in p for p in failing['joint_states'])
-    assert any("'shoulder'" in p for p in failing['joint_states'])
-    assert failing['safe_command'] == (f'nothing subscribes to {CMD}',)
+    assert any('rate 100.0 Hz < 250.0 Hz' in p for p in failing['joint_states'])
+    assert any("['wrist_3_joint']" in p for p in failing['joint_states'])
+    assert failing['command'] == (f'nothing subscribes to {CMD}',)
 
 
-def test_wrong_type_and_silent_topic_fail():
-    failing, ok = _failing(_robot_graph(types={JS: ['std_msgs/msg/Float64MultiArray']},
-                                        rates_hz={JS: 0.0}))
-    assert not ok
-    assert any('expected sensor_msgs/msg/JointState' in p for p in failing['joint_states'])
-    assert any('no message received' in p for p in failing['joint_states'])
+def test_the_controller_type_and_sensors_follow_the_profile():
+    traj = profile_contract(UR5E)
+    cmd = next(i for i in traj if i.key == 'command')
+    assert cmd.topic == '/scaled_joint_trajectory_controller/joint_trajectory'
+    assert cmd.msg_type == 'trajectory_msgs/msg/JointTrajectory'
+    failing, _ = _failing(_arm_graph(), profile=UR5E)
+    assert 'command' in failing  # nothing on the trajectory topic
+    quad = {i.key: i for i in profile_contract(QUAD, '/robot3')}
+    assert quad['imu'].topic == '/robot3/imu/data' and quad['imu'].required
+    assert quad['odom'].topic == '/robot3/odom' and quad['odom'].msg_type == \
+        'nav_msgs/msg/Odometry'
+    assert quad['joint_states'].topic == '/robot3/joint_states'
+    assert 'imu' not in {i.key for i in profile_contract(ARM)}
 
 
-def test_required_sensor_is_missing_when_asked_for():
-    failing, ok = _failing(_robot_graph(), imu=True)
-    assert not ok and 'imu' in failing
-
-
-def test_probe_sees_a_live_driver_graph(context):
-    """A fake driver publishes joint states and an IMU at 50 Hz; the probe measures them."""
-    driver = Node('fake_driver', context=context)
-    js_pub = driver.create_publisher(JointState, JS, 10)
-    imu_pub = driver.create_publisher(Imu, topics.IMU, 10)
-
-    def tick():
-        js = JointState(name=['env0/j1', 'env0/j2'], position=[0.0, 0.1])
-        js_pub.publish(js)
-        imu = Imu()
-        imu.header.frame_id = 'env0/imu'
-        imu_pub.publish(imu)
-    driver.create_timer(0.02, tick)
-    probe = Node('unilab_check_robot', context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(driver)
-    executor.add_node(probe)
+def test_the_robot_double_passes_check_robot(context):
+    """The live probe against the double: every required item met, the double noticed."""
+    graph = Graph(context)
     try:
-        # Contract at 20 Hz for a 50 Hz driver: a busy CI machine may delay timer ticks.
-        items = robot_contract(20.0, imu=True)
-        snap = probe_graph(probe, items, window_s=1.0, discovery_s=0.5,
-                           spin=lambda t: executor.spin_once(timeout_sec=t))
+        graph.add(RobotDoubleNode(context=context, parameter_overrides=overrides(
+            profile=profile_file('quad8'), robots=2)))
+        probe = graph.add(Node('unilab_check_robot', context=context))
+        items = profile_contract(QUAD, '/robot1')
+        snap = probe_graph(probe, items, window_s=1.0, discovery_s=5.0,
+                           spin=lambda t: graph.executor.spin_once(timeout_sec=t))
     finally:
-        executor.shutdown()
-        probe.destroy_node()
-        driver.destroy_node()
-    results = {r.item.key: r for r in check_contract(items, snap)}
-    assert results['joint_states'].met and results['imu'].met
-    assert snap.frames[JS][:2] == ['env0/j1', 'env0/j2']
-    assert 10.0 < snap.rates_hz[JS] < 75.0  # a 50 Hz timer, measured over ~1 s
-    assert not results['task_state'].met and not results['safe_command'].met
-    assert not contract_ok(list(results.values()))
+        graph.close()
+    results = check_contract(items, snap)
+    by_key = {r.item.key: r for r in results}
+    assert {'joint_states', 'command', 'imu', 'odom'} <= set(by_key)
+    assert all(by_key[k].met for k in ('command', 'robot_description')), format_report(
+        results, snap)
+    assert set(QUAD.joint_names) <= set(snap.names['/robot1/joint_states'])
+    assert not by_key['joint_states'].problems or all(
+        p.startswith('rate') for p in by_key['joint_states'].problems)  # a busy machine
+    assert 'robot double is running' in format_report(results, snap)

@@ -57,8 +57,15 @@ class EglCamera:
     """Render a named model camera (or a free view) per env into rgb8 images."""
 
     def __init__(self, sim, camera='front', size=DEFAULT_SIZE, imu_site='imu',
-                 exposure_s=0.0):
-        """Create the EGL context and MuJoCo render context (raises where EGL is missing)."""
+                 exposure_s=0.0, track_body='', shadows=True):
+        """
+        Create the EGL context and MuJoCo render context (raises where EGL is missing).
+
+        ``camera`` names a model camera; without one (or with ``track_body``, a body
+        name) a free camera looks at the model, following ``track_body`` if given.
+        ``shadows=False`` skips the shadow-map pass, most of a frame's cost on a software
+        renderer (llvmpipe).
+        """
         from mujoco.egl import GLContext  # imported here: it loads libEGL
         self.sim = sim
         model = sim.model
@@ -68,10 +75,14 @@ class EglCamera:
         self._con = mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_150)
         mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self._con)
         self._scn = mujoco.MjvScene(model, 1000)
+        self._scn.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = bool(shadows)
         self._opt = mujoco.MjvOption()
         self._cam = mujoco.MjvCamera()
-        self.cam_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera)
-        if self.cam_id >= 0:
+        self.cam_id = -1 if track_body else mujoco.mj_name2id(
+            model, mujoco.mjtObj.mjOBJ_CAMERA, camera)
+        if track_body:
+            self.look_at(None, 1.5, track_body=track_body)
+        elif self.cam_id >= 0:
             self._cam.type = mujoco.mjtCamera.mjCAMERA_FIXED
             self._cam.fixedcamid = self.cam_id
             self.fovy = float(model.cam_fovy[self.cam_id])
@@ -82,6 +93,20 @@ class EglCamera:
         self.exposure_s = float(exposure_s)
         self._rect = mujoco.MjrRect(0, 0, self.width, self.height)
         self._rgb = np.zeros((self.height, self.width, 3), dtype=np.uint8)
+
+    def look_at(self, point, distance, azimuth=135.0, elevation=-20.0, track_body=''):
+        """Use a free camera aimed at ``point`` (or following ``track_body``) from afar."""
+        model = self.sim.model
+        mujoco.mjv_defaultFreeCamera(model, self._cam)
+        if track_body:
+            self._cam.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+            self._cam.trackbodyid = model.body(track_body).id
+        else:
+            self._cam.lookat[:] = point
+        self._cam.distance, self._cam.azimuth, self._cam.elevation = distance, azimuth, \
+            elevation
+        self.cam_id = -1
+        self.fovy = float(model.vis.global_.fovy)
 
     def render(self, i, gyro=None):
         """Return env ``i``'s image [H, W, 3] uint8, blurred by ``gyro`` (IMU frame, rad/s)."""

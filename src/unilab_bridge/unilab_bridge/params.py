@@ -1,10 +1,13 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""The bridge node's parameters: one typed model, built from the run config (no ROS)."""
+"""The bridge package's node parameters: one typed model per node (no ROS)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
+from unilab_bridge.variants import VARIANTS
 from unilab_core.config import _Section, BridgeSection, DisturbancesSection, RunSection
 
 
@@ -20,3 +23,55 @@ class BridgeNodeParams(_Section):
         'error instead of a warning.')
     bridge: BridgeSection = Field(default_factory=BridgeSection)
     disturbances: DisturbancesSection = Field(default_factory=DisturbancesSection)
+
+
+class RobotDoubleParams(_Section):
+    """Parameters of the robot double (``unilab_bridge.robot_double_node``)."""
+
+    profile: str = Field('', min_length=1, description='Robot profile YAML (the robot it '
+                         'simulates: joints, topics, controller, task).')
+    variant: Literal[tuple(VARIANTS)] = Field(
+        'nominal', description='nominal: the model as is; real: the held-out dynamics and '
+        'imperfections of `bench sim2real` (unilab_bridge.variants).')
+    robots: int = Field(1, ge=1, le=64, description='Robots in the double; more than one: '
+                        'robot k under the namespace /robot<k> (k from 0).')
+    time_scale: float = Field(1.0, gt=0.0, le=100.0, description='Simulated seconds per '
+                              'wall-clock second (physics and broadcaster run this much '
+                              'faster).')
+    seed: int = Field(0, ge=0, description='Seed of the start poses and of the variant.')
+    joint_state_rate_hz: float = Field(
+        0.0, ge=0.0, description='Broadcaster rate in simulated time (0 = the profile\'s '
+        'joint_state_rate_hz).')
+    max_lag_s: float = Field(
+        0.1, gt=0.0, description='Simulated seconds the physics may fall behind the scaled '
+        'clock; beyond, the double slows its clock (counted in slipped_s) instead of '
+        'stepping in bursts.')
+    publish_description: bool = Field(
+        True, description='Publish the URDF on <ns>/robot_description (transient local).')
+    stats_file: str = Field('', description='Write the counters as JSON here on exit '
+                            '("" = do not).')
+
+
+class ScenarioParams(_Section):
+    """Parameters of the scenario node (``unilab_bridge.scenario_node``)."""
+
+    profile: str = Field('', min_length=1, description='Robot profile YAML (task inputs: '
+                         'goal topic, tool site, model).')
+    robots: int = Field(1, ge=1, le=64, description='Robots to give goals to (namespaces as '
+                        'the robot double\'s).')
+    goals: int = Field(10, ge=1, description='Goals per robot; the node ends when all are '
+                       'scored.')
+    goal_timeout_s: float = Field(4.0, gt=0.0, description='Simulated seconds a goal may '
+                                  'take (walk: how long each velocity goal is held).')
+    tolerance_m: float = Field(0.05, gt=0.0, description='Reach: the tool within this '
+                               'distance of the goal is a success.')
+    speed_tolerance_mps: float = Field(0.1, gt=0.0, description='Walk: mean forward-speed '
+                                       'error allowed over the goal\'s second half.')
+    time_scale: float = Field(1.0, gt=0.0, le=100.0, description='As the robot double\'s: '
+                              'simulated seconds per wall-clock second.')
+    seed: int = Field(1, ge=0, description='Seed of the goal sampling.')
+    results_file: str = Field('', description='Per-goal results JSON, rewritten atomically '
+                              'after every goal ("" = do not write).')
+    wait_for_subscribers: bool = Field(
+        True, description='Publish the first goal only once every robot\'s goal topic has a '
+        'subscriber (the deploy graph is up) and its joint states arrive.')

@@ -1,30 +1,36 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-Real mode: the topic contract a robot's drivers must satisfy to replace the bridge, and its check.
+``unilab check-robot``: does a live robot expose the standard topics its profile names.
 
-Derived from what the bridge publishes and subscribes (``bridge_node.py``) and what the
-perception and safety nodes read (``unilab_core.topics``). Pure: the check works on a
-``GraphSnapshot`` (topic types, publisher/subscriber nodes, measured rates, sampled frame
-ids), which ``robot_probe.py`` fills from a live ROS graph and tests fabricate by hand.
+A deployed policy talks to a robot only through what ros2_control robots already
+expose (see ``unilab_core.robot_profile``), so that is what is checked:
+``/joint_states`` from ``joint_state_broadcaster`` (type, rate, every profile joint
+present by name), a subscriber on the controller's command topic with its type,
+the IMU / point cloud / odometry topics the profile uses, and, optionally,
+``robot_description``. The training graph's private topics are not part of it.
+Pure: the check works on a ``GraphSnapshot`` (topic types, publisher/subscriber
+nodes, measured rates, sampled joint names), which ``robot_probe.py`` fills from a
+live ROS graph and tests fabricate by hand.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 
-from unilab_core import topics
+from unilab_core.robot_profile import namespaced, RobotProfile
 
 # A measured rate may fall this far below the nominal one (timer jitter, short window).
 RATE_TOLERANCE = 0.8
-# Frame ids / joint names carry the env index as a prefix: env<i>/<name>.
-ENV_FRAME = r'env\d+/'
+
+#: Message type of each command controller (as the ROS graph reports types).
+COMMAND_TYPES = {'forward_command': 'std_msgs/msg/Float64MultiArray',
+                 'joint_trajectory': 'trajectory_msgs/msg/JointTrajectory'}
 
 
 @dataclasses.dataclass(frozen=True)
 class ContractItem:
-    """One topic the drivers publish (``role='publish'``) or must read (``'subscribe'``)."""
+    """One topic the robot publishes (``role='publish'``) or must read (``'subscribe'``)."""
 
     key: str
     topic: str
@@ -32,19 +38,19 @@ class ContractItem:
     role: str
     required: bool
     min_rate_hz: float = 0.0  # nominal rate; 0 = no rate requirement
-    frame: str = ''  # regex every sampled frame id (JointState: every name) must match
+    names: tuple[str, ...] = ()  # JointState: joint names every message must carry
     note: str = ''
 
 
 @dataclasses.dataclass
 class GraphSnapshot:
-    """What a probe saw: topic -> types, publisher / subscriber node names, rates, frames."""
+    """What a probe saw: topic -> types, publisher / subscriber nodes, rates, joint names."""
 
     types: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     publishers: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     subscribers: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     rates_hz: dict[str, float] = dataclasses.field(default_factory=dict)
-    frames: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    names: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     nodes: list[str] = dataclasses.field(default_factory=list)
     window_s: float = 0.0
 
@@ -62,41 +68,38 @@ class ItemResult:
         return not self.problems
 
 
-def robot_contract(control_hz: float, imu: bool = False, points: bool = False,
-                   camera: bool = False) -> list[ContractItem]:
-    """
-    Return the contract for a task stepped at ``control_hz``.
-
-    ``imu`` / ``points`` / ``camera`` make those sensors required (the perception section
-    uses them); otherwise they are listed as optional.
-    """
-    hz = float(control_hz)
-    return [
+def profile_contract(profile: RobotProfile, namespace: str = '') -> list[ContractItem]:
+    """Return the items of ``profile``'s robot (under ``namespace``, e.g. ``/robot0``)."""
+    def topic(name):
+        return namespaced(namespace, name)
+    kind = profile.task_inputs.kind
+    items = [
         ContractItem(
-            'joint_states', topics.JOINT_STATES, 'sensor_msgs/msg/JointState', 'publish', True,
-            hz, ENV_FRAME, 'position, velocity and effort of every task joint, names '
-            'env<i>/<joint> (the task\'s joint names); one message per control step'),
+            'joint_states', topic(profile.joint_states_topic), 'sensor_msgs/msg/JointState',
+            'publish', True, profile.joint_state_rate_hz, tuple(profile.joint_names),
+            'joint_state_broadcaster: position and velocity of every profile joint, by name '
+            '(any order, other joints allowed)'),
         ContractItem(
-            'task_state', topics.TASK_STATE, 'unilab_interfaces/msg/TensorBatch', 'publish',
-            True, hz, '', 'kind task_state: extras [N, E] (e.g. end-effector and target '
-            'for arm6_reach) plus reward/terminated/truncated; same stamp as /joint_states'),
-        ContractItem(
-            'safe_command', topics.SAFE_COMMAND, 'unilab_interfaces/msg/TensorBatch',
-            'subscribe', True, 0.0, '', 'the drivers apply the safety gate\'s kind '
-            '"command" [N, act] (joint position targets in rad for position tasks) and '
-            'hold the last one; "fallback" rows are applied too'),
-        ContractItem(
-            'imu', topics.IMU, 'sensor_msgs/msg/Imu', 'publish', imu, hz, ENV_FRAME,
-            'gyro [rad/s], specific force [m/s^2] (+9.81 z at rest), orientation w-x-y-z; '
-            'frame_id env<i>/imu; covariances per REP-145'),
-        ContractItem(
-            'points', topics.POINTS, 'sensor_msgs/msg/PointCloud2', 'publish', points, 10.0,
-            ENV_FRAME, 'Velodyne XYZIRT fields (x y z intensity float32, ring uint16, time '
-            'float32), sensor frame env<i>/lidar; 10 Hz sweeps'),
-        ContractItem(
-            'image', topics.IMAGE, 'sensor_msgs/msg/Image', 'publish', camera, 0.0, ENV_FRAME,
-            'rgb8, frame_id env<i>/camera'),
+            'command', topic(profile.command.topic), COMMAND_TYPES[profile.command.type],
+            'subscribe', True, note=f'the {profile.command.type} controller '
+            f'({profile.command.interface}) of joints {profile.controller_joints}'),
     ]
+    if profile.imu_topic:
+        items.append(ContractItem(
+            'imu', topic(profile.imu_topic), 'sensor_msgs/msg/Imu', 'publish', True,
+            profile.control_rate_hz, note='gyro, specific force, orientation (REP-145)'))
+    if profile.points_topic:
+        items.append(ContractItem(
+            'points', topic(profile.points_topic), 'sensor_msgs/msg/PointCloud2', 'publish',
+            True, 1.0, note='lidar sweeps (Velodyne XYZIRT layout)'))
+    if kind == 'walk':
+        items.append(ContractItem(
+            'odom', topic(profile.task_inputs.odom_topic), 'nav_msgs/msg/Odometry', 'publish',
+            True, profile.control_rate_hz, note='base pose and twist (twist in the base frame)'))
+    items.append(ContractItem(
+        'robot_description', topic('robot_description'), 'std_msgs/msg/String', 'publish',
+        False, note='URDF (transient local) for robot_state_publisher / RViz'))
+    return items
 
 
 def _fmt_hz(hz: float) -> str:
@@ -118,10 +121,12 @@ def check_item(item: ContractItem, snap: GraphSnapshot) -> ItemResult:
                 problems.append(f'no message received in {snap.window_s:g} s')
             elif rate < RATE_TOLERANCE * item.min_rate_hz:
                 problems.append(f'rate {_fmt_hz(rate)} < {_fmt_hz(item.min_rate_hz)}')
-        if item.frame:
-            bad = [f for f in snap.frames.get(item.topic, []) if not re.match(item.frame, f)]
-            if bad:
-                problems.append(f'frame/name {bad[0]!r} does not match {item.frame}')
+        if item.names and snap.names.get(item.topic):
+            seen = set(snap.names[item.topic])
+            missing = [n for n in item.names if n not in seen]
+            if missing:
+                problems.append(f'joints missing from the messages: {missing} (they name '
+                                f'{sorted(seen)[:8]})')
     else:
         readers = snap.subscribers.get(item.topic, [])
         if not readers:
@@ -152,9 +157,8 @@ def format_report(results: list[ItemResult], snap: GraphSnapshot) -> str:
         lines.append(f'{status} {r.item.topic} [{r.item.msg_type}, {r.item.role}, {kind}'
                      f'{measured}]')
         lines += [f'          - {p}' for p in r.problems]
-    if any(n.endswith('/bridge') or n == 'bridge' for n in snap.nodes):
-        lines.append('note: the simulator bridge is running; this graph is the simulator, '
-                     'not robot drivers')
+    if any(n.endswith('/robot_double') for n in snap.nodes):
+        lines.append('note: the robot double is running; this robot is a simulation')
     missing = [r.item.key for r in results if r.item.required and not r.met]
-    lines.append('contract met' if not missing else f'contract NOT met: {", ".join(missing)}')
+    lines.append('robot ok' if not missing else f'robot NOT ok: {", ".join(missing)}')
     return '\n'.join(lines)

@@ -5,8 +5,8 @@ ROS edge of ``unilab check-robot``: look at a live graph and fill a GraphSnapsho
 
 Waits a moment for DDS discovery, reads topic types and the publisher / subscriber nodes of
 every contract topic, subscribes (best effort, which matches reliable publishers too) to each
-published contract topic for the rest of the window, and records message times and frame
-ids. The verdict is ``robot_contract.check_contract``.
+published contract topic for the rest of the window, and records message times and the
+joint names seen. The verdict is ``robot_contract.check_contract``.
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ import time
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from unilab_bridge.robot_contract import ContractItem, GraphSnapshot
-from unilab_core.ros.tensor_topic import descriptor_topic
 
-# At most this many frame ids are kept per topic (a JointState has one name per joint).
-_MAX_FRAMES = 64
+# At most this many distinct joint names are kept per topic.
+_MAX_NAMES = 1024
 
 
 def get_message(type_name: str):
@@ -35,33 +34,39 @@ def _node_names(infos) -> list[str]:
     return [f'{i.node_namespace.rstrip("/")}/{i.node_name}' for i in infos]
 
 
-def _frames(msg) -> list[str]:
-    if hasattr(msg, 'name') and hasattr(msg, 'position'):  # JointState: names carry env<i>/
-        return list(msg.name)
-    header = getattr(msg, 'header', None)
-    return [header.frame_id] if header is not None else []
+def _joint_names(msg) -> list[str]:
+    return list(msg.name) if hasattr(msg, 'name') and hasattr(msg, 'position') else []
 
 
 def probe_graph(node: Node, items: list[ContractItem], window_s: float,
                 discovery_s: float = 1.0, spin=None) -> GraphSnapshot:
-    """Observe the graph for ``discovery_s + window_s`` seconds; ``spin(timeout)`` spins."""
+    """
+    Observe the graph: discovery (up to ``discovery_s``), then ``window_s`` of messages.
+
+    Discovery ends as soon as every item's topic has its publisher (or subscriber):
+    DDS may take a few seconds to announce participants that started earlier (Fast
+    DDS re-announces every 3 s), so a fixed short wait would miss a running robot.
+    ``spin(timeout)`` spins the probe node.
+    """
     import rclpy
     spin = spin or (lambda t: rclpy.spin_once(node, timeout_sec=t))
     me = f'{node.get_namespace().rstrip("/")}/{node.get_name()}'
+
+    def found(item):
+        infos = node.get_publishers_info_by_topic(item.topic) if item.role == 'publish' \
+            else node.get_subscriptions_info_by_topic(item.topic)
+        return any(n != me for n in _node_names(infos))
     end = time.monotonic() + discovery_s
-    while time.monotonic() < end:
+    while time.monotonic() < end and not all(found(i) for i in items if i.required):
         spin(0.05)
     snap = GraphSnapshot(window_s=window_s)
     snap.types = {t: list(ts) for t, ts in node.get_topic_names_and_types()}
-    snap.nodes = [f'{ns.rstrip("/")}/{n}' for n, ns in node.get_node_names_and_namespaces()]
     stamps: dict[str, list[float]] = {}
     subs = []
     for item in items:
         snap.publishers[item.topic] = [
             n for n in _node_names(node.get_publishers_info_by_topic(item.topic)) if n != me]
         readers = _node_names(node.get_subscriptions_info_by_topic(item.topic))
-        readers += _node_names(node.get_subscriptions_info_by_topic(
-            descriptor_topic(item.topic)))
         snap.subscribers[item.topic] = sorted({n for n in readers if n != me})
         if item.role != 'publish' or not snap.publishers[item.topic]:
             continue
@@ -71,12 +76,17 @@ def probe_graph(node: Node, items: list[ContractItem], window_s: float,
         except (AttributeError, ImportError, KeyError, IndexError, ValueError):
             continue  # unknown type: the check reports the type mismatch
         times = stamps.setdefault(item.topic, [])
-        frames = snap.frames.setdefault(item.topic, [])
+        seen: dict[str, None] = {}  # insertion-ordered set
+        if item.names:
+            snap.names[item.topic] = []
 
-        def on_msg(msg, times=times, frames=frames):
+        def on_msg(msg, times=times, seen=seen, topic=item.topic, names=bool(item.names)):
             times.append(time.monotonic())
-            if len(frames) < _MAX_FRAMES:
-                frames.extend(_frames(msg)[:_MAX_FRAMES - len(frames)])
+            if names and len(seen) < _MAX_NAMES:
+                new = [n for n in _joint_names(msg) if n not in seen]
+                if new:
+                    seen.update(dict.fromkeys(new))
+                    snap.names[topic] = list(seen)
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
         subs.append(node.create_subscription(msg_type, item.topic, on_msg, qos))
     end = time.monotonic() + window_s
@@ -84,24 +94,26 @@ def probe_graph(node: Node, items: list[ContractItem], window_s: float,
         spin(0.05)
     for sub in subs:
         node.destroy_subscription(sub)
+    # Node names travel on their own discovery topic and may come after the endpoints.
+    snap.nodes = [f'{ns.rstrip("/")}/{n}' for n, ns in node.get_node_names_and_namespaces()]
     for topic, times in stamps.items():
         if len(times) >= 2 and times[-1] > times[0]:
             snap.rates_hz[topic] = (len(times) - 1) / (times[-1] - times[0])
     return snap
 
 
-def run_check(control_hz: float, timeout_s: float, imu=False, points=False,
-              camera=False) -> tuple[bool, str]:
-    """Start rclpy, probe the live graph, return (contract met, report text)."""
+def run_check(profile, namespace: str, timeout_s: float) -> tuple[bool, str]:
+    """Start rclpy, probe the live graph for ``profile``'s robot, return (ok, report)."""
     import rclpy
     from unilab_bridge.robot_contract import (check_contract, contract_ok, format_report,
-                                              robot_contract)
-    items = robot_contract(control_hz, imu=imu, points=points, camera=camera)
+                                              profile_contract)
+    items = profile_contract(profile, namespace)
     rclpy.init()
     try:
         node = Node('unilab_check_robot')
-        discovery = min(1.0, timeout_s / 3)
-        snap = probe_graph(node, items, max(timeout_s - discovery, 0.1), discovery)
+        # Up to 60 % of the time for discovery (less when everything is found), the
+        # rest (at least 1 s) to measure rates.
+        snap = probe_graph(node, items, max(0.4 * timeout_s, 1.0), 0.6 * timeout_s)
         node.destroy_node()
     finally:
         rclpy.try_shutdown()

@@ -154,3 +154,21 @@ def load_profile(path: str | pathlib.Path) -> RobotProfile:
                 raise ConfigError(f'{path}: key `{key}`: {full} not found')
             updates[key] = str(full)
     return profile.model_copy(update=updates)
+
+
+def fleet_namespace(robot: int, robots: int) -> str:
+    """
+    Return robot ``robot``'s namespace in a fleet of ``robots``: '' alone, else ``/robot<k>``.
+
+    A fleet on one ROS graph puts each robot's standard topics under its own
+    namespace (``/robot0/joint_states``, ...), k from 0; a single robot keeps the
+    plain names. The robot double, its scenario and ``check-robot`` all use this.
+    """
+    return '' if int(robots) == 1 else f'/robot{int(robot)}'
+
+
+def namespaced(namespace: str, topic: str) -> str:
+    """Return ``topic`` (absolute or relative) under ``namespace`` ('' = unchanged)."""
+    if not namespace:
+        return topic if topic.startswith('/') else '/' + topic
+    return namespace.rstrip('/') + '/' + topic.lstrip('/')

@@ -34,7 +34,7 @@ class Arm6Reach(BatchedTask):
     """Batched reach task; commands are absolute joint position targets in rad (home = 0)."""
 
     def __init__(self, num_envs, seed=0, max_episode_steps=100, decimation=4,
-                 reset_noise=0.1, reward_scales=None, num_threads=None):
+                 reset_noise=0.1, reward_scales=None, num_threads=None, auto_reset=True):
         """Load the arm model and allocate ``num_envs`` simulations (call reset() next)."""
         self.name = 'arm6_reach'
         self.num_envs = int(num_envs)
@@ -71,7 +71,11 @@ class Arm6Reach(BatchedTask):
         n = self.num_envs
         self._target = np.zeros((n, 3))
         self._prev_cmd = np.zeros((n, self.action_dim))
-        self._episodes = EpisodeCounter(n, self.max_episode_steps)
+        # auto_reset=False: a robot, not an episode (the robot double): no episode ever ends,
+        # no env is reset (nothing teleports), done flags stay False.
+        self.auto_reset = bool(auto_reset)
+        self._episodes = EpisodeCounter(
+            n, self.max_episode_steps if self.auto_reset else None)
         self._batch_steps = 0
         self._was_reset = False
 
@@ -102,6 +106,8 @@ class Arm6Reach(BatchedTask):
         self._prev_cmd[:] = cmd
         # The arm cannot fall or fail; only a diverged simulation ends an episode early.
         terminated = batch.unstable.copy()
+        if not self.auto_reset:
+            terminated = np.zeros_like(terminated)
         reward[terminated] = 0.0
         truncated, done, ep_return, ep_length = self._episodes.end_step(reward, terminated)
         for i in np.flatnonzero(done):

@@ -48,10 +48,11 @@ class EpisodeCounter:
     Per-env episode length and return, and the time limit that truncates an episode.
 
     Every task ends a control step with ``end_step`` and resets an env's counters
-    with ``reset(i)``; a time-out never overrides a termination.
+    with ``reset(i)``; a time-out never overrides a termination. ``max_episode_steps``
+    None means no time limit (a task in its no-reset mode, see ``auto_reset``).
     """
 
-    def __init__(self, num_envs: int, max_episode_steps: int):
+    def __init__(self, num_envs: int, max_episode_steps: int | None):
         self.max_episode_steps = max_episode_steps
         self.steps = np.zeros(num_envs, dtype=np.int32)
         self.returns = np.zeros(num_envs, dtype=np.float64)
@@ -60,7 +61,10 @@ class EpisodeCounter:
         """Count one step; return (truncated, done, episode_return, episode_length)."""
         self.steps += 1
         self.returns += reward
-        time_out = (self.steps >= self.max_episode_steps) & ~terminated
+        if self.max_episode_steps is None:
+            time_out = np.zeros_like(terminated)
+        else:
+            time_out = (self.steps >= self.max_episode_steps) & ~terminated
         truncated = time_out if truncated is None else truncated | time_out
         done = terminated | truncated
         return (truncated, done, np.where(done, self.returns, np.nan),
@@ -92,7 +96,10 @@ class BatchedTask(abc.ABC):
     """
     N copies of one simulated task stepped in lockstep, with auto-reset.
 
-    Subclasses set the attributes below in their constructor and implement reset/step/close.
+    UniLab's own tasks take ``auto_reset=False`` (``make_task(..., auto_reset=False)``):
+    the robot double's mode, in which no episode ever ends and no env is reset (a real
+    robot does not teleport). Subclasses set the attributes below in their constructor
+    and implement reset/step/close.
     """
 
     name: str

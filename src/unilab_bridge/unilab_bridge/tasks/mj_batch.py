@@ -75,6 +75,11 @@ class MjBatch:
         self._chunks = [range(lo, num_envs, num_threads) for lo in range(num_threads)]
         self._pool = ThreadPoolExecutor(num_threads) if num_threads > 1 else None
 
+    @property
+    def has_root(self) -> bool:
+        """Return whether the envs have a floating base (``root_*`` arrays are read)."""
+        return self._root is not None
+
     def private_models(self):
         """Give every env its own MjModel copy (idempotent); return the list."""
         if len(self.models) and self.models[0] is self.model:

@@ -41,7 +41,7 @@ class QuadWalk(BatchedTask):
 
     def __init__(self, num_envs, seed=0, max_episode_steps=500, decimation=4,
                  command_velocity=(0.3, 0.6), reset_noise=0.1, reward_scales=None,
-                 num_threads=None):
+                 num_threads=None, auto_reset=True):
         """Load the quadruped and allocate ``num_envs`` simulations (call reset() next)."""
         self.name = 'quad_walk'
         self.num_envs = int(num_envs)
@@ -75,7 +75,11 @@ class QuadWalk(BatchedTask):
         n = self.num_envs
         self._cmd = np.zeros((n, 2))
         self._prev_cmd = np.zeros((n, self.action_dim))
-        self._episodes = EpisodeCounter(n, self.max_episode_steps)
+        # auto_reset=False: a robot, not an episode (the robot double): no episode ever ends,
+        # no env is reset (nothing teleports), done flags stay False.
+        self.auto_reset = bool(auto_reset)
+        self._episodes = EpisodeCounter(
+            n, self.max_episode_steps if self.auto_reset else None)
         self._batch_steps = 0
         self._was_reset = False
 
@@ -130,6 +134,8 @@ class QuadWalk(BatchedTask):
         self._prev_cmd[:] = cmd
         fallen = (b.root_pos[:, 2] < MIN_HEIGHT) | (-grav[:, 2] < MIN_UPRIGHT)
         terminated = fallen | b.unstable
+        if not self.auto_reset:
+            terminated = np.zeros_like(terminated)
         reward[b.unstable] = 0.0
         truncated, done, ep_return, ep_length = self._episodes.end_step(reward, terminated)
         for i in np.flatnonzero(done):

@@ -54,7 +54,8 @@ def joint_state_tensors(key: np.ndarray, position, velocity, effort) -> dict[str
             'effort': np.array(effort, dtype=np.float64), 'names_key': key}
 
 
-def _f64(a: np.ndarray) -> array.array:
+def f64_array(a: np.ndarray) -> array.array:
+    """Return ``a`` as an array('d'): rclpy takes it for a float64[] field without a check."""
     out = array.array('d')
     out.frombytes(np.ascontiguousarray(a, dtype=np.float64).tobytes())
     return out
@@ -68,7 +69,7 @@ def joint_state_msg(names: list[str]) -> Callable[[Batch], JointState]:
                                 nanosec=batch.stamp_ns % 1_000_000_000)
         msg.name = names
         for field in FIELDS:
-            setattr(msg, field, _f64(batch.tensors[field].reshape(-1)))
+            setattr(msg, field, f64_array(batch.tensors[field].reshape(-1)))
         return msg
     return convert
 
