@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from unilab_bridge.variants import VARIANTS
 from unilab_core.config import _Section, BridgeSection, DisturbancesSection, RunSection
 
@@ -50,6 +50,21 @@ class RobotDoubleParams(_Section):
         True, description='Publish the URDF on <ns>/robot_description (transient local).')
     stats_file: str = Field('', description='Write the counters as JSON here on exit '
                             '("" = do not).')
+    latency_probe_cycles: int = Field(
+        0, ge=0, description='bench deploy: 0 = off; N: one joint state per control period '
+        '(deadline-scheduled, stamped with its schedule) instead of the broadcaster, the '
+        'first command after each timed, for N cycles (unilab_bridge.latency_probe); then '
+        'the node ends. One robot only.')
+    latency_probe_file: str = Field('', description='bench deploy: where the probe writes '
+                                    'its figures (JSON).')
+
+    @model_validator(mode='after')
+    def _probe_needs_a_file(self):
+        if self.latency_probe_cycles and not self.latency_probe_file:
+            raise ValueError('latency_probe_cycles needs latency_probe_file')
+        if self.latency_probe_cycles and self.robots != 1:
+            raise ValueError('latency_probe_cycles: the probe times one robot (robots: 1)')
+        return self
 
 
 class ScenarioParams(_Section):

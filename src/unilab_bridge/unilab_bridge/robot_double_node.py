@@ -21,6 +21,13 @@ names from the profile):
   at 10 Hz, and the URDF on ``robot_description`` (``std_msgs/String``, transient
   local), so ``robot_state_publisher`` + RViz show the robot.
 
+Latency probe (``latency_probe_cycles`` > 0; ``unilab bench deploy``): instead of
+the broadcaster, a thread publishes one joint state per control period at
+deadline-scheduled times, stamped with them, steps the physics right before each,
+and times every command's arrival on the same thread
+(``unilab_bridge.latency_probe``); after the cycles asked for it writes the
+figures to ``latency_probe_file`` and the node ends.
+
 Time: the physics follows the wall clock times ``time_scale`` (``time.monotonic``);
 stamps are the node clock. With ``time_scale`` S the robots live S times faster,
 and a controller (the deploy graph) runs at S times its rate; durations in
@@ -30,15 +37,19 @@ commands (``time_from_start``) are wall-clock durations and scale the same way.
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 from nav_msgs.msg import Odometry
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState, PointCloud2
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
+from rclpy.time import Time
 from unilab_bridge.command_in import CommandInput, CommandRefused, REFUSAL_KINDS
+from unilab_bridge.latency_probe import CycleLatency
 from unilab_bridge.params import RobotDoubleParams
 from unilab_bridge.robot_double import Every, profile_urdf, RobotDouble, ScaledClock
 from unilab_bridge.sensor_msgs_out import make_imu, make_pointcloud
@@ -81,7 +92,10 @@ class RobotDoubleNode(Node):
         self._logged: set[str] = set()
         self._base = self.double.base_state() if profile.task_inputs.kind == 'walk' else None
         self._setup_lidar()
-        self._setup_robots(profile, p)
+        # Probe mode: joint states and commands live on a node of the probe's own thread.
+        self._probe = Node('robot_double_probe', context=self.context) \
+            if p.latency_probe_cycles else None
+        self._setup_robots(profile, p, self._probe or self)
         self.sim_clock: ScaledClock | None = None
         self._t0 = time.monotonic()
         self._js_due = Every(self.js_period)
@@ -89,7 +103,11 @@ class RobotDoubleNode(Node):
         self._scan_due = Every(1.0 / LIDAR_HZ)
         # Ticks at twice the fastest rate: a late tick still finds its period (Every).
         period = min(self.js_period, self.double.control_dt) / self.scale / 2.0
-        self.create_timer(period, self._tick)
+        self.done = False
+        if self._probe is None:
+            self.create_timer(period, self._tick)
+        else:
+            self._start_probe(p)
         kinds = [k for k, on in (('imu', self.imu_pubs), ('odom', self.odom_pubs),
                                  ('points', self.points_pubs)) if on]
         self.get_logger().info(
@@ -110,12 +128,12 @@ class RobotDoubleNode(Node):
                 raise ConfigError(f'robot {self.profile.name}: key `points_topic`: {exc}') \
                     from None
 
-    def _setup_robots(self, profile, p) -> None:
+    def _setup_robots(self, profile, p, io: Node) -> None:
         n = p.robots
         self.namespaces = [fleet_namespace(k, n) for k in range(n)]
         self.frame_prefix = [ns.strip('/') + '/' if ns else '' for ns in self.namespaces]
         qos = QoSProfile(depth=10)
-        self.js_pubs = [self.create_publisher(
+        self.js_pubs = [io.create_publisher(
             JointState, namespaced(ns, profile.joint_states_topic), qos)
             for ns in self.namespaces]
         self._js = JointState()
@@ -130,9 +148,10 @@ class RobotDoubleNode(Node):
             for ns in self.namespaces] if self.lidar is not None else []
         msg_type = Float64MultiArray if profile.command.type == 'forward_command' \
             else JointTrajectory
-        self.command_subs = [self.create_subscription(
+        self.command_subs = [io.create_subscription(
             msg_type, namespaced(ns, profile.command.topic),
-            lambda msg, k=k: self._on_command(k, msg), qos)
+            (lambda msg, k=k: self._on_probe_command(k, msg)) if io is not self
+            else (lambda msg, k=k: self._on_command(k, msg)), qos)
             for k, ns in enumerate(self.namespaces)]
         self.description_pubs = []
         if p.publish_description:
@@ -144,22 +163,65 @@ class RobotDoubleNode(Node):
                 self.description_pubs.append(pub)
 
     # ------------------------------------------------------------------ time
-    def _tick(self) -> None:
+    def _advance(self, now: float, stamp) -> float:
+        """Step the physics to the scaled clock at ``now``; return the simulated time."""
         d = self.double
-        now = time.monotonic()
         if self.sim_clock is None:  # the robots' time starts with the first tick
             self.sim_clock = ScaledClock(self.scale, self.max_lag, now)
             self._t0 = now
         target = self.sim_clock.target(now, d.sim_time)
         steps = d.advance_to(target)
-        stamp = self.get_clock().now().to_msg()
         if steps:
             self.counters['steps'] += steps
             self._publish_sensors(stamp)
+        return target
+
+    def _tick(self) -> None:
+        stamp = self.get_clock().now().to_msg()
+        target = self._advance(time.monotonic(), stamp)
         if self._js_due.due(target):
             # The broadcaster reads the latest physics state on its own (scaled) clock.
             self._publish_joint_states(stamp)
             self._last_js = target
+
+    # ------------------------------------------------------------------ latency probe
+    def _start_probe(self, p) -> None:
+        self.cycle_latency = CycleLatency(p.latency_probe_cycles)
+        self._probe_exec = SingleThreadedExecutor(context=self.context)
+        self._probe_exec.add_node(self._probe)
+        self._probe_stop = threading.Event()
+        self._probe_thread = threading.Thread(target=self._probe_loop, daemon=True,
+                                              name='robot_double_probe')
+        self._probe_thread.start()
+
+    def _probe_loop(self) -> None:
+        # Stamps: the scheduled times on the node clock (ROS time of monotonic t).
+        offset = self.get_clock().now().nanoseconds - time.monotonic_ns()
+        period = int(round(self.double.control_dt / self.scale * 1e9))
+        due = time.monotonic_ns() + period
+        probe = self.cycle_latency
+        while not self._probe_stop.is_set():
+            # Serve commands (timed in their callback) until the next deadline.
+            while (left := due - time.monotonic_ns()) > 0 and not self._probe_stop.is_set():
+                self._probe_exec.spin_once(timeout_sec=left * 1e-9)
+            stamp = Time(nanoseconds=due + offset).to_msg()
+            target = self._advance(due * 1e-9, stamp)
+            probe.sent(time.monotonic_ns())
+            self._publish_joint_states(stamp)
+            self._last_js = target
+            if probe.done:
+                atomic_write_text(self.params.latency_probe_file, json.dumps(
+                    {**probe.summary(), 'period_ms': period / 1e6}))
+                self.done = True
+                return
+            due += period
+            now = time.monotonic_ns()
+            if due <= now:  # a stall: keep the phase, skip the periods missed
+                due += ((now - due) // period + 1) * period
+
+    def _on_probe_command(self, robot: int, msg) -> None:
+        self.cycle_latency.arrived(time.monotonic_ns())
+        self._on_command(robot, msg)
 
     # ------------------------------------------------------------------ publish
     def _publish_joint_states(self, stamp) -> None:
@@ -259,6 +321,11 @@ class RobotDoubleNode(Node):
         """Write the stats file (if asked), release the simulator (once)."""
         if self.double is None:
             return
+        if self._probe is not None:
+            self._probe_stop.set()
+            self._probe_thread.join(timeout=2.0)
+            self._probe_exec.shutdown()
+            self._probe.destroy_node()
         self._final = self.stats()
         if self.params.stats_file:
             atomic_write_text(self.params.stats_file, json.dumps(self._final, indent=2))

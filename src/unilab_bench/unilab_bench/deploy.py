@@ -1,0 +1,212 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+``unilab bench deploy``: joint state out -> command back, through the deploy graph, on a robot double.
+
+The robot double (its own process, profile ``arm6`` unless ``--robot``) runs in
+latency-probe mode (``unilab_bridge.latency_probe``): one ``/joint_states`` per
+control period at deadline-scheduled times, and the time from each one leaving
+to the first command arriving back at the double, for ``--steps`` cycles (10,000)
+at the profile's control rate. A goal is published on the profile's goal topic
+(the reach task needs one). Three controllers drive it in turn, each in its own
+processes, each against a fresh double:
+
+- ``deploy``: ``unilab deploy MODEL --robot PROFILE --armed``, the graph composed
+  in one process (perception, policy, safety gate with its real-time loop);
+- ``deploy_multiprocess``: the same with ``--multiprocess`` (one process per node);
+- ``rclpy``: the baseline, a plain rclpy node doing the bare job
+  (``unilab_bench.deploy_baseline``: subscribe, torch forward of the same network,
+  clamp, publish ``Float64MultiArray``), no gate.
+
+Reports ``<name>_p50_ms`` / ``_p99_ms`` / ``_max_ms`` / ``_mean_ms``, each one's
+``deadline_misses`` (cycles whose command did not come within the control period;
+``deadline_misses`` alone is the composed graph's), and the ratios of the deploy
+graph's percentiles to the baseline's. ``--model`` is a run directory or an
+exported model (default: a freshly initialised network of the default
+configuration for the profile's task; latency does not depend on the weights).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+DEFAULT_CYCLES = 10_000
+DEFAULT_ROBOT = 'arm6'
+#: A reachable goal in the arm's base frame (m); the reach task needs one to act at all.
+GOAL_XYZ = (0.35, 0.15, 0.35)
+#: Seconds a controller may take to start (imports, network, DDS discovery).
+START_S = 90.0
+
+
+def fresh_run_dir(task: str, path: pathlib.Path) -> pathlib.Path:
+    """Write a run directory with a freshly initialised network of the default config."""
+    import yaml
+    from unilab.graphs import policy_params
+    from unilab.paths import default_config_files
+    from unilab.prepare import task_info
+    from unilab_core.config import dump_config, load_run_config
+    from unilab_policy.checkpoint import save_checkpoint
+    from unilab_policy.factory import bundle_from_params
+    cfg = load_run_config(list(default_config_files()), {'run.task': task})
+    info, _ = task_info(task)
+    params = policy_params(cfg, info)
+    path.mkdir(parents=True, exist_ok=True)
+    dump_config(cfg, path / 'config.yaml')
+    (path / 'graph_params.yaml').write_text(yaml.safe_dump(
+        {'policy': {'ros__parameters': params.model_dump(mode='python')}}))
+    save_checkpoint(path / 'checkpoints' / 'latest.pt',
+                    {'bundle': bundle_from_params(params, seed=0).state_dict()})
+    return path
+
+
+def _double_command(profile: pathlib.Path, cycles: int, out: pathlib.Path,
+                    tmp: pathlib.Path) -> list[str]:
+    from unilab.graphs import robot_sim_graph
+    from unilab.robot_sim import robot_sim_params
+    from unilab.runner import node_command
+    double, _ = robot_sim_params(str(profile))
+    double = double.model_copy(update={'latency_probe_cycles': cycles,
+                                       'latency_probe_file': str(out),
+                                       'publish_description': False})
+    graph = robot_sim_graph(double)
+    params = graph.write_params(tmp / 'double_params.yaml')
+    return node_command(graph.nodes[0], params, graph)
+
+
+class _GoalPublisher:
+    """Publish the goal twice a second from a thread of this process (any subscriber gets it)."""
+
+    def __init__(self, topic: str):
+        import rclpy
+        from geometry_msgs.msg import PoseStamped
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node('bench_deploy_goal', context=self.context)
+        self.pub = self.node.create_publisher(PoseStamped, topic, 10)
+        self.msg = PoseStamped()
+        self.msg.header.frame_id = 'base_link'
+        p = self.msg.pose.position
+        p.x, p.y, p.z = GOAL_XYZ
+        self.msg.pose.orientation.w = 1.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            self.pub.publish(self.msg)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+
+def _stop(proc: subprocess.Popen, timeout_s: float = 20.0) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _measure(name: str, controller: list[str], profile, source: pathlib.Path, cycles: int,
+             tmp: pathlib.Path) -> dict:
+    """Run one controller against a fresh double in probe mode; return the probe's figures."""
+    out = tmp / f'{name}_probe.json'
+    log = tmp / f'{name}.log'
+    period = 1.0 / profile.control_rate_hz
+    env = dict(os.environ)
+    with open(log, 'w') as logf, open(tmp / f'{name}_double.log', 'w') as dlog:
+        double = subprocess.Popen(_double_command(source, cycles, out, tmp), env=env,
+                                  stdout=dlog, stderr=subprocess.STDOUT)
+        ctrl = subprocess.Popen(controller, env=env, stdout=logf, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + START_S + cycles * period * 2.0
+            while double.poll() is None:
+                if ctrl.poll() is not None:
+                    raise RuntimeError(f'bench deploy: {name} exited ({ctrl.returncode}); '
+                                       f'see {log}:\n{log.read_text()[-2000:]}')
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f'bench deploy: {name}: the probe did not finish in '
+                                       f'time; see {log} and {name}_double.log')
+                time.sleep(0.5)
+        finally:
+            _stop(ctrl)
+            _stop(double)
+    if not out.is_file():
+        raise RuntimeError(f'bench deploy: {name}: the double wrote no figures; see '
+                           f'{tmp / (name + "_double.log")}')
+    return json.loads(out.read_text())
+
+
+def _figures(name: str, probe: dict) -> dict:
+    lat = np.asarray(probe['latency_ms'], np.float64)
+    out = {f'{name}_cycles': probe['cycles'],
+           f'{name}_deadline_misses': probe['deadline_misses']}
+    if lat.size:
+        out.update({f'{name}_p50_ms': round(float(np.percentile(lat, 50)), 3),
+                    f'{name}_p99_ms': round(float(np.percentile(lat, 99)), 3),
+                    f'{name}_max_ms': round(float(lat.max()), 3),
+                    f'{name}_mean_ms': round(float(lat.mean()), 3)})
+    return out
+
+
+def bench_deploy(args) -> dict:
+    """Time joint state -> command on the robot double: deploy graph vs plain rclpy node."""
+    from unilab.paths import profile_path
+    from unilab_core.robot_profile import load_profile
+    cycles = args.steps or DEFAULT_CYCLES
+    robot = getattr(args, 'robot', None) or DEFAULT_ROBOT
+    source = profile_path(robot).resolve()
+    profile = load_profile(source)
+    multiprocess = not getattr(args, 'no_multiprocess', False)
+    result = {'benchmark': 'deploy', 'robot': profile.name, 'cycles': cycles,
+              'control_rate_hz': profile.control_rate_hz,
+              'command': f'{profile.command.type} on {profile.command.topic}'}
+    with tempfile.TemporaryDirectory(prefix='unilab-bench-deploy-') as t:
+        tmp = pathlib.Path(t)
+        model = getattr(args, 'model', None)
+        if model:
+            result['model'] = str(pathlib.Path(model).resolve())
+        else:
+            model = str(fresh_run_dir(profile.task, tmp / 'model'))
+            result['model'] = 'a fresh network of the default configuration'
+        cli = [sys.executable, '-m', 'unilab.cli', 'deploy', model, '--robot', str(source),
+               '--armed']
+        runs = [('deploy', cli + ['--run-dir', str(tmp / 'deploy')])]
+        if multiprocess:
+            runs.append(('deploy_multiprocess',
+                         cli + ['--multiprocess', '--run-dir', str(tmp / 'deploy_mp')]))
+        runs.append(('rclpy', [sys.executable, '-m', 'unilab_bench.deploy_baseline', model,
+                               str(source)]))
+        goal = _GoalPublisher(profile.task_inputs.goal_topic) \
+            if profile.task_inputs.kind == 'reach' else None
+        try:
+            for name, command in runs:
+                result.update(_figures(name, _measure(name, command, profile, source, cycles,
+                                                      tmp)))
+        finally:
+            if goal is not None:
+                goal.close()
+    result['deadline_misses'] = result['deploy_deadline_misses']
+    for name in [n for n, _ in runs if n != 'rclpy']:
+        for q in ('p50', 'p99'):
+            a, b = result.get(f'{name}_{q}_ms'), result.get(f'rclpy_{q}_ms')
+            if a is not None and b:
+                result[f'{name}_{q}_vs_rclpy'] = round(a / b, 3)
+    result['target'] = 'deploy p50 <= 1 ms, p99 <= 3 ms, not slower than the rclpy node'
+    return result
