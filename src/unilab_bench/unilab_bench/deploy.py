@@ -1,7 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-``unilab bench deploy``: joint state out -> command back, through the deploy graph, on a robot double.
+``unilab bench deploy``: joint state out -> command back through the deploy graph, on the double.
 
 The robot double (its own process, profile ``arm6`` unless ``--robot``) runs in
 latency-probe mode (``unilab_bridge.latency_probe``): one ``/joint_states`` per

@@ -44,10 +44,10 @@ from nav_msgs.msg import Odometry
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
 from sensor_msgs.msg import Imu, JointState, PointCloud2
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
-from rclpy.time import Time
 from unilab_bridge.command_in import CommandInput, CommandRefused, REFUSAL_KINDS
 from unilab_bridge.latency_probe import CycleLatency
 from unilab_bridge.params import RobotDoubleParams
