@@ -9,7 +9,7 @@ import sys
 
 def _deploy(args) -> int:
     from unilab.deploy import prepare_deploy
-    from unilab.runner import spin_composed, spin_processes
+    from unilab.runner import GraphFailed, spin_composed, spin_processes
     run = prepare_deploy(args.model, args.robot, armed=args.armed, namespace=args.namespace,
                          config_files=args.config, run_dir=args.run_dir)
     p = run.profile
@@ -22,7 +22,12 @@ def _deploy(args) -> int:
         print(f'unilab: DISARMED: nothing moves until `{arm}` (or `ros2 service call '
               f'{ns}/safety/arm std_srvs/srv/Trigger`)', flush=True)
     if args.multiprocess:
-        codes = spin_processes(run.graph, run.params_file, run.run_dir / 'logs')
+        try:
+            codes = spin_processes(run.graph, run.params_file, run.run_dir / 'logs')
+        except GraphFailed as exc:
+            # A dead node (the policy, say): the others were stopped; the gate held until then.
+            print(f'unilab: deployment stopped: {exc}', file=sys.stderr)
+            return 1
         print(f'unilab: stopped ({codes})')
     else:
         spin_composed(run.graph, run.params_file)
