@@ -34,7 +34,8 @@ def add_command(sub) -> None:
                    help='graph: control steps to time (300); train: env steps (50000); '
                    'transport: messages per path and rate (100); '
                    'sim2real: env steps per trained policy (1500000); '
-                   'deploy: control cycles per controller (10000)')
+                   'deploy: control cycles per controller (10000); transfer: env steps per '
+                   'policy trained (1500000)')
     b.add_argument('--num-envs', type=int, default=None, help='envs (graph: 64)')
     b.add_argument('--task', help='task (graph: arm6_reach, train: Hopper-v5)')
     b.add_argument('--seed', type=int, default=0)
@@ -50,6 +51,12 @@ def add_command(sub) -> None:
     b.add_argument('--model', default=None, help='deploy: run directory or exported model '
                    '(default: a fresh network of the default configuration)')
     b.add_argument('--robot', default=None, help='deploy: robot profile (arm6)')
+    b.add_argument('--goals', type=int, default=None,
+                   help='transfer: goals per deployed policy (100)')
+    b.add_argument('--injection', default=None, help='transfer: run trained with '
+                   'injection (default: train one with config/sim2real.yaml)')
+    b.add_argument('--nominal', default=None, help='transfer: run trained without '
+                   'injection (default: train one, preset with disturbances off)')
     b.add_argument('--no-multiprocess', action='store_true',
                    help='deploy: skip the one-process-per-node graph')
     b.set_defaults(func=_bench)
