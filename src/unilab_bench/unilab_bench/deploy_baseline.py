@@ -19,6 +19,7 @@ import argparse
 from geometry_msgs.msg import PoseStamped
 import numpy as np
 import rclpy
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -80,18 +81,16 @@ class PlainPolicyNode(Node):
 
 
 def main(args=None) -> None:
-    """Run the baseline node until Ctrl-C / SIGTERM."""
-    from unilab_core.ros.runtime import _install_sigterm
+    """Run the baseline node with ``rclpy.spin`` until Ctrl-C (the plain way)."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[1])
     parser.add_argument('model')
     parser.add_argument('profile')
     ns, ros_args = parser.parse_known_args(args)
-    _install_sigterm()
     rclpy.init(args=ros_args)
     node = PlainPolicyNode(ns.model, ns.profile)
     try:
         rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+    except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         node.destroy_node()
