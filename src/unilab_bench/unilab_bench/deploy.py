@@ -113,14 +113,33 @@ class _GoalPublisher:
         self.context.try_shutdown()
 
 
-def _stop(proc: subprocess.Popen, timeout_s: float = 20.0) -> None:
+def start(command: list[str], log) -> subprocess.Popen:
+    """Start ``command`` in its own process group (``stop`` ends every process in it)."""
+    return subprocess.Popen(command, env=dict(os.environ), stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop(proc: subprocess.Popen, timeout_s: float = 20.0) -> None:
+    """
+    SIGINT the process group of ``proc`` (as Ctrl-C would), SIGKILL it after ``timeout_s``.
+
+    The whole group: a process started in the background ignores SIGINT (the shell's rule
+    for background jobs, inherited), so a ``--multiprocess`` parent would die by the
+    SIGKILL alone and leave its nodes running.
+    """
     if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
         try:
+            os.killpg(proc.pid, signal.SIGINT)
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGINT)  # nodes the parent left behind, if any
+        time.sleep(1.0)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def _measure(name: str, controller: list[str], profile, source: pathlib.Path, cycles: int,
@@ -129,11 +148,9 @@ def _measure(name: str, controller: list[str], profile, source: pathlib.Path, cy
     out = tmp / f'{name}_probe.json'
     log = tmp / f'{name}.log'
     period = 1.0 / profile.control_rate_hz
-    env = dict(os.environ)
     with open(log, 'w') as logf, open(tmp / f'{name}_double.log', 'w') as dlog:
-        double = subprocess.Popen(_double_command(source, cycles, out, tmp), env=env,
-                                  stdout=dlog, stderr=subprocess.STDOUT)
-        ctrl = subprocess.Popen(controller, env=env, stdout=logf, stderr=subprocess.STDOUT)
+        double = start(_double_command(source, cycles, out, tmp), dlog)
+        ctrl = start(controller, logf)
         try:
             deadline = time.monotonic() + START_S + cycles * period * 2.0
             while double.poll() is None:
@@ -145,8 +162,8 @@ def _measure(name: str, controller: list[str], profile, source: pathlib.Path, cy
                                        f'time; see {log} and {name}_double.log')
                 time.sleep(0.5)
         finally:
-            _stop(ctrl)
-            _stop(double)
+            stop(ctrl)
+            stop(double)
     if not out.is_file():
         raise RuntimeError(f'bench deploy: {name}: the double wrote no figures; see '
                            f'{tmp / (name + "_double.log")}')

@@ -20,14 +20,13 @@ success = final tool distance below 5 cm at the end of an episode). Reports
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import subprocess
+import shutil
 import sys
 import tempfile
 import time
 
-from unilab_bench.deploy import _stop
+from unilab_bench.deploy import start, stop
 
 ROBOT = 'arm6'
 DEFAULT_GOALS = 100
@@ -37,18 +36,15 @@ DOUBLE_SEED = 10_007
 
 def _deployed_success(model: str, goals: int, tmp: pathlib.Path, name: str) -> dict:
     """Deploy ``model`` on the real-variant double until its scenario has scored every goal."""
-    env = dict(os.environ)
     results = tmp / f'{name}_results.json'
     cli = [sys.executable, '-m', 'unilab.cli']
     with open(tmp / f'{name}_double.log', 'w') as dlog, \
             open(tmp / f'{name}_deploy.log', 'w') as plog:
-        double = subprocess.Popen(
-            cli + ['robot-sim', '--robot', ROBOT, '--variant', 'real', '--seed',
-                   str(DOUBLE_SEED), '--goals', str(goals), '--results', str(results)],
-            env=env, stdout=dlog, stderr=subprocess.STDOUT)
-        deploy = subprocess.Popen(
-            cli + ['deploy', model, '--robot', ROBOT, '--armed', '--run-dir',
-                   str(tmp / f'{name}_deploy')], env=env, stdout=plog, stderr=subprocess.STDOUT)
+        double = start(cli + ['robot-sim', '--robot', ROBOT, '--variant', 'real', '--seed',
+                              str(DOUBLE_SEED), '--goals', str(goals), '--results',
+                              str(results)], dlog)
+        deploy = start(cli + ['deploy', model, '--robot', ROBOT, '--armed', '--run-dir',
+                              str(tmp / f'{name}_deploy')], plog)
         try:
             t0 = time.monotonic()
             # The scenario ends the double when every goal is scored (at most its time-out
@@ -56,11 +52,12 @@ def _deployed_success(model: str, goals: int, tmp: pathlib.Path, name: str) -> d
             double.wait(timeout=120 + goals * 10)
             wall = time.monotonic() - t0
             if deploy.poll() is not None:
-                raise RuntimeError(f'bench transfer: deploy of {name} exited; see '
+                raise RuntimeError(f'bench transfer: deploy of {name} exited '
+                                   f'({deploy.returncode}) before its scenario ended; see '
                                    f'{tmp / (name + "_deploy.log")}')
         finally:
-            _stop(deploy)
-            _stop(double)
+            stop(deploy)
+            stop(double)
     if not results.is_file():
         raise RuntimeError(f'bench transfer: the scenario wrote no results for {name}')
     summary = json.loads(results.read_text())['summary']
@@ -79,8 +76,9 @@ def bench_transfer(args) -> dict:
     steps = args.steps or DEFAULT_STEPS
     out = {'benchmark': 'transfer', 'robot': ROBOT, 'variant': 'real', 'goals': goals,
            'seed': args.seed, 'double_seed': DOUBLE_SEED, 'eval_seed': EVAL_SEED}
-    with tempfile.TemporaryDirectory(prefix='unilab-bench-transfer-') as t:
-        tmp = pathlib.Path(t)
+    # Kept when anything fails: the logs and the policies trained (minutes of training).
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix='unilab-bench-transfer-'))
+    try:
         for label, injection in (('injection', True), ('nominal', False)):
             run = getattr(args, label, None)
             cfg = _config(steps, args.seed, args.num_envs, injection)
@@ -100,6 +98,10 @@ def bench_transfer(args) -> dict:
                                      REAL_VARIANT, cfg.rollout.num_envs, EVAL_SEED)
             out[f'inproc_{label}'] = inproc
             out[f'success_{label}_inproc'] = inproc['success']
+    except BaseException:
+        print(f'bench transfer: failed; logs and runs kept in {tmp}', file=sys.stderr)
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)
     a, b = out['success_injection'], out['success_nominal']
     out['target'] = 'success_injection >= 0.89 and >= 2x success_nominal'
     out['target_met'] = bool(a is not None and b is not None and a >= 0.89 and a >= 2 * b)
