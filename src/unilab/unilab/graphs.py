@@ -199,7 +199,7 @@ def adapt_graph(deploy: Graph, cfg: RunConfig, model: str | pathlib.Path,
     from unilab.adapt.params import AdapterNodeParams
     from unilab.bag.recorder_params import RecorderNodeParams
     a = cfg.adapt
-    params = dict(deploy.params)
+    params = dict(deploy.parameters)
     params['policy'] = params['policy'].model_copy(update={'mode': 'adapt'})
     safety = params['safety']
     recorded = [topics.ROLLOUT, topics.WEIGHTS, topics.OBSERVATION, topics.SAFE_COMMAND,
@@ -212,8 +212,11 @@ def adapt_graph(deploy: Graph, cfg: RunConfig, model: str | pathlib.Path,
     robot = remap.get('policy', {})
     remap['recorder'] = dict(robot)
     remap['adapter'] = dict(robot)
+    # The robot runs on if the learner or the recorder dies (a killed adapter leaves the
+    # deployed version acting).
     return Graph('adapt', deploy.nodes + (RECORDER, ADAPTER), params,
-                 namespace=deploy.namespace, remappings=remap)
+                 namespace=deploy.namespace, remappings=remap,
+                 optional=('recorder', 'adapter'))
 
 
 # ---------------------------------------------------------------- robot side (robot double)

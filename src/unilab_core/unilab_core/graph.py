@@ -75,6 +75,9 @@ class Graph:
     end_node: str = ''
     #: ``{node_name: {from_topic: to_topic}}``: ROS remappings (a robot's own topic names).
     remappings: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    #: Nodes the graph runs on without (the adapter and recorder beside a robot's control
+    #: loop): their exit is reported, the others keep running.
+    optional: tuple[str, ...] = ()
 
     def node(self, name: str) -> NodeSpec:
         """Return the node called ``name``."""
