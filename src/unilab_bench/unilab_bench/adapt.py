@@ -21,6 +21,10 @@ before it reaches the robot: ``sabotage_sim_rejections``), and ``sign_flip``
 with the simulation test off (``sim_tolerance`` 1), so that harmful versions
 do reach the robot and the robot-side rule must roll back
 (``sabotage_rollbacks``, ``sabotage_start_success``, ``sabotage_final_success``).
+The same two versions are also scored deterministically
+(``sabotage_start_eval_success``, ``sabotage_final_eval_success``); with
+``adapt.hold_after_rollback`` (default) the fuse holds the last good version
+after the rollback, so the run ends on it.
 ``--png FILE`` draws robot success per round with deployments and rollbacks.
 """
 
@@ -144,7 +148,12 @@ def bench_adapt(args) -> dict:
                     'sabotage_final_success': round(srobot[-1]['robot_success'], 3),
                     'sabotage_worst_success': round(min(h['robot_success'] for h in srobot),
                                                     3),
-                    'sabotage_final_version': sfuse.running})
+                    'sabotage_final_version': sfuse.running,
+                    'sabotage_held': sfuse.held})
+        sv = tmp / 'sabotage' / 'adapt' / 'versions'
+        out['sabotage_start_eval_success'] = _eval(cfg, model, np.load(sv / 'v0000.npy'), tmp)
+        out['sabotage_final_eval_success'] = _eval(
+            cfg, model, np.load(sv / f'v{sfuse.running:04d}.npy'), tmp)
         if getattr(args, 'png', None):
             _plot(args.png, {f'adaptation on `{VARIANT}`': hist_main,
                              'sabotaged (sign flip, simulation test off)':
