@@ -27,6 +27,7 @@ import time
 from builtin_interfaces.msg import Time
 import numpy as np
 from rcl_interfaces.msg import ParameterEvent
+from rclpy.clock import Clock as RosClock, ClockType
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rclpy.type_support import check_for_type_support
@@ -39,6 +40,7 @@ from unilab_bridge.tasks import make_task, UnknownTaskError
 from unilab_core import topics
 from unilab_core.config import BridgeSection, ConfigError, DisturbancesSection
 from unilab_core.joint_names import batched_joint_names
+from unilab_core.ros.diagnostics import NodeDiagnostics
 from unilab_core.ros.joint_state_topic import (joint_state_capacity, joint_state_msg,
                                                joint_state_tensors, KIND as KIND_JOINT_STATE,
                                                names_key)
@@ -120,7 +122,11 @@ class BridgeNode(Node):
             sim.materialize()
         for level, text in self._later:
             getattr(self.get_logger(), level)(text)
-        self.create_timer(self.timeout / 2.0, self._check_timeout)
+        # Wall-clock timers: with use_sim_time a ROS timer would wait for the very
+        # /clock this node publishes only after a step, and never re-send.
+        steady = RosClock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(self.timeout / 2.0, self._check_timeout, clock=steady)
+        self.health = NodeDiagnostics(self, p.health, self._health_counters)
         self.get_logger().info(
             f'{task_name}: {self.num_envs} envs, {len(self.task.joint_names)} joints, '
             f'control dt {self.task.control_dt:.3f} s, obs {self.task.obs_dim}, '
@@ -255,6 +261,12 @@ class BridgeNode(Node):
         self.counters['steps'] += 1
         self._publish()
 
+    def _health_counters(self) -> dict:
+        c = self.counters
+        return {**c, 'stale': c['stale_commands'], 'dropped': c['bad_commands'],
+                'messages': c['steps'] + c['stale_commands'] + c['bad_commands']
+                + c.get('fallback_commands', 0)}
+
     def _bad(self, text: str) -> None:
         self.counters['bad_commands'] += 1
         if text not in self._logged:
@@ -269,6 +281,8 @@ class BridgeNode(Node):
 
     def destroy_node(self):
         """Release transport endpoints (unlink shared memory), then destroy the node."""
+        if hasattr(self, 'health'):
+            self.health.close()
         close_endpoints(self)
         return super().destroy_node()
 
