@@ -37,6 +37,7 @@ from unilab_bridge.params import BridgeNodeParams
 from unilab_bridge.sensor_msgs_out import make_imu, make_pointcloud
 from unilab_bridge.sensors import Lidar
 from unilab_bridge.tasks import make_task, UnknownTaskError
+from unilab_bridge.tasks.reach_reward import episode_success
 from unilab_core import topics
 from unilab_core.config import BridgeSection, ConfigError, DisturbancesSection
 from unilab_core.joint_names import batched_joint_names
@@ -86,7 +87,8 @@ class BridgeNode(Node):
         self._sensor_envs = range(min(b.sensor_envs or self.num_envs, self.num_envs))
         self._setup_sensors(b, disturbances)
         self.seq = 0
-        self.counters = {'steps': 0, 'republished': 0, 'stale_commands': 0, 'bad_commands': 0}
+        self.counters = {'steps': 0, 'republished': 0, 'stale_commands': 0, 'bad_commands': 0,
+                         'episodes_ended': 0, 'episodes_judged': 0, 'episodes_succeeded': 0}
         self._logged: set[str] = set()
         js_names = batched_joint_names(self.task.joint_names, self.num_envs)
         self._js_key = names_key(js_names)
@@ -259,7 +261,20 @@ class BridgeNode(Node):
             self._write_episode_log()
         self.seq += 1
         self.counters['steps'] += 1
+        self._count_episodes()
         self._publish()
+
+    def _count_episodes(self) -> None:
+        # Episodes that ended, and the success of those the task can judge (a reach).
+        done = self.state.terminated | self.state.truncated
+        if not done.any():
+            return
+        c = self.counters
+        c['episodes_ended'] += int(done.sum())
+        success = episode_success(self.task, done)
+        if success is not None:
+            c['episodes_judged'] += int(success.size)
+            c['episodes_succeeded'] += int(success.sum())
 
     def _health_counters(self) -> dict:
         c = self.counters

@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """The health levels from fabricated counters: shares per period, errors, peers, GPU."""
 
+import math
+
 import pytest
 from unilab_core.config import HealthSection
 from unilab_core.health import (assess, ERROR, gpu_values, OK, PeerWatch, period_shares,
-                                transport_counters, WARN)
+                                RUN_METRICS, RunMetrics, transport_counters, WARN)
 
 CFG = HealthSection()
 
@@ -124,3 +126,32 @@ def test_gpu_values_and_slowdown_warnings():
     # The power cap at idle is NVML's normal answer, not a slowdown.
     _, warn = gpu_values(_gpu(throttle_reasons=['sw_power_cap'], utilization_gpu_pct=0))
     assert warn == []
+
+
+def test_run_metrics_are_rates_between_rows_summed_over_the_nodes():
+    m = RunMetrics()
+    nan_row = m.row()  # nothing reported yet
+    assert set(nan_row) == set(RUN_METRICS)
+    assert math.isnan(nan_row['episodes/success_rate'])
+    assert math.isnan(nan_row['safety/clamp_share']) and nan_row['transport/dropped'] == 0
+    # As published: strings, with other keys beside the counters.
+    m.observe('/safety', {'rows': '100', 'clamped': '98', 'rejected': '0', 'outputs': '120',
+                          'fallbacks': '20', 'transport_received': '100',
+                          'transport_sent': '100', 'transport_dropped': '0',
+                          'rt_loop': 'running'})
+    m.observe('/bridge', {'episodes_judged': '8', 'episodes_succeeded': '2',
+                          'transport_received': '50', 'transport_sent': '50',
+                          'transport_dropped': '3'})
+    row = m.row()
+    assert row['safety/clamp_share'] == pytest.approx(0.98)
+    assert row['safety/fallback_share'] == pytest.approx(20 / 120)
+    assert row['safety/reject_share'] == 0.0
+    assert row['episodes/success_rate'] == pytest.approx(0.25)
+    assert row['transport/dropped'] == 3 and row['transport/drop_share'] == pytest.approx(0.01)
+    # The next row covers only what happened since: 8 more episodes, all successes.
+    m.observe('/bridge', {'episodes_judged': '16', 'episodes_succeeded': '10',
+                          'transport_received': '50', 'transport_sent': '50',
+                          'transport_dropped': '3'})
+    row = m.row()
+    assert row['episodes/success_rate'] == 1.0 and row['transport/dropped'] == 0
+    assert math.isnan(row['safety/clamp_share'])  # no rows gated in between

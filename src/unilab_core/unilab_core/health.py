@@ -207,3 +207,63 @@ def gpu_values(health: Mapping[str, Any] | None,
     if temp is not None and limit is not None and temp >= limit:
         warn.append(f'GPU at {temp} C, slowdown threshold {limit} C')
     return values, warn
+
+
+#: Columns a training run's metrics rows take from the graph's health counters.
+RUN_METRICS = ('episodes/success_rate', 'safety/clamp_share', 'safety/reject_share',
+               'safety/fallback_share', 'safety/deadline_miss_share', 'transport/dropped',
+               'transport/drop_share')
+#: Health counters summed over the graph's nodes for ``RUN_METRICS``.
+_RUN_COUNTERS = ('rows', 'clamped', 'rejected', 'outputs', 'fallbacks', 'cycles',
+                 'deadline_misses', 'episodes_judged', 'episodes_succeeded',
+                 'transport_received', 'transport_sent', 'transport_dropped')
+
+
+def _number(value) -> float | None:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if out == out else None  # NaN is no count
+
+
+class RunMetrics:
+    """
+    The graph's rates between two metrics rows, from the nodes' cumulative health counters.
+
+    ``observe`` takes each node's latest ``/diagnostics`` values (strings, as
+    published); ``row`` sums them over the nodes and returns ``RUN_METRICS``
+    over the interval since the previous row: the success rate of the
+    episodes that ended (where the task defines success), the safety gate's
+    clamp / reject / fallback / deadline-miss shares, the messages the
+    transport dropped and their share. NaN where nothing happened in the
+    interval; the figures lag by at most one diagnostics period.
+    """
+
+    def __init__(self):
+        self.latest: dict[str, dict[str, float]] = {}
+        self._before: dict[str, float] = {}
+
+    def observe(self, node: str, values: Mapping[str, Any]) -> None:
+        """Keep ``node``'s latest counters (the ones ``RUN_METRICS`` need)."""
+        self.latest[node] = {k: v for k in _RUN_COUNTERS
+                             if (v := _number(values.get(k))) is not None}
+
+    def row(self) -> dict[str, float]:
+        """Return ``RUN_METRICS`` since the last call (NaN where undefined)."""
+        now = {k: sum(c.get(k, 0.0) for c in self.latest.values()) for k in _RUN_COUNTERS}
+        d = {k: now[k] - self._before.get(k, 0.0) for k in _RUN_COUNTERS}
+        nan = float('nan')
+        shares = period_shares(self._before, now)
+        self._before = now
+        moved = d['transport_received'] + d['transport_sent']
+        return {
+            'episodes/success_rate': (d['episodes_succeeded'] / d['episodes_judged']
+                                      if d['episodes_judged'] > 0 else nan),
+            'safety/clamp_share': shares.get('clamp_share', nan),
+            'safety/reject_share': shares.get('reject_share', nan),
+            'safety/fallback_share': shares.get('fallback_share', nan),
+            'safety/deadline_miss_share': shares.get('deadline_miss_share', nan),
+            'transport/dropped': d['transport_dropped'],
+            'transport/drop_share': d['transport_dropped'] / moved if moved > 0 else nan,
+        }

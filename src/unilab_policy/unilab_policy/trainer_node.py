@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import pathlib
 
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from unilab_core import topics
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
+from unilab_core.health import RunMetrics
 from unilab_core.ros.diagnostics import NodeDiagnostics
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
@@ -63,6 +65,11 @@ class TrainerNode(Node):
         self._publish_weights()
         self.health = NodeDiagnostics(self, p.health, self._health_counters,
                                       errors=self._health_errors, device=self.device)
+        # The graph's success, safety and transport rates in each metrics row, from every
+        # node's health counters on /diagnostics (composed or one process per node alike).
+        self.run_metrics = RunMetrics()
+        self.trainer.extra_metrics = self.run_metrics.row
+        self.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, self._on_diagnostics, 50)
         ppo = self.trainer.params
         self.get_logger().info(
             f'training on {self.device}: {p.rollout.num_envs} envs x '
@@ -140,6 +147,10 @@ class TrainerNode(Node):
             summary = dict(self.trainer.summary(), stopped_early=True)
             atomic_write_text(self.run_dir / 'summary.json', json.dumps(summary, indent=2))
         self.trainer.close()
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        for status in msg.status:
+            self.run_metrics.observe(status.name, {kv.key: kv.value for kv in status.values})
 
     def _health_counters(self) -> dict:
         t = self.trainer
