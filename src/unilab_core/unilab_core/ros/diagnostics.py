@@ -24,6 +24,7 @@ from rclpy.node import Node
 
 from unilab_core import gpu_health, health, topics
 from unilab_core.health import HealthParams
+from unilab_core.ros.tensor_topic import node_endpoints, TensorPublisher, TensorSubscription
 
 
 def _device_index(device) -> int | None:
@@ -35,14 +36,19 @@ def _device_index(device) -> int | None:
 
 
 class NodeDiagnostics:
-    """Publish ``node``'s health every ``period_s`` (or when ``publish()`` is called)."""
+    """
+    Publish ``node``'s health every ``params.period_s`` (``timer=False``: on ``publish()``).
+
+    ``counters`` returns the node's cumulative counters, ``errors`` its own
+    ERROR findings; ``device`` is the torch device the node computes on (None:
+    it computes on none, no GPU line).
+    """
 
     def __init__(self, node: Node, params: HealthParams, counters: Callable[[], dict],
-                 errors: Callable[[], list[str]] | None = None,
-                 warnings: Callable[[], list[str]] | None = None,
-                 device=None, period_s: float | None = None, timer: bool = True):
+                 errors: Callable[[], list[str]] | None = None, device=None,
+                 timer: bool = True):
         self.node, self.params = node, params
-        self._counters, self._errors, self._warnings = counters, errors, warnings
+        self._counters, self._errors = counters, errors
         self.name = node.get_fully_qualified_name()
         self.pub = node.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
         self.peers = health.PeerWatch(params.peers, params.peer_timeout_s, time.monotonic())
@@ -61,18 +67,15 @@ class NodeDiagnostics:
                     self._gpu_reason = f'NVML has no device {index}: {exc}'
         if timer:
             # A lambda: rclpy hands a TimerInfo to a callback that takes an argument.
-            node.create_timer(period_s or params.period_s, lambda: self.publish(),
+            node.create_timer(params.period_s, lambda: self.publish(),
                               clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def transport(self) -> dict[str, int]:
         """Return the summed counters of the node's tensor publishers and subscriptions."""
-        subs, pubs = [], []
-        for ep in self.node.__dict__.get('_unilab_transport_endpoints', []):
-            if hasattr(ep, 'counters'):
-                subs.append(ep.counters())
-            elif hasattr(ep, 'stats'):
-                pubs.append(ep.stats)
-        return health.transport_counters(subs, pubs)
+        eps = node_endpoints(self.node)
+        return health.transport_counters(
+            [e.counters() for e in eps if isinstance(e, TensorSubscription)],
+            [e.stats for e in eps if isinstance(e, TensorPublisher)])
 
     def status(self, counters: dict | None = None, warnings: list[str] = ()) -> DiagnosticStatus:
         """Take this period's counters (or ``counters``), judge them, return the status."""
@@ -89,7 +92,7 @@ class NodeDiagnostics:
             names = [f'{ns.rstrip("/")}/{n}'
                      for n, ns in self.node.get_node_names_and_namespaces()]
             errors += self.peers.errors(names, time.monotonic())
-        warnings = list(warnings) + list(self._warnings() if self._warnings else [])
+        warnings = list(warnings)
         values = {}
         if self.uses_device:
             reading = None
