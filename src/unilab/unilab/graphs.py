@@ -22,7 +22,7 @@ from unilab_core import topics
 from unilab_core.config import RunConfig
 from unilab_core.graph import Graph, holds_joint_positions, NodeSpec, TaskInfo
 from unilab_core.health import HealthParams
-from unilab_core.robot_profile import RobotProfile
+from unilab_core.robot_profile import namespaced, RobotProfile
 from unilab_perception.layout import observation_layout
 from unilab_perception.params import (BevSection, ImageSection, PerceptionNodeParams,
                                       PointCloudSection, SensorsSection)
@@ -161,7 +161,7 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
     controller, armed or not at start.
     """
     def ns(topic: str) -> str:  # a robot's topic inside its namespace (a fleet on one graph)
-        return f'{namespace.rstrip("/")}/{topic.lstrip("/")}' if namespace else topic
+        return namespaced(namespace, topic)
 
     inputs = profile.task_inputs.model_copy(update={
         k: ns(getattr(profile.task_inputs, k))
@@ -189,13 +189,52 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
         'safety': spec.safety.model_copy(update={'watchdog_timeout_s': watchdog})})
     # The graph's own topics (absolute names) and the robot's joint states, per robot.
     own = {t: ns(t) for t in (topics.OBSERVATION, topics.ACTION, topics.WEIGHTS,
-                              topics.SAFE_COMMAND)}
+                              topics.SAFE_COMMAND, topics.ROLLOUT)}
     remap = {**own, topics.JOINT_STATES: ns(profile.joint_states_topic)}
     params = with_health({'perception': per, 'policy': pol, 'safety': spec}, cfg,
                          f'robot/{profile.name}{namespace.rstrip("/")}', namespace)
     return Graph('deploy', (PERCEPTION, POLICY, SAFETY), params,
                  namespace=namespace, remappings={n: dict(remap) for n in (
                      'perception', 'policy', 'safety')})
+
+
+RECORDER = NodeSpec('recorder', 'unilab', 'recorder_node', 'unilab.bag.recorder_node',
+                    'RecorderNode')
+ADAPTER = NodeSpec('adapter', 'unilab', 'adapter_node', 'unilab.adapt.adapter_node',
+                   'AdapterNode')
+
+
+def adapt_graph(deploy: Graph, cfg: RunConfig, model: str | pathlib.Path,
+                run_dir: str | pathlib.Path) -> Graph:
+    """
+    Return the adaptation graph: a deploy graph that learns on the robot (docs/adapt.md).
+
+    The deploy graph's policy samples and sends its steps as rollout chunks
+    (``adapt`` mode: never waits), a recorder writes the deployed topics into
+    rotating rosbag2 bags (bounded disk use), and the adapter fine-tunes on
+    the chunks and publishes the versions its fuse allows on the weights topic.
+    """
+    from unilab.adapt.params import AdapterNodeParams
+    from unilab.bag.recorder_params import RecorderNodeParams
+    a = cfg.adapt
+    params = dict(deploy.parameters)
+    params['policy'] = params['policy'].model_copy(update={'mode': 'adapt'})
+    safety = params['safety']
+    recorded = [topics.ROLLOUT, topics.WEIGHTS, topics.OBSERVATION, topics.SAFE_COMMAND,
+                topics.JOINT_STATES, safety.output.topic]
+    params['recorder'] = RecorderNodeParams(
+        out=str(pathlib.Path(run_dir) / 'recordings'), topics=list(dict.fromkeys(recorded)),
+        rotate_mb=a.record_rotate_mb, keep_mb=a.record_keep_mb)
+    params['adapter'] = AdapterNodeParams(run_dir=str(run_dir), model=str(model), adapt=a)
+    remap = dict(deploy.remappings)
+    robot = remap.get('policy', {})
+    remap['recorder'] = dict(robot)
+    remap['adapter'] = dict(robot)
+    # The robot runs on if the learner or the recorder dies (a killed adapter leaves the
+    # deployed version acting).
+    return Graph('adapt', deploy.nodes + (RECORDER, ADAPTER), params,
+                 namespace=deploy.namespace, remappings=remap,
+                 optional=('recorder', 'adapter'))
 
 
 # ---------------------------------------------------------------- robot side (robot double)

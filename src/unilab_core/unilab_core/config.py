@@ -448,6 +448,54 @@ class OfflineSection(_Section):
         '/joint_states + /unilab/task_state (through perception) + /unilab/action.')
 
 
+class AdaptSection(_Section):
+    """
+    Online adaptation on a robot (``unilab adapt``): fine-tune rounds and the safety fuse.
+
+    See docs/adapt.md. A round starts every ``period_s`` once the running
+    version has ``min_episodes`` complete robot episodes.
+    """
+
+    period_s: float = Field(60.0, gt=0.0, description='Seconds between adaptation rounds.')
+    min_episodes: int = Field(8, gt=0, description='Complete robot episodes of the running '
+                              'version before a round scores it and fine-tunes.')
+    window_steps: int = Field(20000, gt=0, description='Most recent robot steps kept for '
+                              'fine-tuning (older ones are dropped, counted).')
+    layers: Literal['last', 'all'] = Field('last', description='Fine-tune the last '
+                                           '`last_layers` linear layers of actor and critic, '
+                                           'or all weights.')
+    last_layers: int = Field(2, gt=0, description='Linear layers counted from the output '
+                             '(layers: last).')
+    method: Literal['ppo'] = Field('ppo', description='Fine-tuning method: PPO on the '
+                                   'recorded on-policy steps with their log-probs.')
+    lr: float = Field(1e-4, gt=0.0, lt=1.0, description='Fine-tuning learning rate (fixed).')
+    epochs: int = Field(4, gt=0, description='PPO epochs over the window per round.')
+    batch_size: int = Field(32, gt=0, description='Minibatch size (transitions).')
+    sim_envs: int = Field(8, gt=0, description='Simulated envs of the simulation test.')
+    sim_episodes_per_env: int = Field(2, gt=0, description='Episodes per env of the '
+                                      'simulation test.')
+    sim_seed: int = Field(1234, ge=0, description='Fixed seed of the simulation test.')
+    sim_variant: str = Field('nominal', description='Robot variant the simulation test runs '
+                             '(unilab_bridge.variants: nominal, real, ...).')
+    sim_tolerance: float = Field(0.05, ge=0.0, le=1.0, description='A candidate whose '
+                                 'simulation success is below the running version\'s by more '
+                                 'is never deployed.')
+    drop_tolerance: float = Field(0.05, ge=0.0, le=1.0, description='Robot success below the '
+                                  'last good version\'s by more counts as a drop.')
+    consecutive_drops: int = Field(3, gt=0, description='Drops in a row that roll back to '
+                                   'the last good version.')
+    torch_threads: int = Field(1, gt=0, description='CPU threads of the fine-tuning.')
+    nice: int = Field(10, ge=0, le=19, description='Scheduling niceness of the adapter '
+                      'process (the control loop keeps the CPU).')
+    record_rotate_mb: float = Field(16.0, gt=0.0, description='Recorder: new bag after this '
+                                    'many MB.')
+    record_keep_mb: float = Field(512.0, gt=0.0, description='Recorder: disk budget of the '
+                                  'closed bags (oldest deleted, counted).')
+    sabotage: Literal['none', 'sign_flip', 'huge_lr'] = Field(
+        'none', description='Make fine-tuning harm the policy (bench and tests of the fuse '
+        'only).')
+
+
 SECTIONS: dict[str, type[_Section]] = {
     'run': RunSection, 'gpu': GpuSection, 'bridge': BridgeSection,
     'disturbances': DisturbancesSection,
@@ -455,6 +503,7 @@ SECTIONS: dict[str, type[_Section]] = {
     'rollout': RolloutSection, 'advantage': AdvantageSection,
     'policy_update': PolicyUpdateSection, 'model': ModelSection,
     'normalization': NormalizationSection, 'offline': OfflineSection,
+    'adapt': AdaptSection,
 }
 
 
@@ -476,6 +525,7 @@ class RunConfig(_Section):
     normalization: NormalizationSection = Field(default_factory=NormalizationSection)
     offline: OfflineSection = Field(default_factory=OfflineSection)
     health: HealthSection = Field(default_factory=HealthSection)
+    adapt: AdaptSection = Field(default_factory=AdaptSection)
 
     def to_dict(self) -> dict[str, Any]:
         """Return plain data (for YAML dumps and node parameters)."""

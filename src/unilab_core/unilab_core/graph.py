@@ -88,6 +88,9 @@ class Graph:
     #: Every node runs on the simulated time the graph publishes on /clock (a simulated
     #: graph), so stamps on every topic agree; False: wall time (a robot).
     use_sim_time: bool = False
+    #: Nodes the graph runs on without (the adapter and recorder beside a robot's control
+    #: loop): their exit is reported, the others keep running.
+    optional: tuple[str, ...] = ()
 
     def node(self, name: str) -> NodeSpec:
         """Return the node called ``name``."""
