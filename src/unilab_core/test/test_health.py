@@ -92,12 +92,13 @@ def test_transport_counters_sum_deliveries_losses_and_errors():
         'transport_errors': 1}
 
 
-def test_a_peer_never_seen_is_an_error_after_the_timeout_and_a_gone_one_at_once():
+def test_a_peer_not_seen_yet_warns_then_errs_and_a_gone_one_errs_at_once():
     watch = PeerWatch(['/bridge', '/policy'], timeout_s=10.0, start_s=100.0)
-    assert watch.errors(['/policy'], now_s=105.0) == []  # still discovering
-    assert watch.errors(['/policy'], now_s=111.0) == ['peer /bridge not on the graph after 10 s']
-    assert watch.errors(['/bridge'], now_s=112.0) == ['peer /policy left the graph']
-    assert watch.errors(['/bridge', '/policy'], now_s=113.0) == []
+    assert watch.check(['/policy'], now_s=105.0) == ([], ['waiting for peer /bridge'])
+    assert watch.check(['/policy'], now_s=111.0) == (
+        ['peer /bridge not on the graph after 10 s'], [])
+    assert watch.check(['/bridge'], now_s=112.0) == (['peer /policy left the graph'], [])
+    assert watch.check(['/bridge', '/policy'], now_s=113.0) == ([], [])
 
 
 def test_no_gpu_is_one_ok_line():

@@ -343,8 +343,8 @@ class HealthSection(_Section):
         0.05, ge=0.0, le=1.0, description='WARN when more than this share of a node\'s '
         'input was stale (old commands, old joint states, unmatched stamps).')
     peer_timeout_s: float = Field(
-        10.0, gt=0.0, description='ERROR when a peer node of the graph is not on the graph '
-        'this long after start, or has left it.')
+        30.0, gt=0.0, description='A peer node of the graph not on the graph yet is a WARN '
+        'for this long after start, then an ERROR; one that has left it is an ERROR at once.')
 
 
 class LoggingSection(_Section):

@@ -147,11 +147,12 @@ def assess(before: Mapping[str, Any], now: Mapping[str, Any], cfg: HealthSection
 
 class PeerWatch:
     """
-    Which expected peer nodes are missing from the graph (ERROR after ``timeout_s``).
+    Which expected peer nodes are missing from the graph.
 
-    A peer never seen is an error once ``timeout_s`` has passed since start
-    (discovery takes a moment across processes); a peer seen once and gone is
-    an error at once (a crashed process, or one that ended).
+    A peer not seen yet is a warning while the graph starts (processes on a
+    loaded machine take a while to import and discover each other) and an
+    error once ``timeout_s`` has passed since start; a peer seen once and gone
+    is an error at once (a crashed process, or one that ended).
     """
 
     def __init__(self, peers: Iterable[str], timeout_s: float, start_s: float):
@@ -159,19 +160,21 @@ class PeerWatch:
         self.timeout_s, self.start_s = timeout_s, start_s
         self.seen: set[str] = set()
 
-    def errors(self, names_now: Iterable[str], now_s: float) -> list[str]:
-        """Return one message per missing peer, given the node names on the graph now."""
+    def check(self, names_now: Iterable[str], now_s: float) -> tuple[list[str], list[str]]:
+        """Return ``(errors, warnings)``, one per missing peer, given the names on the graph."""
         present = set(names_now) & set(self.peers)
         self.seen |= present
-        out = []
+        errors, warnings = [], []
         for p in self.peers:
             if p in present:
                 continue
             if p in self.seen:
-                out.append(f'peer {p} left the graph')
+                errors.append(f'peer {p} left the graph')
             elif now_s - self.start_s > self.timeout_s:
-                out.append(f'peer {p} not on the graph after {self.timeout_s:g} s')
-        return out
+                errors.append(f'peer {p} not on the graph after {self.timeout_s:g} s')
+            else:
+                warnings.append(f'waiting for peer {p}')
+        return errors, warnings
 
 
 #: NVML clocks-event reasons that mean the GPU is slowed by heat or power.

@@ -88,11 +88,13 @@ class NodeDiagnostics:
         now['messages'] = now.get('messages', 0) + tr['transport_received'] \
             + tr['transport_sent']
         errors = list(self._errors() if self._errors else [])
+        warnings = list(warnings)
         if self.peers.peers:
             names = [f'{ns.rstrip("/")}/{n}'
                      for n, ns in self.node.get_node_names_and_namespaces()]
-            errors += self.peers.errors(names, time.monotonic())
-        warnings = list(warnings)
+            missing, waiting = self.peers.check(names, time.monotonic())
+            errors += missing
+            warnings += waiting
         values = {}
         if self.uses_device:
             reading = None
