@@ -83,10 +83,14 @@ def test_three_drops_in_a_row_roll_back_to_the_last_good_version_and_alert(tmp_p
     np.testing.assert_array_equal(flat, a.load_weights(0))
     assert a.fuse.rollbacks == 1 and a.fuse.running == 0
     assert {a.fuse.versions[v].status for v in (1, 2, 3)} == {'rolled_back'}
-    # Chunks tagged with message 4 are version 0's again.
+    # Chunks tagged with message 4 are version 0's again; the fuse holds adaptation there
+    # (no fine-tuning) until an operator resumes it.
     feed(a, 4, [0.01] * 4)
-    assert a.step().kind == 'deployed'
+    assert a.step().kind == 'held'
     assert a.fuse.versions[0].robot_episodes == 8
+    a.resume()
+    feed(a, 4, [0.01] * 4)
+    assert a.step().kind == 'deployed' and a.fuse.running == 4
 
 
 def test_a_restarted_adapter_resumes_versions_and_deployments_from_disk(tmp_path):

@@ -10,6 +10,7 @@ Each benchmark is a module of this package; this registry maps names to them.
 
 from __future__ import annotations
 
+from unilab_bench.adapt import bench_adapt
 from unilab_bench.bridge import bench_bridge
 from unilab_bench.gae import bench_gae
 from unilab_bench.graph import bench_graph
@@ -23,7 +24,7 @@ from unilab_bench.transport import bench_transport
 BENCHMARKS = {'graph': bench_graph, 'gae': bench_gae, 'train': bench_train,
               'bridge': bench_bridge, 'safety': bench_safety,
               'perception': bench_perception, 'transport': bench_transport,
-              'sim2real': bench_sim2real}
+              'sim2real': bench_sim2real, 'adapt': bench_adapt}
 
 
 def run_benchmark(name: str, args) -> dict:

@@ -484,6 +484,11 @@ class AdaptSection(_Section):
                                   'last good version\'s by more counts as a drop.')
     consecutive_drops: int = Field(3, gt=0, description='Drops in a row that roll back to '
                                    'the last good version.')
+    drop_z: float = Field(1.0, ge=0.0, description='A drop must also exceed this many '
+                          'standard errors of the two success fractions (0: bare threshold).')
+    hold_after_rollback: bool = Field(True, description='After a rollback deploy no new '
+                                      'candidate until an operator resumes (adapter\'s '
+                                      '~/resume service).')
     torch_threads: int = Field(1, gt=0, description='CPU threads of the fine-tuning.')
     nice: int = Field(10, ge=0, le=19, description='Scheduling niceness of the adapter '
                       'process (the control loop keeps the CPU).')

@@ -44,7 +44,7 @@ from unilab_core.config import AdaptSection, AdvantageSection, PolicyUpdateSecti
 class RoundResult:
     """What one round decided; ``publish`` = (message version, fuse version, weights)."""
 
-    kind: str                      # 'wait', 'rollback', 'deployed', 'rejected', 'failed'
+    kind: str              # 'wait', 'rollback', 'held', 'deployed', 'rejected', 'failed'
     reason: str
     publish: tuple[int, int, np.ndarray] | None = None
     alert: bool = False
@@ -63,7 +63,7 @@ class Adapter:
         self.sim_test = sim_test
         self.log = log
         self.fuse = Fuse(self.dir / 'fuse.json', cfg.sim_tolerance, cfg.drop_tolerance,
-                         cfg.consecutive_drops)
+                         cfg.consecutive_drops, cfg.drop_z, cfg.hold_after_rollback)
         self.window = Window(cfg.window_steps)
         self.rounds = 0
         self.bad_chunks = 0
@@ -131,6 +131,12 @@ class Adapter:
         score = score_versions(steps).get(self.fuse.running)
         return score.episodes if score else 0
 
+    def resume(self) -> str:
+        """Let adaptation deploy candidates again after a rollback held it (operator)."""
+        decision = self.fuse.resume()
+        self._history('resume', decision.reason)
+        return decision.reason
+
     # ------------------------------------------------------------------- rounds
     def step(self, seed: int | None = None) -> RoundResult:
         """Run one round if the running version has enough episodes (see the module doc)."""
@@ -153,6 +159,11 @@ class Adapter:
             self._history('rollback', decision.reason, version=decision.deploy, alert=True)
             return RoundResult('rollback', decision.reason, self._deploy(decision.deploy),
                                alert=True)
+        if self.fuse.held:
+            reason = (f'held at version {running} after a rollback: no fine-tuning until an '
+                      'operator resumes adaptation')
+            self._history('held', reason)
+            return RoundResult('held', reason)
         try:
             flat, metrics = finetune(self.bundle, self.load_weights(running), mine, self.cfg,
                                      self.advantage, self.update,

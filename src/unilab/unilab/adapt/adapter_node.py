@@ -22,6 +22,7 @@ import threading
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
+from std_srvs.srv import Trigger
 import torch
 from unilab.adapt.adapter import Adapter, RoundResult
 from unilab.adapt.finetune import AdaptDataError, ROBOT_REWARD_TASKS
@@ -90,7 +91,7 @@ class AdapterNode(Node):
         except (ValueError, OSError) as exc:
             raise ConfigError(f'adapter: {exc}') from None
         self.counters = {'chunks': 0, 'bad_chunks': 0, 'rounds': 0, 'deployed': 0,
-                         'rejected': 0, 'rollbacks': 0}
+                         'rejected': 0, 'rollbacks': 0, 'held_rounds': 0}
         self._results: queue.Queue[RoundResult] = queue.Queue()
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
@@ -106,6 +107,7 @@ class AdapterNode(Node):
         again = self.core.republish_running()
         if again is not None:
             self._publish(again, 'restart: the running version again')
+        self.create_service(Trigger, '~/resume', self._on_resume)
         self.create_timer(p.adapt.period_s, self._start_round)
         self.create_timer(0.1, self._drain)
         self.create_timer(1.0, self._diagnostics)
@@ -114,6 +116,14 @@ class AdapterNode(Node):
             f'adapting: running version {f.running}, last good {f.last_good}, a round every '
             f'{p.adapt.period_s:g} s after {p.adapt.min_episodes} robot episodes; '
             f'files in {self.core.dir}')
+
+    def _on_resume(self, request, response):
+        with self._lock:
+            response.message = self.core.resume()
+        self._alert = ''
+        response.success = True
+        self.get_logger().info(response.message)
+        return response
 
     def _bad_chunk(self, exc: Exception) -> None:
         self.counters['bad_chunks'] += 1
@@ -149,7 +159,8 @@ class AdapterNode(Node):
                 log.info(r.reason, throttle_duration_sec=30.0)
                 continue
             self.counters['rounds'] += 1
-            key = {'rollback': 'rollbacks', 'deployed': 'deployed', 'rejected': 'rejected'}
+            key = {'rollback': 'rollbacks', 'deployed': 'deployed', 'rejected': 'rejected',
+                   'held': 'held_rounds'}
             if r.kind in key:
                 self.counters[key[r.kind]] += 1
             if r.alert:
