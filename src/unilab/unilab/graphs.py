@@ -21,6 +21,7 @@ from unilab_bridge.params import BridgeNodeParams, RobotDoubleParams, ScenarioPa
 from unilab_core import topics
 from unilab_core.config import RunConfig
 from unilab_core.graph import Graph, holds_joint_positions, NodeSpec, TaskInfo
+from unilab_core.health import HealthParams
 from unilab_core.robot_profile import namespaced, RobotProfile
 from unilab_perception.layout import observation_layout
 from unilab_perception.params import (BevSection, ImageSection, PerceptionNodeParams,
@@ -113,6 +114,20 @@ def safety_spec(cfg: RunConfig, task: TaskInfo, limits_file: str | pathlib.Path,
                           update={'joint_limits_file': str(limits_file)}))
 
 
+def with_health(params: dict, cfg: RunConfig, hardware_id: str,
+                namespace: str = '') -> dict:
+    """
+    Return ``params`` with each node's ``health``: the run's section, its hardware, its peers.
+
+    The peers of a node are the other nodes of its graph, by fully qualified name.
+    """
+    ns = namespace.rstrip('/')
+    return {name: p.model_copy(update={'health': HealthParams(
+        **cfg.health.model_dump(), hardware_id=hardware_id,
+        peers=[f'{ns}/{other}' for other in params if other != name])})
+        for name, p in params.items()}
+
+
 def training_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
                    limits_file: str | pathlib.Path, resume: str = '') -> Graph:
     """Return the training graph: bridge, perception, policy, trainer, safety (lock-step)."""
@@ -125,8 +140,10 @@ def training_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
         # The bridge steps on 'command' batches only.
         'safety': safety_spec(cfg, task, limits_file, n, lockstep=True, run_dir=run_dir),
     }
+    # The simulated robots: one hardware id per task; every node on the bridge's /clock.
+    params = with_health(params, cfg, f'sim/{task.name}')
     return Graph('train', (BRIDGE, PERCEPTION, POLICY, TRAINER, SAFETY), params,
-                 end_node='trainer')
+                 end_node='trainer', use_sim_time=True)
 
 
 def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams,
@@ -174,8 +191,9 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
     own = {t: ns(t) for t in (topics.OBSERVATION, topics.ACTION, topics.WEIGHTS,
                               topics.SAFE_COMMAND, topics.ROLLOUT)}
     remap = {**own, topics.JOINT_STATES: ns(profile.joint_states_topic)}
-    return Graph('deploy', (PERCEPTION, POLICY, SAFETY),
-                 {'perception': per, 'policy': pol, 'safety': spec},
+    params = with_health({'perception': per, 'policy': pol, 'safety': spec}, cfg,
+                         f'robot/{profile.name}{namespace.rstrip("/")}', namespace)
+    return Graph('deploy', (PERCEPTION, POLICY, SAFETY), params,
                  namespace=namespace, remappings={n: dict(remap) for n in (
                      'perception', 'policy', 'safety')})
 

@@ -318,6 +318,35 @@ class PerceptionSection(_Section):
         return self
 
 
+class HealthSection(_Section):
+    """When a node's ``/diagnostics`` status turns WARN or ERROR (docs/operations.md)."""
+
+    period_s: float = Field(
+        1.0, gt=0.0, description='Period of every node\'s /diagnostics status (the safety '
+        'node keeps safety.diagnostics_period_s); shares are taken over one period.')
+    clamp_share_warn: float = Field(
+        0.2, ge=0.0, le=1.0, description='WARN when more than this share of the period\'s '
+        'action rows was clamped by the safety gate.')
+    reject_share_warn: float = Field(
+        0.0, ge=0.0, le=1.0, description='WARN when more than this share of the action rows '
+        'was rejected (NaN/Inf, bad shape; 0 = any).')
+    fallback_share_warn: float = Field(
+        0.05, ge=0.0, le=1.0, description='WARN when more than this share of the safety '
+        'outputs were watchdog fallbacks (no fresh action in time).')
+    deadline_miss_share_warn: float = Field(
+        0.01, ge=0.0, le=1.0, description='WARN when more than this share of the safety '
+        'loop\'s cycles missed their deadline.')
+    drop_share_warn: float = Field(
+        0.01, ge=0.0, le=1.0, description='WARN when more than this share of a node\'s '
+        'messages was dropped (transport skips and errors, invalid input).')
+    stale_share_warn: float = Field(
+        0.05, ge=0.0, le=1.0, description='WARN when more than this share of a node\'s '
+        'input was stale (old commands, old joint states, unmatched stamps).')
+    peer_timeout_s: float = Field(
+        30.0, gt=0.0, description='A peer node of the graph not on the graph yet is a WARN '
+        'for this long after start, then an ERROR; one that has left it is an ERROR at once.')
+
+
 class LoggingSection(_Section):
     """Run directory outputs."""
 
@@ -500,6 +529,7 @@ class RunConfig(_Section):
     model: ModelSection = Field(default_factory=ModelSection)
     normalization: NormalizationSection = Field(default_factory=NormalizationSection)
     offline: OfflineSection = Field(default_factory=OfflineSection)
+    health: HealthSection = Field(default_factory=HealthSection)
     adapt: AdaptSection = Field(default_factory=AdaptSection)
 
     def to_dict(self) -> dict[str, Any]:
