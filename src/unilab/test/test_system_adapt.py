@@ -113,3 +113,16 @@ def test_adapt_runs_a_round_on_the_robot_double_and_survives_a_killed_adapter(tm
             except subprocess.TimeoutExpired:
                 p.kill()
     assert adapt.returncode is not None
+
+
+def test_adapt_refuses_a_task_without_a_robot_reward_and_an_export(tmp_path):
+    from conftest import cli
+    info, _ = task_info('quad_walk')
+    params = PolicyNodeParams(obs_dim=info.obs_dim, act_dim=info.action_dim,
+                              model=ModelSection(hidden_sizes=[16]))
+    model, _ = _run_dir(tmp_path, params)
+    (model / 'config.yaml').write_text('run: {task: quad_walk}\n')
+    proc = cli('adapt', model, '--robot', 'quad8', '--run-dir', tmp_path / 'rd')
+    assert proc.returncode == 2, proc.stderr
+    assert 'quad_walk' in proc.stderr and 'arm6_reach' in proc.stderr
+    assert 'Traceback' not in proc.stderr

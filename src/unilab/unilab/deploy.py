@@ -128,6 +128,11 @@ def prepare_deploy(model: str, robot: str, armed: bool = False, namespace: str =
     if adapt and is_exported(desc.path):
         raise ConfigError(f'model {desc.path}: adaptation fine-tunes the network; give the '
                           'run directory or a checkpoint, not an exported model')
+    from unilab.adapt.finetune import ROBOT_REWARD_TASKS
+    if adapt and desc.task.name not in ROBOT_REWARD_TASKS:
+        raise ConfigError(f'model {desc.path}: task `{desc.task.name}` has no reward '
+                          'computable on a robot; adaptation supports '
+                          f'{", ".join(ROBOT_REWARD_TASKS)}')
     cfg = load_run_config(list(default_config_files()) + list(config_files or []), overrides)
     rd = make_run_dir(profile.name, run_dir, 'adapt' if adapt else 'deploy')
     dump_config(cfg, rd / 'config.yaml')
