@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 import rclpy
 from std_msgs.msg import Float64MultiArray
@@ -47,18 +48,21 @@ def _wait(condition, timeout_s, what):
     raise AssertionError(f'{what} within {timeout_s} s')
 
 
-def _commands_flow(topic, seconds=2.0):
-    """Return how many commands the robot's controller topic got in ``seconds``."""
+def _commands_flow(topic, seconds=2.0, msg_type=Float64MultiArray):
+    """Return the messages ``topic`` got in ``seconds`` (how many commands reached the robot)."""
     rclpy.init()
     try:
         node = rclpy.create_node('command_counter')
         got = []
-        node.create_subscription(Float64MultiArray, topic, got.append, 10)
+        node.create_subscription(msg_type, topic, got.append, 10)
         ex = rclpy.executors.SingleThreadedExecutor()
         ex.add_node(node)
+        # Discovery first (slow on a loaded machine), then count for ``seconds``.
+        spin_until(ex, lambda: bool(got), timeout_s=30.0)
+        got.clear()
         spin_until(ex, lambda: False, timeout_s=seconds)
         node.destroy_node()
-        return len(got)
+        return got
     finally:
         rclpy.try_shutdown()
 
@@ -92,13 +96,17 @@ def test_adapt_runs_a_round_on_the_robot_double_and_survives_a_killed_adapter(tm
         bags = rd / 'recordings'
         _wait(lambda: bags.is_dir() and any(bags.iterdir()), 30, 'nothing recorded')
         # Kill the adapter: the deployed policy keeps commanding the robot.
-        before = _commands_flow('/forward_position_controller/commands')
-        assert before > 10
+        assert len(_commands_flow('/forward_position_controller/commands')) > 10
+        # The adapter reports on /diagnostics with the robot's hardware id.
+        diags = _commands_flow('/diagnostics', 2.5, DiagnosticArray)
+        mine = [s for d in diags for s in d.status if s.name == '/adapter']
+        assert mine and mine[-1].hardware_id == 'robot/arm6'
+        assert {'running_version', 'fuse_rollbacks'} <= {kv.key for kv in mine[-1].values}
         pids = _pids_running('adapter_node', str(rd))
         assert len(pids) == 1, pids
         os.kill(pids[0], signal.SIGKILL)
         _wait(lambda: not _pids_running('adapter_node', str(rd)), 10, 'adapter still alive')
-        assert _commands_flow('/forward_position_controller/commands') > 10
+        assert len(_commands_flow('/forward_position_controller/commands')) > 10
         fuse = json.loads((a / 'fuse.json').read_text())
         for v in fuse['versions']:
             weights = np.load(a / 'versions' / f'v{int(v):04d}.npy')

@@ -225,7 +225,13 @@ def adapt_graph(deploy: Graph, cfg: RunConfig, model: str | pathlib.Path,
     params['recorder'] = RecorderNodeParams(
         out=str(pathlib.Path(run_dir) / 'recordings'), topics=list(dict.fromkeys(recorded)),
         rotate_mb=a.record_rotate_mb, keep_mb=a.record_keep_mb)
-    params['adapter'] = AdapterNodeParams(run_dir=str(run_dir), model=str(model), adapt=a)
+    # The adapter reports as part of the robot; it needs the deploy graph's nodes (they do
+    # not need it).
+    robot_health = params['policy'].health
+    ns = deploy.namespace.rstrip('/')
+    params['adapter'] = AdapterNodeParams(
+        run_dir=str(run_dir), model=str(model), adapt=a, health=robot_health.model_copy(
+            update={'peers': [f'{ns}/{n.name}' for n in deploy.nodes]}))
     remap = dict(deploy.remappings)
     robot = remap.get('policy', {})
     remap['recorder'] = dict(robot)

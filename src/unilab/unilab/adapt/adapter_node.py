@@ -9,7 +9,8 @@ its own process at a lower priority (``adapt.nice``) with few torch threads
 seconds of CPU) runs on a worker thread, so chunks keep arriving meanwhile.
 The policy never waits for it: it acts with whatever weights it has and
 swaps versions between two control steps. Every round's decision is logged;
-a rollback is an ERROR on ``/diagnostics`` until the next good version.
+a rollback is an ERROR on ``/diagnostics`` (``NodeDiagnostics``) until
+the next deployed version or an operator's ``~/resume``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import pathlib
 import queue
 import threading
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from std_srvs.srv import Trigger
@@ -29,6 +29,7 @@ from unilab.adapt.finetune import AdaptDataError, ROBOT_REWARD_TASKS
 from unilab.adapt.params import AdapterNodeParams
 from unilab_core import topics
 from unilab_core.config import ConfigError, load_run_config
+from unilab_core.ros.diagnostics import NodeDiagnostics
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.tensor_msg import Batch
 from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints, TensorPublisher,
@@ -100,7 +101,6 @@ class AdapterNode(Node):
         self.weights_pub = TensorPublisher(self, topics.WEIGHTS, batch_capacity({'flat': (n,)}),
                                            policy='reliable', slots=4, qos=WEIGHTS_QOS,
                                            timeout_s=60.0, latched=True)
-        self.diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
         self.chunk_sub = TensorSubscription(self, topics.ROLLOUT, self._on_chunk,
                                             policy='latest', depth=64,
                                             qos=QoSProfile(depth=64), on_error=self._bad_chunk)
@@ -110,7 +110,8 @@ class AdapterNode(Node):
         self.create_service(Trigger, '~/resume', self._on_resume)
         self.create_timer(p.adapt.period_s, self._start_round)
         self.create_timer(0.1, self._drain)
-        self.create_timer(1.0, self._diagnostics)
+        self.health = NodeDiagnostics(self, p.health, self._health_counters,
+                                      errors=lambda: [self._alert] if self._alert else [])
         f = self.core.fuse
         self.get_logger().info(
             f'adapting: running version {f.running}, last good {f.last_good}, a round every '
@@ -179,26 +180,17 @@ class AdapterNode(Node):
         self.get_logger().info(f'published version {version} as weights message '
                                f'{msg_version} ({why})')
 
-    def _diagnostics(self) -> None:
+    def _health_counters(self) -> dict:
         f = self.core.fuse
-        status = DiagnosticStatus(name='unilab: adapter', hardware_id=self.get_name())
-        if self._alert:
-            status.level, status.message = DiagnosticStatus.ERROR, self._alert
-        else:
-            status.level = DiagnosticStatus.OK
-            status.message = f'running version {f.running} (last good {f.last_good})'
-        values = {**self.counters, 'running': f.running, 'last_good': f.last_good,
-                  'versions': len(f.versions), 'fuse_rollbacks': f.rollbacks,
-                  'window_steps': self.core.window.size,
-                  'window_dropped_steps': self.core.window.dropped_steps}
-        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
-        msg = DiagnosticArray(status=[status])
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self.diag_pub.publish(msg)
+        return {**self.counters, 'running_version': f.running, 'last_good': f.last_good,
+                'versions': len(f.versions), 'fuse_rollbacks': f.rollbacks,
+                'held': int(f.held), 'window_steps': self.core.window.size,
+                'window_dropped_steps': self.core.window.dropped_steps}
 
     def destroy_node(self):
         """Release transport endpoints (unlink shared memory), then destroy the node."""
         close_endpoints(self)
+        self.health.close()
         return super().destroy_node()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pydantic import Field
 from unilab_core.config import _Section, AdaptSection
+from unilab_core.health import HealthParams
 
 
 class AdapterNodeParams(_Section):
@@ -16,3 +17,4 @@ class AdapterNodeParams(_Section):
     model: str = Field('', min_length=1, description='The deployed policy: a run directory '
                        'or checkpoint (fine-tuning needs the network, not an export).')
     adapt: AdaptSection = Field(default_factory=AdaptSection)
+    health: HealthParams = Field(default_factory=HealthParams)
