@@ -31,6 +31,7 @@ setup(
         'console_scripts': [
             'unilab = unilab.cli:main',
             'recorder_node = unilab.bag.recorder_node:main',
+            'adapter_node = unilab.adapt.adapter_node:main',
         ],
     },
 )

@@ -17,33 +17,19 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-ARGS = {
-    'model': 'run directory, checkpoint or exported model (required)',
-    'robot': 'robot profile: shipped name or YAML file (required)',
-    'armed': 'true: commands reach the robot at once; default false',
-    'namespace': 'ROS namespace of this robot; empty = none',
-    'config': 'extra YAML merged over the defaults; empty = none',
-    'run_dir': 'output directory; empty = runs/<robot>-deploy-<time>',
-}
+ADAPT = False
 
 
 def _start(context):
-    from unilab.deploy import prepare_deploy
-    from unilab.launch_support import launch_node_kwargs
-
-    def arg(name):
-        return LaunchConfiguration(name).perform(context)
-
-    run = prepare_deploy(arg('model'), arg('robot'), armed=arg('armed').lower() == 'true',
-                         namespace=arg('namespace'),
-                         config_files=[arg('config')] if arg('config') else [],
-                         run_dir=arg('run_dir') or None)
-    return [Node(**kw) for kw in launch_node_kwargs(run.graph, run.params_file,
-                                                    run.cfg.transport.backend)]
+    from unilab.launch_support import deploy_launch_nodes
+    return [Node(**kw) for kw in deploy_launch_nodes(
+        lambda name: LaunchConfiguration(name).perform(context), adapt=ADAPT)]
 
 
 def generate_launch_description():
     """Return the launch description."""
+    from unilab.launch_support import DEPLOY_LAUNCH_ARGS
     return LaunchDescription(
-        [DeclareLaunchArgument(k, default_value='', description=v) for k, v in ARGS.items()]
+        [DeclareLaunchArgument(k, default_value='', description=v)
+         for k, v in DEPLOY_LAUNCH_ARGS.items()]
         + [OpaqueFunction(function=_start)])

@@ -99,3 +99,32 @@ def test_a_pinned_version_stays(tmp_path):
         f.pin(9)
     f.pin(None)
     assert f.propose(3, 0.95).deploy == 3
+
+
+def test_with_drop_z_a_drop_within_the_noise_of_few_episodes_is_not_counted(tmp_path):
+    f = _fuse(tmp_path, drop_z=1.0)  # last good: 0.60 over 50 episodes
+    f.propose(1, 0.80)
+    d = f.robot_result(1, 0.50, 16)  # 0.10 below, but one standard error is about 0.14
+    assert f.drop_streak == 0 and not d.alert
+    g = Fuse(tmp_path / 'bare.json')  # the bare threshold counts it
+    g.set_sim_success(0, 0.80)
+    g.robot_result(0, 0.60, 50)
+    g.propose(1, 0.80)
+    g.robot_result(1, 0.50, 16)
+    assert g.drop_streak == 1
+    f.propose(2, 0.80)
+    f.robot_result(2, 0.10, 16)  # far below: counted
+    assert f.drop_streak == 1
+
+
+def test_hold_after_rollback_deploys_nothing_until_resumed_and_survives_a_restart(tmp_path):
+    f = _fuse(tmp_path, hold_after_rollback=True, consecutive_drops=1)
+    f.propose(1, 0.80)
+    d = f.robot_result(1, 0.10, 30)
+    assert d.alert and d.deploy == 0 and f.held
+    again = Fuse(tmp_path / 'fuse.json', hold_after_rollback=True)
+    assert again.held
+    d = again.propose(2, 0.90)
+    assert d.deploy == 0 and 'held' in d.reason and again.versions[2].status == 'rejected'
+    again.resume()
+    assert again.propose(3, 0.90).deploy == 3

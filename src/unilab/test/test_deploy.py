@@ -60,6 +60,10 @@ def test_deploy_graph_is_perception_policy_safety_on_the_robots_topics(arm6):
     assert g.remappings['policy']['/unilab/action'] == '/robot3/unilab/action'
     assert set(yaml.safe_load(g.params_yaml())) == {'/robot3/perception', '/robot3/policy',
                                                     '/robot3/safety'}
+    # A robot runs on wall time; each node's health names the robot and its peers there.
+    assert g.use_sim_time is False and 'use_sim_time' not in g.params_yaml()
+    assert safe.health.hardware_id == f'robot/{profile.name}/robot3'
+    assert sorted(safe.health.peers) == ['/robot3/perception', '/robot3/policy']
 
 
 def test_a_run_and_its_export_describe_the_same_policy(tmp_path, arm6):

@@ -90,7 +90,7 @@ class Operator:
 
     def _on_diag(self, msg: DiagnosticArray) -> None:
         for s in msg.status:
-            if s.name.startswith('unilab_safety'):
+            if s.name == '/safety':
                 self.safety = {kv.key: kv.value for kv in s.values}
 
     def _goal(self) -> None:

@@ -7,8 +7,8 @@ import types
 from doctor_helpers import consumer_gpu, FakeNvml, healthy_gpu
 import pytest
 from unilab.doctor import gpu_checks as gc
-from unilab.doctor import gpu_health
 from unilab.doctor.checks import FAIL, OK, WARN
+from unilab_core import gpu_health
 
 
 def health(**changes):

@@ -5,7 +5,7 @@
 import pytest
 from unilab.graphs import training_graph
 from unilab_core.config import RunConfig
-from unilab_core.graph import TaskInfo
+from unilab_core.graph import model_parameters, TaskInfo
 from unilab_perception.layout import observation_layout
 import yaml
 
@@ -68,7 +68,22 @@ def test_parameter_file_round_trips_into_the_node_models(tmp_path):
     graph = _train()
     data = yaml.safe_load(graph.params_yaml())
     for name, model in graph.parameters.items():
-        assert type(model).model_validate(data[name]['ros__parameters']) == model
+        assert type(model).model_validate(
+            model_parameters(data[name]['ros__parameters'])) == model
+
+
+def test_the_simulated_graph_runs_on_sim_time_and_every_node_watches_its_peers():
+    cfg = RunConfig()
+    cfg.health.clamp_share_warn = 0.5
+    graph = _train(cfg)
+    data = yaml.safe_load(graph.params_yaml())
+    names = [n.name for n in graph.nodes]
+    for name in names:
+        ros = data[name]['ros__parameters']
+        assert ros['use_sim_time'] is True
+        health = graph.parameters[name].health
+        assert health.clamp_share_warn == 0.5 and health.hardware_id == 'sim/arm6_reach'
+        assert sorted(health.peers) == sorted(f'/{n}' for n in names if n != name)
 
 
 def test_chunk_length_never_exceeds_rollout():

@@ -105,3 +105,36 @@ def test_real_launch_ros_runs_the_graph(tmp_path):
     assert service.run() == 0
     summary = json.loads((run_dir / 'summary.json').read_text())
     assert summary['steps'] >= 256 and pathlib.Path(summary['checkpoint']).is_file()
+
+
+def test_adapt_launch_file_starts_the_adapt_graph_unilab_adapt_starts(tmp_path, monkeypatch):
+    from test_deploy import _run_dir
+    from unilab.deploy import prepare_deploy
+    from unilab.prepare import task_info
+    from unilab_core.config import ModelSection
+    from unilab_policy.params import PolicyNodeParams
+    info, _ = task_info('arm6_reach')
+    model, _ = _run_dir(tmp_path, PolicyNodeParams(obs_dim=info.obs_dim,
+                                                   act_dim=info.action_dim,
+                                                   model=ModelSection(hidden_sizes=[16])))
+    (model / 'config.yaml').write_text('run: {task: arm6_reach}\n')
+    values = {'model': str(model), 'robot': 'arm6', 'armed': 'true',
+              'run_dir': str(tmp_path / 'launch_run')}
+    for name, mod in _fake_launch_modules(values).items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    path = LAUNCH_FILE.parent / 'adapt.launch.py'
+    spec = importlib.util.spec_from_file_location('adapt_launch', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    actions = module.generate_launch_description().args[0]
+    opaque = next(a for a in actions if type(a).__name__ == 'OpaqueFunction')
+    nodes = [a.kwargs for a in opaque.kwargs['function'](context=None)]
+    cli_run = prepare_deploy(str(model), 'arm6', armed=True, adapt=True,
+                             run_dir=str(tmp_path / 'cli_run'))
+    assert [n['name'] for n in nodes] == [s.name for s in cli_run.graph.nodes] == [
+        'perception', 'policy', 'safety', 'recorder', 'adapter']
+    launch_params = pathlib.Path(nodes[0]['parameters'][0]).read_text()
+    assert launch_params.replace('launch_run', 'X') == \
+        cli_run.params_file.read_text().replace('cli_run', 'X')
+    assert cli_run.graph.parameters['policy'].mode == 'adapt'
+    assert cli_run.graph.optional == ('recorder', 'adapter')

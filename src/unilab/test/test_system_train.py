@@ -35,6 +35,12 @@ def check_run(run_dir, steps, num_envs=8, rollout=16):
         rows = list(csv.DictReader(f))
     assert len(rows) == summary['updates']
     assert {'losses/value', 'losses/surrogate', 'charts/fps'} <= set(rows[0])
+    # What operators look for, from the graph's health counters: the gate's shares are
+    # numbers once the safety node has reported (every second), transport drops counted.
+    assert {'episodes/success_rate', 'episodes/length_mean', 'safety/clamp_share',
+            'safety/reject_share', 'safety/fallback_share', 'transport/dropped',
+            'transport/drop_share'} <= set(rows[0])
+    assert all(float(r['transport/dropped']) >= 0 for r in rows)
     resolved = yaml.safe_load((run_dir / 'config.yaml').read_text())
     assert resolved['rollout']['num_envs'] == num_envs
     return summary

@@ -201,7 +201,8 @@ def _export(args) -> int:
 
 def _plot(args) -> int:
     from unilab.plot import plot_runs
-    out = plot_runs(args.run_dirs, args.out, args.title, args.monitor, args.label)
+    out = plot_runs(args.run_dirs, args.out, args.title, args.monitor, args.label,
+                    args.metric)
     print(f'unilab: wrote {out}')
     return 0
 
@@ -326,6 +327,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--monitor', action='append', default=[],
                    help='also plot an SB3 Monitor CSV (rolling mean of 64 episodes)')
     p.add_argument('--label', action='append', default=[], help='curve labels, in order')
+    p.add_argument('--metric', action='append', default=[],
+                   help='a metrics.csv column to plot, one panel each (default '
+                   'charts/mean_return; `operations`: success rate, episode length, '
+                   'safety clamp / fallback / reject shares, transport drops)')
     p.set_defaults(func=_plot)
 
     d = sub.add_parser('doctor', help='check this machine for training and real-time use '

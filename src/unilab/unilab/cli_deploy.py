@@ -1,6 +1,6 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""``unilab deploy``, ``arm`` and ``disarm``: run a trained policy on a robot, and let it move."""
+"""``unilab deploy``, ``adapt``, ``arm`` and ``disarm``: a trained policy on a robot, moving."""
 
 from __future__ import annotations
 
@@ -10,13 +10,19 @@ import sys
 def _deploy(args) -> int:
     from unilab.deploy import prepare_deploy
     from unilab.runner import GraphFailed, spin_composed, spin_processes
+    adapt = getattr(args, 'adapt', False)
     run = prepare_deploy(args.model, args.robot, armed=args.armed, namespace=args.namespace,
-                         config_files=args.config, run_dir=args.run_dir)
+                         config_files=args.config, run_dir=args.run_dir, adapt=adapt)
     p = run.profile
     ns = run.graph.namespace
     print(f'unilab: deploying {run.model.path} on robot `{p.name}` ({len(p.joint_names)} '
           f'joints, {p.control_rate_hz:g} Hz) -> {p.command.type} on {ns}{p.command.topic}; '
           f'run dir {run.run_dir}', flush=True)
+    if adapt:
+        a = run.cfg.adapt
+        print(f'unilab: adapting online: a round every {a.period_s:g} s after '
+              f'{a.min_episodes} robot episodes, fine-tuning {a.layers} layers; versions, '
+              f'scores and decisions in {run.run_dir}/adapt', flush=True)
     if not args.armed:
         arm = f'unilab arm --namespace {ns}' if ns else 'unilab arm'
         print(f'unilab: DISARMED: nothing moves until `{arm}` (or `ros2 service call '
@@ -61,20 +67,25 @@ def _arm(args) -> int:
 
 
 def add_commands(sub) -> None:
-    """Add ``deploy``, ``arm`` and ``disarm`` to the CLI's subparsers."""
-    d = sub.add_parser('deploy', help='run a trained policy on a ROS 2 robot (or the robot '
-                       'double) through its own topics, behind the safety gate')
-    d.add_argument('model', help='run directory, checkpoint, or exported .onnx / TorchScript')
-    d.add_argument('--robot', required=True,
-                   help='robot profile: a shipped name (arm6, quad8, ur5e) or a YAML file')
-    d.add_argument('--armed', action='store_true',
-                   help='let commands reach the robot at once (default: only after `arm`)')
-    d.add_argument('--namespace', default='', help='ROS namespace of this robot (fleets)')
-    d.add_argument('--multiprocess', action='store_true', help='one process per node')
-    d.add_argument('--config', action='append', default=[],
-                   help='extra YAML merged over the defaults (e.g. safety settings)')
-    d.add_argument('--run-dir', help='output directory (default runs/<robot>-deploy-<time>)')
-    d.set_defaults(func=_deploy)
+    """Add ``deploy``, ``adapt``, ``arm`` and ``disarm`` to the CLI's subparsers."""
+    for name, text, model_help in (
+            ('deploy', 'run a trained policy on a ROS 2 robot (or the robot double) through '
+             'its own topics, behind the safety gate',
+             'run directory, checkpoint, or exported .onnx / TorchScript'),
+            ('adapt', 'deploy a trained policy and fine-tune it online on what the robot '
+             'records, behind a safety fuse (docs/adapt.md)', 'run directory or checkpoint')):
+        d = sub.add_parser(name, help=text)
+        d.add_argument('model', help=model_help)
+        d.add_argument('--robot', required=True,
+                       help='robot profile: a shipped name (arm6, quad8, ur5e) or a YAML file')
+        d.add_argument('--armed', action='store_true',
+                       help='let commands reach the robot at once (default: only after `arm`)')
+        d.add_argument('--namespace', default='', help='ROS namespace of this robot (fleets)')
+        d.add_argument('--multiprocess', action='store_true', help='one process per node')
+        d.add_argument('--config', action='append', default=[],
+                       help='extra YAML merged over the defaults (e.g. the adapt: section)')
+        d.add_argument('--run-dir', help=f'output directory (default runs/<robot>-{name}-<time>)')
+        d.set_defaults(func=_deploy, adapt=name == 'adapt')
     for action, text in (('arm', 'let a running deployment command the robot'),
                          ('disarm', 'stop a running deployment from commanding the robot')):
         a = sub.add_parser(action, help=text)

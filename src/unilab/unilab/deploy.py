@@ -21,7 +21,7 @@ import datetime
 import math
 import pathlib
 
-from unilab.graphs import deploy_graph
+from unilab.graphs import adapt_graph, deploy_graph
 from unilab.paths import default_config_files, profile_path
 from unilab.prepare import make_run_dir, task_info
 from unilab_core.atomic import atomic_write_text
@@ -112,21 +112,39 @@ class PreparedDeploy:
 
 def prepare_deploy(model: str, robot: str, armed: bool = False, namespace: str = '',
                    config_files: list[str] | None = None, run_dir: str | None = None,
-                   overrides: dict | None = None) -> PreparedDeploy:
-    """Check model and profile, write the deploy graph's parameter file; return the run."""
+                   overrides: dict | None = None, adapt: bool = False) -> PreparedDeploy:
+    """
+    Check model and profile, write the deploy graph's parameter file; return the run.
+
+    ``adapt`` starts the adaptation graph instead (``unilab adapt``): the deploy
+    graph plus recorder and adapter, which needs the network (a run directory or
+    checkpoint, not an export).
+    """
     source = str(profile_path(robot))
     profile = load_profile(source)
     desc = describe_model(model)
     check_model_fits(desc, profile, source)
+    from unilab_policy.exported_inference import is_exported
+    if adapt and is_exported(desc.path):
+        raise ConfigError(f'model {desc.path}: adaptation fine-tunes the network; give the '
+                          'run directory or a checkpoint, not an exported model')
+    from unilab.adapt.finetune import ROBOT_REWARD_TASKS
+    if adapt and desc.task.name not in ROBOT_REWARD_TASKS:
+        raise ConfigError(f'model {desc.path}: task `{desc.task.name}` has no reward '
+                          'computable on a robot; adaptation supports '
+                          f'{", ".join(ROBOT_REWARD_TASKS)}')
     cfg = load_run_config(list(default_config_files()) + list(config_files or []), overrides)
-    rd = make_run_dir(profile.name, run_dir, 'deploy')
+    rd = make_run_dir(profile.name, run_dir, 'adapt' if adapt else 'deploy')
     dump_config(cfg, rd / 'config.yaml')
     limits = profile.joint_limits_file or profile.urdf_file
     graph = deploy_graph(cfg, profile, desc.params, desc.task, desc.path.resolve(), limits,
                          namespace=namespace, armed=armed, run_dir=rd)
+    if adapt:
+        graph = adapt_graph(graph, cfg, desc.path.resolve(), rd)
     params = graph.write_params(rd / 'graph_params.yaml')
     atomic_write_text(rd / 'deploy.yaml', yaml.safe_dump({
         'model': str(desc.path.resolve()), 'robot': source, 'namespace': namespace,
+        'adapt': adapt,
         'armed_at_start': armed,
         'started': datetime.datetime.now().isoformat(timespec='seconds')}, sort_keys=False))
     return PreparedDeploy(cfg, profile, desc, rd, graph, params)

@@ -15,9 +15,9 @@ distance below ``SUCCESS_M``.
 from __future__ import annotations
 
 import numpy as np
+from unilab_bridge.tasks.reach_reward import final_distance, SUCCESS_M
 
-#: Final tool-to-target distance (m) counted as a successful reach (the seed's 5 cm).
-SUCCESS_M = 0.05
+__all__ = ['evaluate_policy', 'SUCCESS_M']
 
 
 def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, num_envs: int,
@@ -50,11 +50,9 @@ def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, 
         def on_step(state):
             finished = state.terminated | state.truncated
             returns.extend(state.episode_return[finished].tolist())
-            # The distance term of the episode's last step (computed before the auto-reset;
-            # with disturbances on, the physics task is wrapped).
-            terms = getattr(getattr(task, 'inner', task), 'reward_terms', None)
-            if terms is not None and 'distance' in terms:
-                final_dist.extend(np.abs(terms['distance'][finished]).tolist())
+            dist = final_distance(task, finished)
+            if dist is not None:
+                final_dist.extend(dist.tolist())
 
         loop = SimLoop(task, actor, gate, on_step=on_step)
         loop.reset(seed=seed)

@@ -21,7 +21,8 @@ from unilab_bridge.params import BridgeNodeParams, RobotDoubleParams, ScenarioPa
 from unilab_core import topics
 from unilab_core.config import RunConfig
 from unilab_core.graph import Graph, holds_joint_positions, NodeSpec, TaskInfo
-from unilab_core.robot_profile import RobotProfile
+from unilab_core.health import HealthParams
+from unilab_core.robot_profile import namespaced, RobotProfile
 from unilab_perception.layout import observation_layout
 from unilab_perception.params import (BevSection, ImageSection, PerceptionNodeParams,
                                       PointCloudSection, SensorsSection)
@@ -113,6 +114,20 @@ def safety_spec(cfg: RunConfig, task: TaskInfo, limits_file: str | pathlib.Path,
                           update={'joint_limits_file': str(limits_file)}))
 
 
+def with_health(params: dict, cfg: RunConfig, hardware_id: str,
+                namespace: str = '') -> dict:
+    """
+    Return ``params`` with each node's ``health``: the run's section, its hardware, its peers.
+
+    The peers of a node are the other nodes of its graph, by fully qualified name.
+    """
+    ns = namespace.rstrip('/')
+    return {name: p.model_copy(update={'health': HealthParams(
+        **cfg.health.model_dump(), hardware_id=hardware_id,
+        peers=[f'{ns}/{other}' for other in params if other != name])})
+        for name, p in params.items()}
+
+
 def training_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
                    limits_file: str | pathlib.Path, resume: str = '') -> Graph:
     """Return the training graph: bridge, perception, policy, trainer, safety (lock-step)."""
@@ -125,8 +140,10 @@ def training_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
         # The bridge steps on 'command' batches only.
         'safety': safety_spec(cfg, task, limits_file, n, lockstep=True, run_dir=run_dir),
     }
+    # The simulated robots: one hardware id per task; every node on the bridge's /clock.
+    params = with_health(params, cfg, f'sim/{task.name}')
     return Graph('train', (BRIDGE, PERCEPTION, POLICY, TRAINER, SAFETY), params,
-                 end_node='trainer')
+                 end_node='trainer', use_sim_time=True)
 
 
 def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams,
@@ -144,7 +161,7 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
     controller, armed or not at start.
     """
     def ns(topic: str) -> str:  # a robot's topic inside its namespace (a fleet on one graph)
-        return f'{namespace.rstrip("/")}/{topic.lstrip("/")}' if namespace else topic
+        return namespaced(namespace, topic)
 
     inputs = profile.task_inputs.model_copy(update={
         k: ns(getattr(profile.task_inputs, k))
@@ -172,12 +189,58 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
         'safety': spec.safety.model_copy(update={'watchdog_timeout_s': watchdog})})
     # The graph's own topics (absolute names) and the robot's joint states, per robot.
     own = {t: ns(t) for t in (topics.OBSERVATION, topics.ACTION, topics.WEIGHTS,
-                              topics.SAFE_COMMAND)}
+                              topics.SAFE_COMMAND, topics.ROLLOUT)}
     remap = {**own, topics.JOINT_STATES: ns(profile.joint_states_topic)}
-    return Graph('deploy', (PERCEPTION, POLICY, SAFETY),
-                 {'perception': per, 'policy': pol, 'safety': spec},
+    params = with_health({'perception': per, 'policy': pol, 'safety': spec}, cfg,
+                         f'robot/{profile.name}{namespace.rstrip("/")}', namespace)
+    return Graph('deploy', (PERCEPTION, POLICY, SAFETY), params,
                  namespace=namespace, remappings={n: dict(remap) for n in (
                      'perception', 'policy', 'safety')})
+
+
+RECORDER = NodeSpec('recorder', 'unilab', 'recorder_node', 'unilab.bag.recorder_node',
+                    'RecorderNode')
+ADAPTER = NodeSpec('adapter', 'unilab', 'adapter_node', 'unilab.adapt.adapter_node',
+                   'AdapterNode')
+
+
+def adapt_graph(deploy: Graph, cfg: RunConfig, model: str | pathlib.Path,
+                run_dir: str | pathlib.Path) -> Graph:
+    """
+    Return the adaptation graph: a deploy graph that learns on the robot (docs/adapt.md).
+
+    The deploy graph's policy samples and sends its steps as rollout chunks
+    (``adapt`` mode: never waits), a recorder writes the deployed topics into
+    rotating rosbag2 bags (bounded disk use), and the adapter fine-tunes on
+    the chunks and publishes the versions its fuse allows on the weights topic.
+    """
+    from unilab.adapt.params import AdapterNodeParams
+    from unilab.bag.recorder_params import RecorderNodeParams
+    a = cfg.adapt
+    params = dict(deploy.parameters)
+    params['policy'] = params['policy'].model_copy(update={'mode': 'adapt'})
+    safety = params['safety']
+    recorded = [topics.ROLLOUT, topics.WEIGHTS, topics.OBSERVATION, topics.SAFE_COMMAND,
+                topics.JOINT_STATES, safety.output.topic]
+    params['recorder'] = RecorderNodeParams(
+        out=str(pathlib.Path(run_dir) / 'recordings'), topics=list(dict.fromkeys(recorded)),
+        rotate_mb=a.record_rotate_mb, keep_mb=a.record_keep_mb)
+    # The adapter reports as part of the robot; it needs the deploy graph's nodes (they do
+    # not need it).
+    robot_health = params['policy'].health
+    ns = deploy.namespace.rstrip('/')
+    params['adapter'] = AdapterNodeParams(
+        run_dir=str(run_dir), model=str(model), adapt=a, health=robot_health.model_copy(
+            update={'peers': [f'{ns}/{n.name}' for n in deploy.nodes]}))
+    remap = dict(deploy.remappings)
+    robot = remap.get('policy', {})
+    remap['recorder'] = dict(robot)
+    remap['adapter'] = dict(robot)
+    # The robot runs on if the learner or the recorder dies (a killed adapter leaves the
+    # deployed version acting).
+    return Graph('adapt', deploy.nodes + (RECORDER, ADAPTER), params,
+                 namespace=deploy.namespace, remappings=remap,
+                 optional=('recorder', 'adapter'))
 
 
 # ---------------------------------------------------------------- robot side (robot double)

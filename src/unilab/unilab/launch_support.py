@@ -65,3 +65,29 @@ def robot_sim_launch_kwargs(graph, params_file, urdf: str = '',
                                 'frame_prefix': ns.strip('/') + '/' if ns else ''}],
                 'remappings': [('joint_states', namespaced(ns, joint_states_topic))]})
     return out
+
+
+#: Launch arguments of ``deploy.launch.py`` and ``adapt.launch.py`` (name -> help).
+DEPLOY_LAUNCH_ARGS = {
+    'model': 'run directory, checkpoint or exported model (required; adapt: not an export)',
+    'robot': 'robot profile: shipped name or YAML file (required)',
+    'armed': 'true: commands reach the robot at once; default false',
+    'namespace': 'ROS namespace of this robot; empty = none',
+    'config': 'extra YAML merged over the defaults; empty = none',
+    'run_dir': 'output directory; empty = runs/<robot>-deploy-<time> (or -adapt-)',
+}
+
+
+def deploy_launch_nodes(arg, adapt: bool = False) -> list[dict]:
+    """
+    Return the Node keyword arguments of the deploy (or adapt) graph for launch arguments.
+
+    ``arg(name)`` returns a launch argument's value ('' = unset); the graph is
+    the one ``unilab deploy`` / ``unilab adapt`` prepares.
+    """
+    from unilab.deploy import prepare_deploy
+    run = prepare_deploy(arg('model'), arg('robot'), armed=arg('armed').lower() == 'true',
+                         namespace=arg('namespace'),
+                         config_files=[arg('config')] if arg('config') else [],
+                         run_dir=arg('run_dir') or None, adapt=adapt)
+    return launch_node_kwargs(run.graph, run.params_file, run.cfg.transport.backend)

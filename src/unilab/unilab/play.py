@@ -26,13 +26,12 @@ import dataclasses
 import pathlib
 
 import numpy as np
+from unilab_bridge.tasks.reach_reward import final_distance, SUCCESS_M
 from unilab_core.atomic import atomic_path
 from unilab_core.config import ConfigError
 
 #: Frames in the ``--frames`` strip.
 STRIP_FRAMES = 6
-#: Reach success radius (as ``bench sim2real`` and the robot double's scenario).
-SUCCESS_M = 0.05
 
 
 class RenderUnavailable(RuntimeError):
@@ -121,7 +120,6 @@ def play(opts: PlayOptions) -> dict:
     returns, final_dist = [], []
     with make_task(p.run.task, 1, seed=opts.seed,
                    disturbances=VARIANTS[opts.variant]) as task:
-        inner = getattr(task, 'inner', task)
         sim = getattr(task, 'sim', None)
         if sim is None:
             raise ConfigError(f'task {p.run.task}: not a UniLab MuJoCo task; play renders '
@@ -156,10 +154,9 @@ def play(opts: PlayOptions) -> dict:
             done = state.terminated | state.truncated
             if done[0]:
                 returns.append(float(state.episode_return[0]))
-                terms = getattr(inner, 'reward_terms', {})
-                scale = getattr(inner, 'reward_scales', {}).get('distance')
-                if 'distance' in terms and scale:
-                    final_dist.append(float(abs(terms['distance'][0] / scale)))
+                dist = final_distance(task, done)
+                if dist is not None:
+                    final_dist.append(float(dist[0]))
             frame()
 
         with stack:

@@ -1,6 +1,14 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""``unilab plot RUN_DIR...``: training curves (mean episode return vs steps) as a PNG."""
+"""
+``unilab plot RUN_DIR...``: training curves as a PNG, one panel per metric.
+
+The default panel is the mean episode return; ``--metric`` names any column of
+``metrics.csv`` (``episodes/success_rate``, ``safety/clamp_share``, ...), and
+``--metric operations`` stands for ``OPERATIONS``: what an operator watches
+besides the return (success, episode length, the safety gate's rates,
+transport drops).
+"""
 
 from __future__ import annotations
 
@@ -11,25 +19,53 @@ import pathlib
 from unilab_core.atomic import atomic_path
 
 
+#: The default panel.
+RETURN = 'charts/mean_return'
+#: ``--metric operations``: the rates an operator watches besides the return.
+OPERATIONS = ('episodes/success_rate', 'episodes/length_mean', 'safety/clamp_share',
+              'safety/fallback_share', 'safety/reject_share', 'transport/drop_share')
+LABELS = {RETURN: 'mean episode return', 'episodes/success_rate': 'success rate',
+          'episodes/length_mean': 'mean episode length (steps)',
+          'safety/clamp_share': 'share of rows clamped',
+          'safety/fallback_share': 'share of watchdog fallbacks',
+          'safety/reject_share': 'share of rows rejected',
+          'transport/drop_share': 'share of messages dropped'}
+
+
 class MetricsFileError(ValueError):
     """A metrics or monitor CSV cannot be read (the message names the file)."""
 
 
-def read_curve(run_dir: str | pathlib.Path) -> tuple[list[float], list[float]]:
-    """Return (env steps, mean return) from a run's metrics.csv."""
+def expand_metrics(names) -> list[str]:
+    """Return the panels for ``--metric`` values (``operations`` expanded; default: return)."""
+    out = []
+    for n in names or [RETURN]:
+        out += list(OPERATIONS) if n == 'operations' else [n]
+    return list(dict.fromkeys(out))
+
+
+def read_curve(run_dir: str | pathlib.Path,
+               metric: str = RETURN) -> tuple[list[float], list[float]]:
+    """Return (env steps, ``metric``) from a run's metrics.csv, rows where it is a number."""
     path = pathlib.Path(run_dir) / 'metrics.csv'
-    steps, returns = [], []
+    steps, values = [], []
     try:
         with open(path) as f:
-            for row in csv.DictReader(f):
-                value = float(row.get('charts/mean_return') or 'nan')
+            reader = csv.DictReader(f)
+            if reader.fieldnames is not None and metric not in reader.fieldnames:
+                raise MetricsFileError(f'{path}: no column `{metric}` (a run from before it '
+                                       'was logged, or a misspelt name)')
+            for row in reader:
+                value = float(row.get(metric) or 'nan')
                 if not math.isnan(value):
                     steps.append(float(row['env_steps']))
-                    returns.append(value)
+                    values.append(value)
     except (UnicodeDecodeError, csv.Error, KeyError, ValueError, TypeError) as exc:
+        if isinstance(exc, MetricsFileError):
+            raise
         raise MetricsFileError(f'{path}: not a metrics file ({type(exc).__name__}: {exc})'
                                ) from None
-    return steps, returns
+    return steps, values
 
 
 def read_monitor(path: str | pathlib.Path, window: int = 64) -> tuple[list[float], list[float]]:
@@ -51,28 +87,35 @@ def read_monitor(path: str | pathlib.Path, window: int = 64) -> tuple[list[float
 
 
 def plot_runs(run_dirs: list[str], out: str, title: str = '',
-              monitors: list[str] = (), labels: list[str] = ()) -> pathlib.Path:
+              monitors: list[str] = (), labels: list[str] = (),
+              metrics: list[str] = ()) -> pathlib.Path:
     """
     Plot one curve per run (and per SB3 monitor file) into ``out`` (PNG, atomic).
 
     ``labels`` name the curves in order (runs first, then monitors); the
-    default label is the run directory's or file's name.
+    default label is the run directory's or file's name. ``metrics`` are the
+    panels (``expand_metrics``); SB3 monitors have a return only.
     """
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
-    curves = [(read_curve(r), pathlib.Path(r).name) for r in run_dirs]
-    curves += [(read_monitor(m), pathlib.Path(m).name) for m in monitors]
-    for i, ((steps, returns), name) in enumerate(curves):
-        label = labels[i] if i < len(labels) else name
-        ax.plot([s / 1e6 for s in steps], returns, label=label, lw=1.5)
-    ax.set_xlabel('environment steps (millions)')
-    ax.set_ylabel('mean episode return')
-    ax.set_title(title or 'UniLab training')
-    ax.grid(alpha=0.3)
-    ax.legend(loc='lower right', fontsize=8)
+    panels = expand_metrics(metrics)
+    curves = {m: [(read_curve(r, m), pathlib.Path(r).name) for r in run_dirs]
+              for m in panels}
+    if RETURN in curves:
+        curves[RETURN] += [(read_monitor(m), pathlib.Path(m).name) for m in monitors]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(7, 2.2 + 1.8 * len(panels)), dpi=110,
+                             sharex=True, squeeze=False)
+    for ax, metric in zip(axes[:, 0], panels):
+        for i, ((steps, values), name) in enumerate(curves[metric]):
+            label = labels[i] if i < len(labels) else name
+            ax.plot([s / 1e6 for s in steps], values, label=label, lw=1.5)
+        ax.set_ylabel(LABELS.get(metric, metric), fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_title(title or 'UniLab training')
+    axes[0, 0].legend(loc='best', fontsize=8)
+    axes[-1, 0].set_xlabel('environment steps (millions)')
     fig.tight_layout()
     out_path = pathlib.Path(out)
     with atomic_path(out_path) as tmp:

@@ -10,6 +10,7 @@ import os
 import pathlib
 import signal
 import subprocess
+import sys
 import time
 from typing import Callable
 
@@ -89,10 +90,13 @@ def spin_processes(graph, params_file: pathlib.Path, logs: pathlib.Path,
     Run one process per node of ``graph``; stop them all when ``until(procs)`` is true.
 
     Without ``until`` it runs until Ctrl-C. A node that exits on its own before
-    that is a GraphFailed naming it and its log. Returns the exit codes.
+    that is a GraphFailed naming it and its log, unless the graph lists it as
+    ``optional`` (then its exit is reported and the rest runs on). Returns the
+    exit codes.
     """
     logs.mkdir(parents=True, exist_ok=True)
     procs = {}
+    gone: set[str] = set()
     env = dict(os.environ)
     try:
         for spec in graph.nodes:
@@ -108,6 +112,12 @@ def spin_processes(graph, params_file: pathlib.Path, logs: pathlib.Path,
                 if until is not None and until(procs):
                     break
                 dead = [n for n, p in procs.items() if p.poll() is not None]
+                for n in [n for n in dead if n in graph.optional and n not in gone]:
+                    gone.add(n)
+                    print(f'unilab: node `{n}` exited ({procs[n].returncode}); the graph '
+                          f'runs on without it; see {logs}/{n}.log', file=sys.stderr,
+                          flush=True)
+                dead = [n for n in dead if n not in graph.optional]
                 if dead:
                     raise GraphFailed(f'node(s) {dead} exited early; see {logs}')
         except KeyboardInterrupt:

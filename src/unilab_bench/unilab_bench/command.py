@@ -33,12 +33,16 @@ def add_command(sub) -> None:
     b.add_argument('--steps', type=int, default=None,
                    help='graph: control steps to time (300); train: env steps (50000); '
                    'transport: messages per path and rate (100); '
-                   'sim2real: env steps per trained policy (1500000); '
+                   'sim2real: env steps per trained policy (1500000); adapt: rounds (20); '
                    'deploy: control cycles per controller (10000); transfer: env steps per '
                    'policy trained (1500000)')
     b.add_argument('--num-envs', type=int, default=None, help='envs (graph: 64)')
     b.add_argument('--task', help='task (graph: arm6_reach, train: Hopper-v5)')
     b.add_argument('--seed', type=int, default=0)
+    b.add_argument('--model', default=None,
+                   help='adapt: the nominal-trained arm6_reach run directory to adapt; '
+                   'deploy: run directory or exported model (default: a fresh network of '
+                   'the default configuration)')
     b.add_argument('--seeds', default=None,
                    help='sim2real: comma-separated training seeds, e.g. 0,1,2 (per-seed '
                    'figures, their means and minima; the target on the mean returns)')
@@ -47,9 +51,7 @@ def add_command(sub) -> None:
     b.add_argument('--duration', type=float, default=None, help='safety: s per variant (30)')
     b.add_argument('--png', default=None, help='safety: write the latency histogram here; '
                    'transport: the latency CDFs (docs/transport_latency.png); '
-                   'sim2real: returns and success per seed')
-    b.add_argument('--model', default=None, help='deploy: run directory or exported model '
-                   '(default: a fresh network of the default configuration)')
+                   'sim2real: returns and success per seed; adapt: success per round')
     b.add_argument('--robot', default=None, help='deploy: robot profile (arm6)')
     b.add_argument('--goals', type=int, default=None,
                    help='transfer: goals per deployed policy (100)')

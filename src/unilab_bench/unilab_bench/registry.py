@@ -10,6 +10,7 @@ Each benchmark is a module of this package; this registry maps names to them.
 
 from __future__ import annotations
 
+from unilab_bench.adapt import bench_adapt
 from unilab_bench.bridge import bench_bridge
 from unilab_bench.deploy import bench_deploy
 from unilab_bench.gae import bench_gae
@@ -25,7 +26,7 @@ from unilab_bench.transport import bench_transport
 BENCHMARKS = {'graph': bench_graph, 'gae': bench_gae, 'train': bench_train,
               'bridge': bench_bridge, 'safety': bench_safety,
               'perception': bench_perception, 'transport': bench_transport,
-              'sim2real': bench_sim2real, 'deploy': bench_deploy,
+              'sim2real': bench_sim2real, 'adapt': bench_adapt, 'deploy': bench_deploy,
               'transfer': bench_transfer}
 
 

@@ -27,6 +27,7 @@ import time
 from builtin_interfaces.msg import Time
 import numpy as np
 from rcl_interfaces.msg import ParameterEvent
+from rclpy.clock import Clock as RosClock, ClockType
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rclpy.type_support import check_for_type_support
@@ -36,9 +37,11 @@ from unilab_bridge.params import BridgeNodeParams
 from unilab_bridge.sensor_msgs_out import make_imu, make_pointcloud
 from unilab_bridge.sensors import Lidar
 from unilab_bridge.tasks import make_task, UnknownTaskError
+from unilab_bridge.tasks.reach_reward import episode_success
 from unilab_core import topics
 from unilab_core.config import BridgeSection, ConfigError, DisturbancesSection
 from unilab_core.joint_names import batched_joint_names
+from unilab_core.ros.diagnostics import NodeDiagnostics
 from unilab_core.ros.joint_state_topic import (joint_state_capacity, joint_state_msg,
                                                joint_state_tensors, KIND as KIND_JOINT_STATE,
                                                names_key)
@@ -84,7 +87,8 @@ class BridgeNode(Node):
         self._sensor_envs = range(min(b.sensor_envs or self.num_envs, self.num_envs))
         self._setup_sensors(b, disturbances)
         self.seq = 0
-        self.counters = {'steps': 0, 'republished': 0, 'stale_commands': 0, 'bad_commands': 0}
+        self.counters = {'steps': 0, 'republished': 0, 'stale_commands': 0, 'bad_commands': 0,
+                         'episodes_ended': 0, 'episodes_judged': 0, 'episodes_succeeded': 0}
         self._logged: set[str] = set()
         js_names = batched_joint_names(self.task.joint_names, self.num_envs)
         self._js_key = names_key(js_names)
@@ -120,7 +124,11 @@ class BridgeNode(Node):
             sim.materialize()
         for level, text in self._later:
             getattr(self.get_logger(), level)(text)
-        self.create_timer(self.timeout / 2.0, self._check_timeout)
+        # Wall-clock timers: with use_sim_time a ROS timer would wait for the very
+        # /clock this node publishes only after a step, and never re-send.
+        steady = RosClock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(self.timeout / 2.0, self._check_timeout, clock=steady)
+        self.health = NodeDiagnostics(self, p.health, self._health_counters)
         self.get_logger().info(
             f'{task_name}: {self.num_envs} envs, {len(self.task.joint_names)} joints, '
             f'control dt {self.task.control_dt:.3f} s, obs {self.task.obs_dim}, '
@@ -253,7 +261,26 @@ class BridgeNode(Node):
             self._write_episode_log()
         self.seq += 1
         self.counters['steps'] += 1
+        self._count_episodes()
         self._publish()
+
+    def _count_episodes(self) -> None:
+        # Episodes that ended, and the success of those the task can judge (a reach).
+        done = self.state.terminated | self.state.truncated
+        if not done.any():
+            return
+        c = self.counters
+        c['episodes_ended'] += int(done.sum())
+        success = episode_success(self.task, done)
+        if success is not None:
+            c['episodes_judged'] += int(success.size)
+            c['episodes_succeeded'] += int(success.sum())
+
+    def _health_counters(self) -> dict:
+        c = self.counters
+        return {**c, 'stale': c['stale_commands'], 'dropped': c['bad_commands'],
+                'messages': c['steps'] + c['stale_commands'] + c['bad_commands']
+                + c.get('fallback_commands', 0)}
 
     def _bad(self, text: str) -> None:
         self.counters['bad_commands'] += 1
@@ -269,6 +296,8 @@ class BridgeNode(Node):
 
     def destroy_node(self):
         """Release transport endpoints (unlink shared memory), then destroy the node."""
+        if hasattr(self, 'health'):
+            self.health.close()
         close_endpoints(self)
         return super().destroy_node()
 

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 from unilab_bridge.variants import VARIANTS
 from unilab_core.config import _Section, BridgeSection, DisturbancesSection, RunSection
+from unilab_core.health import HealthParams
 
 
 class BridgeNodeParams(_Section):
@@ -23,6 +24,7 @@ class BridgeNodeParams(_Section):
         'error instead of a warning.')
     bridge: BridgeSection = Field(default_factory=BridgeSection)
     disturbances: DisturbancesSection = Field(default_factory=DisturbancesSection)
+    health: HealthParams = Field(default_factory=HealthParams)
 
 
 class RobotDoubleParams(_Section):

@@ -318,6 +318,35 @@ class PerceptionSection(_Section):
         return self
 
 
+class HealthSection(_Section):
+    """When a node's ``/diagnostics`` status turns WARN or ERROR (docs/operations.md)."""
+
+    period_s: float = Field(
+        1.0, gt=0.0, description='Period of every node\'s /diagnostics status (the safety '
+        'node keeps safety.diagnostics_period_s); shares are taken over one period.')
+    clamp_share_warn: float = Field(
+        0.2, ge=0.0, le=1.0, description='WARN when more than this share of the period\'s '
+        'action rows was clamped by the safety gate.')
+    reject_share_warn: float = Field(
+        0.0, ge=0.0, le=1.0, description='WARN when more than this share of the action rows '
+        'was rejected (NaN/Inf, bad shape; 0 = any).')
+    fallback_share_warn: float = Field(
+        0.05, ge=0.0, le=1.0, description='WARN when more than this share of the safety '
+        'outputs were watchdog fallbacks (no fresh action in time).')
+    deadline_miss_share_warn: float = Field(
+        0.01, ge=0.0, le=1.0, description='WARN when more than this share of the safety '
+        'loop\'s cycles missed their deadline.')
+    drop_share_warn: float = Field(
+        0.01, ge=0.0, le=1.0, description='WARN when more than this share of a node\'s '
+        'messages was dropped (transport skips and errors, invalid input).')
+    stale_share_warn: float = Field(
+        0.05, ge=0.0, le=1.0, description='WARN when more than this share of a node\'s '
+        'input was stale (old commands, old joint states, unmatched stamps).')
+    peer_timeout_s: float = Field(
+        30.0, gt=0.0, description='A peer node of the graph not on the graph yet is a WARN '
+        'for this long after start, then an ERROR; one that has left it is an ERROR at once.')
+
+
 class LoggingSection(_Section):
     """Run directory outputs."""
 
@@ -419,6 +448,59 @@ class OfflineSection(_Section):
         '/joint_states + /unilab/task_state (through perception) + /unilab/action.')
 
 
+class AdaptSection(_Section):
+    """
+    Online adaptation on a robot (``unilab adapt``): fine-tune rounds and the safety fuse.
+
+    See docs/adapt.md. A round starts every ``period_s`` once the running
+    version has ``min_episodes`` complete robot episodes.
+    """
+
+    period_s: float = Field(60.0, gt=0.0, description='Seconds between adaptation rounds.')
+    min_episodes: int = Field(8, gt=0, description='Complete robot episodes of the running '
+                              'version before a round scores it and fine-tunes.')
+    window_steps: int = Field(20000, gt=0, description='Most recent robot steps kept for '
+                              'fine-tuning (older ones are dropped, counted).')
+    layers: Literal['last', 'all'] = Field('last', description='Fine-tune the last '
+                                           '`last_layers` linear layers of actor and critic, '
+                                           'or all weights.')
+    last_layers: int = Field(2, gt=0, description='Linear layers counted from the output '
+                             '(layers: last).')
+    method: Literal['ppo'] = Field('ppo', description='Fine-tuning method: PPO on the '
+                                   'recorded on-policy steps with their log-probs.')
+    lr: float = Field(1e-4, gt=0.0, lt=1.0, description='Fine-tuning learning rate (fixed).')
+    epochs: int = Field(4, gt=0, description='PPO epochs over the window per round.')
+    batch_size: int = Field(32, gt=0, description='Minibatch size (transitions).')
+    sim_envs: int = Field(8, gt=0, description='Simulated envs of the simulation test.')
+    sim_episodes_per_env: int = Field(2, gt=0, description='Episodes per env of the '
+                                      'simulation test.')
+    sim_seed: int = Field(1234, ge=0, description='Fixed seed of the simulation test.')
+    sim_variant: str = Field('nominal', description='Robot variant the simulation test runs '
+                             '(unilab_bridge.variants: nominal, real, ...).')
+    sim_tolerance: float = Field(0.05, ge=0.0, le=1.0, description='A candidate whose '
+                                 'simulation success is below the running version\'s by more '
+                                 'is never deployed.')
+    drop_tolerance: float = Field(0.05, ge=0.0, le=1.0, description='Robot success below the '
+                                  'last good version\'s by more counts as a drop.')
+    consecutive_drops: int = Field(3, gt=0, description='Drops in a row that roll back to '
+                                   'the last good version.')
+    drop_z: float = Field(1.0, ge=0.0, description='A drop must also exceed this many '
+                          'standard errors of the two success fractions (0: bare threshold).')
+    hold_after_rollback: bool = Field(True, description='After a rollback deploy no new '
+                                      'candidate until an operator resumes (adapter\'s '
+                                      '~/resume service).')
+    torch_threads: int = Field(1, gt=0, description='CPU threads of the fine-tuning.')
+    nice: int = Field(10, ge=0, le=19, description='Scheduling niceness of the adapter '
+                      'process (the control loop keeps the CPU).')
+    record_rotate_mb: float = Field(16.0, gt=0.0, description='Recorder: new bag after this '
+                                    'many MB.')
+    record_keep_mb: float = Field(512.0, gt=0.0, description='Recorder: disk budget of the '
+                                  'closed bags (oldest deleted, counted).')
+    sabotage: Literal['none', 'sign_flip', 'huge_lr'] = Field(
+        'none', description='Make fine-tuning harm the policy (bench and tests of the fuse '
+        'only).')
+
+
 SECTIONS: dict[str, type[_Section]] = {
     'run': RunSection, 'gpu': GpuSection, 'bridge': BridgeSection,
     'disturbances': DisturbancesSection,
@@ -426,6 +508,7 @@ SECTIONS: dict[str, type[_Section]] = {
     'rollout': RolloutSection, 'advantage': AdvantageSection,
     'policy_update': PolicyUpdateSection, 'model': ModelSection,
     'normalization': NormalizationSection, 'offline': OfflineSection,
+    'adapt': AdaptSection,
 }
 
 
@@ -446,6 +529,8 @@ class RunConfig(_Section):
     model: ModelSection = Field(default_factory=ModelSection)
     normalization: NormalizationSection = Field(default_factory=NormalizationSection)
     offline: OfflineSection = Field(default_factory=OfflineSection)
+    health: HealthSection = Field(default_factory=HealthSection)
+    adapt: AdaptSection = Field(default_factory=AdaptSection)
 
     def to_dict(self) -> dict[str, Any]:
         """Return plain data (for YAML dumps and node parameters)."""

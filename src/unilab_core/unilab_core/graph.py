@@ -22,6 +22,16 @@ from unilab_core.config import _Section
 import yaml
 
 
+#: Parameters every rclpy node declares itself; a graph's parameter file may set them,
+#: they are no part of a node's typed model.
+ROS_OWN_PARAMETERS = ('use_sim_time',)
+
+
+def model_parameters(ros_parameters: dict) -> dict:
+    """Return a node's ``ros__parameters`` without rclpy's own (``use_sim_time``)."""
+    return {k: v for k, v in ros_parameters.items() if k not in ROS_OWN_PARAMETERS}
+
+
 class _NoAliasDumper(yaml.SafeDumper):
     """SafeDumper without anchors/aliases: rcl's parameter-file parser rejects them."""
 
@@ -75,6 +85,12 @@ class Graph:
     end_node: str = ''
     #: ``{node_name: {from_topic: to_topic}}``: ROS remappings (a robot's own topic names).
     remappings: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    #: Every node runs on the simulated time the graph publishes on /clock (a simulated
+    #: graph), so stamps on every topic agree; False: wall time (a robot).
+    use_sim_time: bool = False
+    #: Nodes the graph runs on without (the adapter and recorder beside a robot's control
+    #: loop): their exit is reported, the others keep running.
+    optional: tuple[str, ...] = ()
 
     def node(self, name: str) -> NodeSpec:
         """Return the node called ``name``."""
@@ -97,8 +113,9 @@ class Graph:
 
     def params_yaml(self) -> str:
         """Render the ROS parameter file (``node: ros__parameters: ...``)."""
+        sim = {'use_sim_time': True} if self.use_sim_time else {}
         return yaml.dump(
-            {self.param_key(n): {'ros__parameters': p}
+            {self.param_key(n): {'ros__parameters': {**p, **sim}}
              for n, p in self.plain_parameters().items()},
             Dumper=_NoAliasDumper, sort_keys=False)
 

@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 from unilab_core import topics
 from unilab_core.config import _Section
+from unilab_core.health import HealthParams
 from unilab_core.robot_profile import TaskInputsSection
 
 #: Point-cloud stages, applied in the order given in ``pointcloud.stages``.
@@ -197,6 +198,7 @@ class PerceptionNodeParams(_Section):
     imu: ImuSection = Field(default_factory=ImuSection)
     image: ImageSection = Field(default_factory=ImageSection)
     encoder: EncoderSection = Field(default_factory=EncoderSection)
+    health: HealthParams = Field(default_factory=HealthParams)
 
 
 SECTIONS = {'sensors': SensorsSection, 'pointcloud': PointCloudSection, 'bev': BevSection,

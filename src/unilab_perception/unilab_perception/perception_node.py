@@ -32,6 +32,7 @@ from unilab_core import topics
 from unilab_core.config import ConfigError
 from unilab_core.droplog import DropLog
 from unilab_core.joint_names import env_of, JointLayoutError, JointStateIndex
+from unilab_core.ros.diagnostics import NodeDiagnostics
 from unilab_core.ros.joint_state_topic import JointStateInput
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.qos import sensor_qos
@@ -146,6 +147,10 @@ class PerceptionNode(Node):
         if self.image is not None:
             self.create_subscription(Image, self.cfg['image'].topic, self._on_image,
                                      sensor)
+        encoders = [x for x in (getattr(self, 'pipeline', None),
+                                getattr(self, 'image_pipeline', None)) if x is not None]
+        self.health = NodeDiagnostics(self, p.health, self._health_counters,
+                                      device=encoders[0].device if encoders else None)
 
     # -- bookkeeping -----------------------------------------------------
     def _invalid(self, kind: str, why: str) -> None:
@@ -396,8 +401,15 @@ class PerceptionNode(Node):
         first = min(a for _, a in parts.values())
         return encode([parts[i][0] for i in range(self.num_envs)]), first
 
+    def _health_counters(self) -> dict:
+        c = self.counters
+        return {**c, 'dropped': c['invalid'], 'stale': c['unmatched'],
+                'messages': c['published'] + c['invalid'] + c['unmatched']}
+
     def destroy_node(self):
         """Release transport endpoints (unlink shared memory), then destroy the node."""
+        if hasattr(self, 'health'):
+            self.health.close()
         close_endpoints(self)
         return super().destroy_node()
 

@@ -96,7 +96,7 @@ def test_metrics_csv_rows(tmp_path, rng):
     assert len(rows) == 2
     assert list(rows[0]) == ['update', 'env_steps'] + PPO_COLUMNS + CHART_COLUMNS + [
         'policy/weights_version', 'policy/action_std', 'policy/rejected_updates',
-        'policy/failed_updates']
+        'policy/failed_updates', 'episodes/length_mean']
     assert [int(r['update']) for r in rows] == [1, 2]
     assert [int(r['env_steps']) for r in rows] == [T * N, 2 * T * N]
     assert float(rows[1]['charts/env_steps']) == 2 * T * N
@@ -105,6 +105,26 @@ def test_metrics_csv_rows(tmp_path, rng):
         if name != 'charts/explained_variance':
             assert math.isfinite(float(rows[0][name])), name
     assert not (tmp_path / 'tensorboard').exists()
+
+
+def test_rows_carry_the_ended_episodes_length_and_the_graphs_columns(tmp_path, rng):
+    tr = _trainer(tmp_path)
+    tr.extra_metrics = lambda: {'safety/clamp_share': 0.98}
+    ended = np.full((K, N), np.nan, np.float32)
+    ended[1] = [-1.0, -2.0]  # both envs end an episode at the chunk's second step
+    lengths = np.zeros((K, N), np.float32)
+    lengths[1] = [10, 30]
+    chunk = _chunk(tr, rng, ended)
+    chunk['episode_length'] = lengths
+    tr.add_chunk(chunk, tr.version)
+    tr.add_chunk(_chunk(tr, rng), tr.version)
+    _rollout(tr, rng)  # no episode ends in the second rollout
+    tr.close()
+    with open(tmp_path / 'metrics.csv', newline='') as f:
+        rows = list(csv.DictReader(f))
+    assert float(rows[0]['episodes/length_mean']) == 20.0
+    assert math.isnan(float(rows[1]['episodes/length_mean']))
+    assert [float(r['safety/clamp_share']) for r in rows] == [0.98, 0.98]
 
 
 def test_stale_chunk_raises_and_is_counted(tmp_path, rng):

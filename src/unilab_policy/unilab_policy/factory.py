@@ -21,6 +21,7 @@ import torch
 from unilab_core.config import (AdvantageSection, ConfigError, ModelSection,
                                 NormalizationSection, PolicyUpdateSection, RolloutSection)
 from unilab_core.errors import one_line
+from unilab_core.graph import model_parameters
 
 from unilab_policy.actor import PolicyActor
 from unilab_policy.checkpoint import load_checkpoint, restoring
@@ -125,7 +126,7 @@ _LEGACY_KEYS = {'device': 'run', 'torch_threads': 'run', 'seed': 'run', 'num_env
 
 def _upgrade(params: dict) -> dict:
     """Return older runs' flat policy parameters in today's layout (others unchanged)."""
-    params = dict(params)
+    params = model_parameters(params)
     for key, section in _LEGACY_KEYS.items():
         if key in params:
             params.setdefault(section, {})[key] = params.pop(key)

@@ -19,6 +19,7 @@ from pydantic import Field, model_validator
 from unilab_core.config import (_Section, AdvantageSection, GpuSection, LoggingSection,
                                 ModelSection, NormalizationSection, PolicyUpdateSection,
                                 RolloutSection, RunSection)
+from unilab_core.health import HealthParams
 
 
 class PolicyNetParams(_Section):
@@ -52,6 +53,7 @@ class PolicyNodeParams(PolicyNetParams):
     weights_file: str = Field(
         '', description='deploy: a run directory, a checkpoint (.pt) or an exported ONNX '
         'model to load at start ("" = wait for the weights topic).')
+    health: HealthParams = Field(default_factory=HealthParams)
 
     @model_validator(mode='after')
     def _ranges(self):
@@ -76,3 +78,4 @@ class TrainerNodeParams(PolicyNetParams):
     advantage: AdvantageSection = Field(default_factory=AdvantageSection)
     policy_update: PolicyUpdateSection = Field(default_factory=PolicyUpdateSection)
     logging: LoggingSection = Field(default_factory=LoggingSection)
+    health: HealthParams = Field(default_factory=HealthParams)

@@ -16,6 +16,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from unilab_core import topics
 from unilab_core.config import ConfigError
+from unilab_core.ros.diagnostics import NodeDiagnostics
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
 from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
@@ -68,6 +69,7 @@ class PolicyNode(Node):
                                           on_error=self._bad_obs)
         self.weights_sub = TensorSubscription(self, topics.WEIGHTS, self._on_weights,
                                               policy='reliable', depth=4, qos=WEIGHTS_QOS)
+        self.health = NodeDiagnostics(self, p.health, self._health_counters, device=self.device)
 
     def _on_weights(self, batch: Batch) -> None:
         try:
@@ -100,8 +102,14 @@ class PolicyNode(Node):
         tensors = {'action': out.action, 'value': out.value, 'log_prob': out.log_prob}
         self.action_pub.publish('action', out.seq, tensors, out.version, out.stamp_ns)
 
+    def _health_counters(self) -> dict:
+        c = self.counters
+        return {**c, 'dropped': c['bad_obs'], 'messages': c['steps'] + c['bad_obs']}
+
     def destroy_node(self):
         """Release transport endpoints (unlink shared memory), then destroy the node."""
+        if hasattr(self, 'health'):
+            self.health.close()
         close_endpoints(self)
         return super().destroy_node()
 

@@ -16,6 +16,7 @@ import copy
 import math
 import pathlib
 import time
+from typing import Callable
 import warnings
 
 import numpy as np
@@ -89,6 +90,10 @@ class Trainer:
         self.updates = 0
         self.env_steps = 0
         self.episode_returns: list[float] = []
+        #: Lengths of the episodes that ended since the last metrics row.
+        self.episode_lengths: list[float] = []
+        #: Columns of the graph (success, safety, transport) the node adds to each row.
+        self.extra_metrics: Callable[[], dict[str, float]] | None = None
         self.stale_chunks = 0
         self.bad_chunks = 0
         self.rejected_updates = 0
@@ -141,8 +146,10 @@ class Trainer:
             'mu': torch.as_tensor(t['mu'], device=dev),
             'sigma': torch.as_tensor(t['sigma'], device=dev),
         }, start)
-        finished = t['episode_return'][~np.isnan(t['episode_return'])]
-        self.episode_returns.extend(float(x) for x in finished)
+        ended = ~np.isnan(t['episode_return'])
+        self.episode_returns.extend(float(x) for x in t['episode_return'][ended])
+        if 'episode_length' in t:
+            self.episode_lengths.extend(float(x) for x in t['episode_length'][ended])
         if not self.storage.is_full:
             return False
         self._update(torch.as_tensor(t['next_obs'], device=self.device))
@@ -220,7 +227,12 @@ class Trainer:
             'policy/action_std': float(self.bundle.actor_critic.action_std.mean().detach()),
             'policy/rejected_updates': float(self.rejected_updates),
             'policy/failed_updates': float(self.failed_updates),
+            'episodes/length_mean': (float(np.mean(self.episode_lengths))
+                                     if self.episode_lengths else math.nan),
         })
+        self.episode_lengths.clear()
+        if self.extra_metrics is not None:
+            metrics.update(self.extra_metrics())
         self.log.write(self.updates, self.env_steps, metrics)
         if self.consecutive_failures >= MAX_CONSECUTIVE_FAILURES:
             raise TrainingFailedError(

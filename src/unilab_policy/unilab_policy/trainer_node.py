@@ -13,11 +13,14 @@ from __future__ import annotations
 import json
 import pathlib
 
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from unilab_core import topics
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
+from unilab_core.health import RunMetrics
+from unilab_core.ros.diagnostics import NodeDiagnostics
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
 from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
@@ -60,6 +63,13 @@ class TrainerNode(Node):
                                             policy='reliable', depth=64,
                                             qos=QoSProfile(depth=64), on_error=self._bad_chunk)
         self._publish_weights()
+        self.health = NodeDiagnostics(self, p.health, self._health_counters,
+                                      errors=self._health_errors, device=self.device)
+        # The graph's success, safety and transport rates in each metrics row, from every
+        # node's health counters on /diagnostics (composed or one process per node alike).
+        self.run_metrics = RunMetrics()
+        self.trainer.extra_metrics = self.run_metrics.row
+        self.create_subscription(DiagnosticArray, topics.DIAGNOSTICS, self._on_diagnostics, 50)
         ppo = self.trainer.params
         self.get_logger().info(
             f'training on {self.device}: {p.rollout.num_envs} envs x '
@@ -138,8 +148,24 @@ class TrainerNode(Node):
             atomic_write_text(self.run_dir / 'summary.json', json.dumps(summary, indent=2))
         self.trainer.close()
 
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        for status in msg.status:
+            self.run_metrics.observe(status.name, {kv.key: kv.value for kv in status.values})
+
+    def _health_counters(self) -> dict:
+        t = self.trainer
+        return {'chunks_stale': t.stale_chunks, 'chunks_bad': t.bad_chunks,
+                'updates': t.updates, 'rejected_updates': t.rejected_updates,
+                'failed_updates': t.failed_updates, 'env_steps': t.env_steps,
+                'stale': t.stale_chunks, 'dropped': t.bad_chunks}
+
+    def _health_errors(self) -> list[str]:
+        return [f'training stopped: {self.failure}'] if self.failure else []
+
     def destroy_node(self):
         """Release transport endpoints (unlink shared memory), then destroy the node."""
+        if hasattr(self, 'health'):
+            self.health.close()
         close_endpoints(self)
         return super().destroy_node()
 

@@ -231,7 +231,11 @@ def test_diagnostics_carry_the_counters(graph, tmp_path):
     assert set(values) >= {'passed', 'clamped', 'rejected', 'batches', 'bad_messages'}
     assert values['clamped'] == '1' and values['rejected'] == '1'
     assert values['batches'] == '1'
-    assert status.level == status.WARN and '1 rejected' in status.message
+    # One of two rows clamped, one rejected: both shares past health's thresholds.
+    assert status.level == status.WARN and 'of action rows rejected' in status.message
+    assert '50.0 % of action rows clamped (> 20 %' in status.message
+    assert values['clamp_share'] == '0.5' and values['rows'] == '2'
+    assert status.hardware_id == 'unilab' and 'transport_received' in values
     # The timer also refreshes the stats file in the run directory.
     assert json.loads((tmp_path / 'safety_stats.json').read_text())['rejected'] == 1
 

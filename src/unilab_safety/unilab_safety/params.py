@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 from unilab_core import topics
 from unilab_core.config import _Section, SafetySection
+from unilab_core.health import HealthParams
 
 
 class OutputSection(_Section):
@@ -56,6 +57,7 @@ class SafetySpec(_Section):
         'and the watchdog holds (0 = not checked; lock-step simulation).')
     output: OutputSection = Field(default_factory=OutputSection)
     safety: SafetySection = Field(default_factory=SafetySection)
+    health: HealthParams = Field(default_factory=HealthParams)
 
     @model_validator(mode='after')
     def _controller_output(self):

@@ -35,8 +35,8 @@ import select
 import threading
 import time
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 import numpy as np
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
@@ -44,6 +44,7 @@ from std_srvs.srv import Trigger
 from unilab_core import topics
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
+from unilab_core.ros.diagnostics import NodeDiagnostics
 from unilab_core.ros.joint_state_topic import JointStateInput
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
@@ -108,7 +109,10 @@ class SafetyNode(Node):
         # Through the zero-copy transport; publish(TensorBatch) is thread-safe there.
         # The gated commands: the graph's tensor topic, or the robot controller's own type.
         self.pub = CommandOutput(self, spec, qos)
-        self.diag_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, 10)
+        # /diagnostics on this node's timer (safety.diagnostics_period_s), judged by
+        # unilab_core.health like every node's.
+        self.health = NodeDiagnostics(self, spec.health, self.health_counters,
+                                      errors=self._health_errors, timer=False)
         # Actions through the zero-copy transport (or a plain TensorBatch publisher).
         self.action_sub = TensorSubscription(self, topics.ACTION, self._on_action, qos=qos,
                                              on_error=self._bad_action)
@@ -118,7 +122,9 @@ class SafetyNode(Node):
         self.create_service(Trigger, '~/reset_estop', self._on_reset)
         self.create_service(Trigger, '~/arm', lambda req, res: self._on_arm(res, True))
         self.create_service(Trigger, '~/disarm', lambda req, res: self._on_arm(res, False))
-        self.create_timer(s.diagnostics_period_s, self._publish_diagnostics)
+        # Steady clock: with use_sim_time a paused simulation still reports.
+        self.create_timer(s.diagnostics_period_s, self._publish_diagnostics,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
         # The measured joint positions: the gate's reference at start and after resets,
         # fallbacks and e-stops (and the PID's input).
         # Through the transport from the bridge (no DDS in one process), or a driver's
@@ -387,19 +393,25 @@ class SafetyNode(Node):
                           else f'failed: {self.rt.error}')
         return out
 
-    def _publish_diagnostics(self) -> None:
-        stats = self.stats()
-        status = DiagnosticStatus()
-        status.name = 'unilab_safety: gate'
-        status.hardware_id = 'unilab'
-        problems = []
+    @staticmethod
+    def health_counters(stats: dict) -> dict:
+        """Return ``stats`` with the common counter names of ``unilab_core.health.SHARES``."""
+        return {**stats, 'rows': stats['passed'] + stats['clamped'] + stats['rejected'],
+                'outputs': stats['commands'] + stats['fallbacks'],
+                'cycles': stats['loop_cycles'], 'stale': stats['stale_state_actions'],
+                'dropped': stats['bad_messages'] + stats['bad_joint_states'],
+                'messages': stats['actions_received'] + stats['joint_states']}
+
+    def _health_errors(self) -> list[str]:
+        errors = []
         if not self.rt.alive and self.rt.error is not None:
-            problems.append(f'loop stopped: {self.rt.error}')
+            errors.append(f'loop stopped: {self.rt.error}')
             self._log_once('loop', f'safety loop stopped: {self.rt.error}')
-        if stats['estopped']:
-            problems.append('E-STOP latched (call ~/reset_estop)')
-        if stats['rejected']:
-            problems.append(f"{stats['rejected']} rejected rows")
+        if self.rt.counters()['estopped']:
+            errors.append('E-STOP latched (call ~/reset_estop)')
+        return errors
+
+    def _overload(self, stats: dict) -> list[str]:
         # Overload: more than half of this period's actions were superseded in the slot
         # before the loop took them (a publisher faster than the loop; drop-oldest).
         received, superseded = self.actions_received, stats['superseded_actions']
@@ -407,22 +419,16 @@ class SafetyNode(Node):
         self._period_start = (received, superseded)
         if d_recv and d_sup > d_recv // 2:
             self.overload_periods += 1
-            problems.append(f'overload: {d_sup} of {d_recv} actions superseded (drop-oldest)')
             self._log_once('overload', f'action overload: {d_sup} of {d_recv} actions in '
                            'one diagnostics period were superseded before the loop took them')
+            return [f'overload: {d_sup} of {d_recv} actions superseded (drop-oldest)']
+        return []
+
+    def _publish_diagnostics(self) -> None:
+        stats = self.stats()
+        overload = self._overload(stats)
         stats['overload_periods'] = self.overload_periods
-        if problems:
-            status.level = DiagnosticStatus.ERROR if stats['estopped'] or not self.rt.alive \
-                else DiagnosticStatus.WARN
-            status.message = '; '.join(problems)
-        else:
-            status.level = DiagnosticStatus.OK
-            status.message = 'ok'
-        status.values = [KeyValue(key=k, value=str(v)) for k, v in stats.items()]
-        arr = DiagnosticArray()
-        arr.header.stamp = self.get_clock().now().to_msg()
-        arr.status = [status]
-        self.diag_pub.publish(arr)
+        self.health.publish(self.health_counters(stats), overload)
         self._write_stats(stats)
 
     def _write_stats(self, stats: dict) -> None:

@@ -14,7 +14,12 @@ Every fine-tuned candidate passes two tests:
    robot success seen (the *last good* version's) counts as a drop; after
    ``consecutive_drops`` drops in a row the fuse rolls back to the last good
    version and raises an alert (the seed's rule: 3 fine-tunes, 5 %). A version
-   at or above the last good one becomes the last good one.
+   at or above the last good one becomes the last good one. Robot success
+   over a few episodes is noisy: with ``drop_z`` > 0 a drop must also exceed
+   that many standard errors of the difference of the two success fractions
+   (0: the seed's bare threshold). With ``hold_after_rollback`` the fuse
+   deploys no further candidate after a rollback until an operator calls
+   ``resume``: a learner that just did harm is not trusted again unseen.
 
 An operator may *pin* a version: the fuse then deploys it and proposes no
 other until unpinned. The state (every version's scores and decisions, the
@@ -58,12 +63,16 @@ class Fuse:
     """Keep / reject / roll back weight versions by their simulation and robot scores."""
 
     def __init__(self, path: str | pathlib.Path, sim_tolerance: float = 0.05,
-                 drop_tolerance: float = 0.05, consecutive_drops: int = 3):
+                 drop_tolerance: float = 0.05, consecutive_drops: int = 3,
+                 drop_z: float = 0.0, hold_after_rollback: bool = False):
         if consecutive_drops < 1:
             raise ValueError(f'consecutive_drops must be >= 1, got {consecutive_drops}')
         self.path = pathlib.Path(path)
         self.sim_tolerance, self.drop_tolerance = float(sim_tolerance), float(drop_tolerance)
         self.consecutive_drops = int(consecutive_drops)
+        self.drop_z = float(drop_z)
+        self.hold_after_rollback = bool(hold_after_rollback)
+        self.held = False
         self.versions: dict[int, VersionRecord] = {}
         self.running = 0
         self.last_good = 0
@@ -82,15 +91,17 @@ class Fuse:
         self.running, self.last_good = int(data['running']), int(data['last_good'])
         self.pinned = data.get('pinned')
         self.drop_streak, self.rollbacks = int(data['drop_streak']), int(data['rollbacks'])
+        self.held = bool(data.get('held', False))
 
     def save(self) -> None:
         """Write the whole state atomically."""
         atomic_write_text(self.path, json.dumps({
             'running': self.running, 'last_good': self.last_good, 'pinned': self.pinned,
-            'drop_streak': self.drop_streak, 'rollbacks': self.rollbacks,
+            'drop_streak': self.drop_streak, 'rollbacks': self.rollbacks, 'held': self.held,
             'rules': {'sim_tolerance': self.sim_tolerance,
                       'drop_tolerance': self.drop_tolerance,
-                      'consecutive_drops': self.consecutive_drops},
+                      'consecutive_drops': self.consecutive_drops, 'drop_z': self.drop_z,
+                      'hold_after_rollback': self.hold_after_rollback},
             'versions': {str(v): dataclasses.asdict(r) for v, r in self.versions.items()},
         }, indent=2))
 
@@ -110,6 +121,12 @@ class Fuse:
         self.versions[version] = rec
         if self.pinned is not None:
             rec.status, rec.note = 'rejected', f'version {self.pinned} is pinned'
+            self.save()
+            return Decision(self.running, rec.note)
+        if self.held:
+            rec.status = 'rejected'
+            rec.note = (f'held at version {self.running} after a rollback until an operator '
+                        'resumes adaptation')
             self.save()
             return Decision(self.running, rec.note)
         base = self.versions[self.running].sim_success
@@ -145,7 +162,7 @@ class Fuse:
             self.save()
             best = max(success, good or 0.0)
             return Decision(version, f'robot success {success:.3f} (best {best:.3f})')
-        if success < good - self.drop_tolerance:
+        if success < good - self.drop_tolerance - self._noise(rec, success):
             self.drop_streak += 1
         else:
             self.drop_streak = 0
@@ -160,12 +177,30 @@ class Fuse:
         self.rollbacks += 1
         self.drop_streak = 0
         self.running = self.last_good
+        self.held = self.hold_after_rollback
         reason = (f'rolled back to version {self.last_good}: {self.consecutive_drops} '
                   f'fine-tunes in a row more than {self.drop_tolerance:g} below its robot '
                   f'success {good:.3f} (latest {success:.3f})')
         rec.note = reason
         self.save()
         return Decision(self.last_good, reason, alert=True)
+
+    def _noise(self, rec: VersionRecord, success: float) -> float:
+        """Return ``drop_z`` standard errors of the difference of two success fractions."""
+        if self.drop_z <= 0.0:
+            return 0.0
+        good = self.versions[self.last_good]
+        p = (success * rec.robot_episodes + (good.robot_success or 0.0) * good.robot_episodes) \
+            / max(rec.robot_episodes + good.robot_episodes, 1)
+        se = (p * (1.0 - p) * (1.0 / max(rec.robot_episodes, 1)
+                               + 1.0 / max(good.robot_episodes, 1))) ** 0.5
+        return self.drop_z * se
+
+    def resume(self) -> Decision:
+        """Let candidates be deployed again after a rollback held adaptation (operator)."""
+        self.held = False
+        self.save()
+        return Decision(self.running, f'adaptation resumed at version {self.running}')
 
     def pin(self, version: int | None) -> Decision:
         """Pin a known version (deploy it, propose nothing else), or unpin with None."""

@@ -5,7 +5,7 @@
 
 ``checks`` and ``gpu_checks`` are pure functions of gathered facts; ``probe``
 reads them from ``/proc``, ``/sys``, ``/dev/shm`` and the environment;
-``gpu_health`` reads NVML (reusable for periodic GPU health on
+NVML is read by ``unilab_core.gpu_health`` (shared with the nodes'
 ``/diagnostics``); ``rings`` sizes the graph's shared-memory rings;
 ``report`` runs everything and formats the result.
 """

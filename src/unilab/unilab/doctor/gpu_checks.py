@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from unilab.doctor.checks import Check, FAIL, OK, WARN
-from unilab.doctor.gpu_health import GpuReport
+from unilab_core.gpu_health import GpuReport
 
 #: Clocks-event reasons by severity. Hardware slowdown (thermal, power brake, HW signal)
 #: halves clocks or worse: GPU latency jumps. Software caps trim clocks. The rest

@@ -23,11 +23,11 @@ from unilab.doctor.checks import (
     check_ros_domain, check_rt_runtime, check_rtprio, check_torch_cuda, FAIL, isolated_cpus,
     STATUSES, TorchFacts)
 from unilab.doctor.gpu_checks import check_nvml, GPU_CHECKS, gpu_checks
-from unilab.doctor.gpu_health import gpu_report, GpuReport
 from unilab.doctor.probe import (CAP_IPC_LOCK, CAP_SYS_NICE, HostFacts, read_host_facts,
                                  read_torch_facts)
 from unilab.doctor.rings import graph_rings, shm_need
 from unilab_core.config import RunConfig
+from unilab_core.gpu_health import gpu_report, GpuReport
 from unilab_core.graph import Graph
 
 HOST_CHECKS = ('preempt_rt', 'isolcpus', 'memlock', 'rtprio', 'sched_rt_runtime',

@@ -1,6 +1,6 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Reward terms of the reach task, combined through a scale dict."""
+"""Reward terms of the reach task, combined through a scale dict, and its success."""
 
 import numpy as np
 
@@ -12,6 +12,9 @@ REWARD_SCALES = {
     'action_rate': -0.01,
     'joint_velocity': -0.001,
 }
+
+#: Final tool-to-target distance (m) counted as a successful reach (the seed's 5 cm).
+SUCCESS_M = 0.05
 
 # Length scale (m) of the near-target bonus: it is worth having within a few cm.
 NEAR_TARGET_SCALE = 0.1
@@ -34,3 +37,25 @@ def combine(terms, scales):
     """Return the [N] float32 reward sum(scales[k] * terms[k])."""
     total = sum(scales[k] * terms[k] for k in scales)
     return np.asarray(total, dtype=np.float32)
+
+
+def final_distance(task, finished) -> np.ndarray | None:
+    """
+    Return the tool-to-target distance [m] of the episodes in ``finished`` at their last step.
+
+    Read from the distance term of the step just taken (computed before the
+    auto-reset; a disturbed task is looked through). None for a task without a
+    distance term: it defines no reach success.
+    """
+    inner = getattr(task, 'inner', task)
+    terms = getattr(inner, 'reward_terms', None) or {}
+    scale = getattr(inner, 'reward_scales', {}).get('distance')
+    if 'distance' not in terms or not scale:
+        return None
+    return np.abs(np.asarray(terms['distance'])[finished] / scale)
+
+
+def episode_success(task, finished) -> np.ndarray | None:
+    """Return which episodes in ``finished`` ended within ``SUCCESS_M`` (None: undefined)."""
+    dist = final_distance(task, finished)
+    return None if dist is None else dist < SUCCESS_M

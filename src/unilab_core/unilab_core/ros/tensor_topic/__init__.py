@@ -20,9 +20,9 @@ in ``unilab_core.transport``.
 """
 
 from unilab_core.ros.tensor_topic.descriptor_msg import descriptor_topic
-from unilab_core.ros.tensor_topic.endpoints import close_endpoints
+from unilab_core.ros.tensor_topic.endpoints import close_endpoints, node_endpoints
 from unilab_core.ros.tensor_topic.publisher import batch_capacity, TensorPublisher
 from unilab_core.ros.tensor_topic.subscription import TensorSubscription
 
 __all__ = ['TensorPublisher', 'TensorSubscription', 'batch_capacity', 'close_endpoints',
-           'descriptor_topic']
+           'node_endpoints', 'descriptor_topic']

@@ -21,6 +21,11 @@ def register_endpoint(node: Node, endpoint) -> None:
     node.__dict__.setdefault('_unilab_transport_endpoints', []).append(endpoint)
 
 
+def node_endpoints(node: Node) -> list:
+    """Return the TensorPublishers / TensorSubscriptions created for ``node`` (still open)."""
+    return list(node.__dict__.get('_unilab_transport_endpoints', []))
+
+
 def close_endpoints(node: Node) -> None:
     """
     Close every TensorPublisher / TensorSubscription created for ``node``.

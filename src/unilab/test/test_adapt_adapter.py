@@ -1,0 +1,104 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Adaptation rounds: deploy, reject, roll back after three drops, resume from disk."""
+
+import json
+
+import numpy as np
+import pytest
+from test_adapt_finetune import _bundle, robot_chunk
+from unilab.adapt.adapter import Adapter
+from unilab_core.config import AdaptSection, AdvantageSection, PolicyUpdateSection
+from unilab_policy.weights import flatten_state
+
+EPISODE = 10
+
+
+def episodes_chunk(final_distances):
+    """Return a chunk of whole episodes ending at the given distances (goal changes between)."""
+    d, ends = [], []
+    for final in final_distances:
+        d += list(np.linspace(0.3, final, EPISODE))
+        ends.append(len(d) - 1)
+    d.append(0.3)
+    return robot_chunk(d, goal_changes=ends)
+
+
+def make_adapter(tmp_path, sim=lambda flat: 0.9, **cfg):
+    bundle = _bundle()
+    flat0 = flatten_state(bundle)[0].numpy()
+    cfg = AdaptSection(min_episodes=4, batch_size=16, **cfg)
+    return Adapter(tmp_path, bundle, flat0, cfg, AdvantageSection(), PolicyUpdateSection(),
+                   sim, log=lambda *_: None)
+
+
+def feed(adapter, message_version, finals):
+    # a leading partial episode (the one a swap cuts) is never scored
+    adapter.add_chunk(episodes_chunk([0.3] + list(finals)), message_version)
+
+
+def test_a_round_waits_for_episodes_then_deploys_a_fine_tuned_version(tmp_path):
+    a = make_adapter(tmp_path)
+    assert a.fuse.versions[0].sim_success == pytest.approx(0.9)
+    feed(a, 0, [0.01, 0.01])
+    r = a.step()
+    assert r.kind == 'wait' and '2 of 4' in r.reason
+    feed(a, 0, [0.01, 0.01, 0.2, 0.01])
+    r = a.step()
+    assert r.kind == 'deployed' and r.publish is not None
+    msg, version, flat = r.publish
+    assert (msg, version) == (1, 1) and a.fuse.running == 1
+    np.testing.assert_array_equal(flat, a.load_weights(1))
+    # 7 complete episodes (the second chunk completes the first one's partial start)
+    assert a.fuse.versions[0].robot_success == pytest.approx(5 / 7)
+    deployments = json.loads((tmp_path / 'adapt' / 'deployments.json').read_text())
+    assert deployments == {'0': 0, '1': 1}
+    kinds = [json.loads(line)['kind'] for line in open(tmp_path / 'adapt' / 'history.jsonl')]
+    assert kinds == ['start', 'robot', 'candidate']
+
+
+def test_a_candidate_worse_in_simulation_is_never_deployed(tmp_path):
+    scores = iter([0.9, 0.5])
+    a = make_adapter(tmp_path, sim=lambda flat: next(scores))
+    feed(a, 0, [0.01] * 4)
+    r = a.step()
+    assert r.kind == 'rejected' and r.publish is None and a.fuse.running == 0
+    assert a.fuse.versions[1].status == 'rejected'
+    assert a.weights_file(1).is_file()  # kept for the operator
+
+
+def test_three_drops_in_a_row_roll_back_to_the_last_good_version_and_alert(tmp_path):
+    a = make_adapter(tmp_path)
+    feed(a, 0, [0.01] * 4)                      # version 0: success 1.0 on the robot
+    assert a.step().kind == 'deployed'
+    results = []
+    for msg in (1, 2, 3):                       # versions 1-3 fail on the robot
+        feed(a, msg, [0.3] * 4)
+        results.append(a.step())
+    assert [r.kind for r in results] == ['deployed', 'deployed', 'rollback']
+    r = results[-1]
+    assert r.alert and 'rolled back to version 0' in r.reason
+    msg, version, flat = r.publish
+    assert version == 0 and msg == 4            # a new message carries the old weights
+    np.testing.assert_array_equal(flat, a.load_weights(0))
+    assert a.fuse.rollbacks == 1 and a.fuse.running == 0
+    assert {a.fuse.versions[v].status for v in (1, 2, 3)} == {'rolled_back'}
+    # Chunks tagged with message 4 are version 0's again; the fuse holds adaptation there
+    # (no fine-tuning) until an operator resumes it.
+    feed(a, 4, [0.01] * 4)
+    assert a.step().kind == 'held'
+    assert a.fuse.versions[0].robot_episodes == 8
+    a.resume()
+    feed(a, 4, [0.01] * 4)
+    assert a.step().kind == 'deployed' and a.fuse.running == 4
+
+
+def test_a_restarted_adapter_resumes_versions_and_deployments_from_disk(tmp_path):
+    a = make_adapter(tmp_path)
+    feed(a, 0, [0.01] * 4)
+    a.step()
+    b = make_adapter(tmp_path, sim=lambda flat: pytest.fail('no new simulation test'))
+    assert b.fuse.running == 1 and b.deployments == {0: 0, 1: 1}
+    again = b.republish_running()
+    assert again[0] == 2 and again[1] == 1      # the running version, under a new message
+    np.testing.assert_array_equal(again[2], a.load_weights(1))

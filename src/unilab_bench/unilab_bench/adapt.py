@@ -1,0 +1,164 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+``unilab bench adapt --model RUN_DIR``: does online adaptation help, and does the fuse hold.
+
+A nominal-trained arm policy is deployed on a shifted robot (the ``payload``
+variant: masses x1.8, servo gains x0.6, friction x0.25, 2-3 steps of command
+delay) and adapted for ``--rounds`` rounds (``unilab.adapt.sim_robot``: the
+adapter's rounds, fuse and version files as ``unilab adapt`` runs them, with
+the robot simulated in the same process so that many rounds fit in minutes).
+Reported, as fractions: the robot success of the deployed policy in the first
+round and of the running version over the last three (``success_before``,
+``success_after``: final distance < 5 cm while the policy samples, as it must
+to learn), the same two policies scored deterministically over 64 episodes
+(``eval_success_before``, ``eval_success_after``), versions deployed and
+rolled back.
+
+Then the sabotaged runs (``adapt.sabotage``, for this bench and the tests only):
+``huge_lr`` with the simulation test on (every candidate must be rejected
+before it reaches the robot: ``sabotage_sim_rejections``), and ``sign_flip``
+with the simulation test off (``sim_tolerance`` 1), so that harmful versions
+do reach the robot and the robot-side rule must roll back
+(``sabotage_rollbacks``, ``sabotage_start_success``, ``sabotage_final_success``).
+The same two versions are also scored deterministically
+(``sabotage_start_eval_success``, ``sabotage_final_eval_success``); with
+``adapt.hold_after_rollback`` (default) the fuse holds the last good version
+after the rollback, so the run ends on it.
+``--png FILE`` draws robot success per round with deployments and rollbacks.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import tempfile
+import time
+
+import numpy as np
+
+VARIANT = 'payload'
+EVAL_SEED = 10_007
+
+
+def _history(run_dir: pathlib.Path) -> list[dict]:
+    return [json.loads(line) for line in open(run_dir / 'adapt' / 'history.jsonl')]
+
+
+def _robot(history: list[dict]) -> list[dict]:
+    return [h for h in history if h['kind'] == 'robot']
+
+
+def _run(cfg, model, rounds: int, run_dir: pathlib.Path, seed: int) -> dict:
+    from unilab.adapt.sim_robot import adapt_in_simulation
+    from unilab_bridge.variants import VARIANTS
+    t0 = time.monotonic()
+    results = adapt_in_simulation(cfg, model, VARIANTS[VARIANT], rounds, run_dir, seed=seed)
+    robot = _robot(_history(run_dir))
+    return {'results': results, 'robot': robot, 'wall_s': time.monotonic() - t0}
+
+
+def _eval(cfg, model, flat, run_dir) -> float:
+    import torch
+    from unilab.evaluation import evaluate_policy
+    from unilab_bridge.variants import VARIANTS
+    from unilab_policy.factory import load_trained
+    from unilab_policy.weights import flatten_state, unflatten_into
+    bundle = load_trained(model).bundle
+    unflatten_into(bundle, torch.from_numpy(np.asarray(flat, np.float32)),
+                   flatten_state(bundle)[1])
+    return evaluate_policy(cfg, bundle, 'arm6_reach', run_dir, VARIANTS[VARIANT], 16,
+                           EVAL_SEED, 4)['success']
+
+
+def _plot(path: str, runs: dict) -> None:
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(runs), figsize=(6 * len(runs), 3.6), squeeze=False)
+    for ax, (title, hist) in zip(axes[0], runs.items()):
+        robot = _robot(hist)
+        x = np.arange(1, len(robot) + 1)
+        ax.plot(x, [h['robot_success'] for h in robot], 'o-', label='robot success of the '
+                'running version')
+        for i, h in enumerate(robot):
+            ax.annotate(f"v{h['version']}", (x[i], h['robot_success']), fontsize=7,
+                        textcoords='offset points', xytext=(0, 5), ha='center')
+        rounds = {h['round'] for h in hist if h['kind'] == 'rollback'}
+        for i, h in enumerate(robot):
+            if h['round'] in rounds:
+                ax.axvline(x[i], color='red', alpha=0.5)
+        ax.plot([], [], color='red', alpha=0.5, label='rollback')
+        ax.set(title=title, xlabel='adaptation round', ylabel='success', ylim=(-0.05, 1.1))
+        ax.legend(fontsize=7, loc='lower right')
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def bench_adapt(args) -> dict:
+    """Run the benchmark (see the module docstring)."""
+    from unilab.paths import default_config_files
+    from unilab_core.config import ConfigError, load_run_config
+    model = getattr(args, 'model', None)
+    if not model:
+        raise ConfigError('bench adapt needs --model RUN_DIR (a nominal-trained arm6_reach '
+                          'run, e.g. of `./unilab train`)')
+    rounds = args.steps or 20
+    seed = args.seed or 7
+    base = load_run_config(list(default_config_files()) + [pathlib.Path(model) / 'config.yaml'])
+    cfg = base.model_copy(update={'adapt': base.adapt.model_copy(update={'min_episodes': 16})})
+
+    def with_adapt(**kw):
+        return cfg.model_copy(update={'adapt': cfg.adapt.model_copy(update=kw)})
+
+    out: dict = {'variant': VARIANT, 'rounds': rounds, 'min_episodes': 16}
+    with tempfile.TemporaryDirectory(prefix='unilab_bench_adapt_') as tmp:
+        tmp = pathlib.Path(tmp)
+        main = _run(cfg, model, rounds, tmp / 'adapt', seed)
+        robot = main['robot']
+        from unilab.adapt.fuse import Fuse
+        fuse = Fuse(tmp / 'adapt' / 'adapt' / 'fuse.json')
+        last = robot[-3:]
+        eps = sum(h['episodes'] for h in last)
+        out.update({
+            'success_before': round(robot[0]['robot_success'], 3),
+            'success_after': round(sum(h['robot_success'] * h['episodes'] for h in last)
+                                   / max(eps, 1), 3),
+            'versions_deployed': sum(r.kind == 'deployed' for r in main['results']),
+            'candidates_rejected': sum(r.kind == 'rejected' for r in main['results']),
+            'rollbacks': fuse.rollbacks, 'running_version': fuse.running,
+            'adapt_wall_s': round(main['wall_s'], 1)})
+        adapter_dir = tmp / 'adapt' / 'adapt' / 'versions'
+        flat0 = np.load(adapter_dir / 'v0000.npy')
+        flat_n = np.load(adapter_dir / f'v{fuse.running:04d}.npy')
+        out['eval_success_before'] = _eval(cfg, model, flat0, tmp)
+        out['eval_success_after'] = _eval(cfg, model, flat_n, tmp)
+        hist_main = _history(tmp / 'adapt')
+
+        sim_guard = _run(with_adapt(sabotage='huge_lr'), model, 3, tmp / 'guard', seed)
+        out['sabotage_sim_rejections'] = sum(r.kind == 'rejected'
+                                             for r in sim_guard['results'])
+        sab = _run(with_adapt(sabotage='sign_flip', sim_tolerance=1.0, lr=3e-3,
+                              layers='all'), model, max(6, rounds // 2), tmp / 'sabotage',
+                   seed)
+        srobot = sab['robot']
+        sfuse = Fuse(tmp / 'sabotage' / 'adapt' / 'fuse.json')
+        out.update({'sabotage_rollbacks': sfuse.rollbacks,
+                    'sabotage_start_success': round(srobot[0]['robot_success'], 3),
+                    'sabotage_final_success': round(srobot[-1]['robot_success'], 3),
+                    'sabotage_worst_success': round(min(h['robot_success'] for h in srobot),
+                                                    3),
+                    'sabotage_final_version': sfuse.running,
+                    'sabotage_held': sfuse.held})
+        sv = tmp / 'sabotage' / 'adapt' / 'versions'
+        out['sabotage_start_eval_success'] = _eval(cfg, model, np.load(sv / 'v0000.npy'), tmp)
+        out['sabotage_final_eval_success'] = _eval(
+            cfg, model, np.load(sv / f'v{sfuse.running:04d}.npy'), tmp)
+        if getattr(args, 'png', None):
+            _plot(args.png, {f'adaptation on `{VARIANT}`': hist_main,
+                             'sabotaged (sign flip, simulation test off)':
+                             _history(tmp / 'sabotage')})
+    out['deploy_p99_ms_during_adapt'] = None  # measured by the ROS path only (not yet)
+    out['success_gain_points'] = round(100 * (out['success_after'] - out['success_before']),
+                                       1)
+    return out
