@@ -109,15 +109,21 @@ def _launch_ranks(args, launch_options: tuple[str, ...]) -> int:
     if not args.direct:
         raise ConfigError('--nproc-per-node trains in the direct loop for now: add --direct '
                           '(one ROS graph per rank is not built yet)')
+    nproc = 1 if args.nproc_per_node is None else args.nproc_per_node
+    if nproc < 1 or args.nnodes < 1:
+        raise ConfigError(f'--nproc-per-node {nproc} and --nnodes {args.nnodes} must be >= 1')
+    if args.nnodes > 1 and not args.master_addr:
+        raise ConfigError(f'--nnodes {args.nnodes} needs --master-addr HOST (the host of the '
+                          'c10d rendezvous, reachable from every node)')
     if args.nnodes > 1 and not args.run_dir:
         raise ConfigError('--nnodes needs --run-dir (the same directory name on every host)')
     # Every rank must use one run directory: fix the default name here, once.
     run_dir = args.run_dir or args.resume or _default_run_dir(args)
     argv = strip_options(args.argv, launch_options + ('--run-dir',))
     argv += ['--run-dir', str(pathlib.Path(run_dir).resolve())]
-    cmd = torchrun_command(argv, args.nproc_per_node or 1, args.nnodes, args.node_rank,
-                           args.master_addr, args.master_port)
-    print('unilab: ' + ' '.join(cmd[1:]), flush=True)
+    cmd = torchrun_command(argv, nproc, args.nnodes, args.node_rank, args.master_addr,
+                           args.master_port)
+    print('unilab: torchrun ' + ' '.join(cmd[3:]), flush=True)  # cmd: python -m torch...run
     return subprocess.call(cmd)
 
 
