@@ -53,8 +53,7 @@ def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path, resume: str = '') 
     run_dir = pathlib.Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     _, _, graph = describe_training(cfg, run_dir)
-    p = graph.parameters
-    tp, bp = p['trainer'], p['bridge']
+    tp = graph.parameters['trainer']
     device = distributed.rank_device(setup_device(tp.run.device, tp.run.torch_threads))
     joined = distributed.init_from_env(device)
     try:

@@ -1,6 +1,6 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""
+r"""
 ``unilab train --nproc-per-node K``: start the data-parallel ranks with ``torchrun``.
 
 The command is the same as running ``torchrun`` by hand::

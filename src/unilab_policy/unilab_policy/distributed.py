@@ -47,7 +47,7 @@ def active() -> bool:
 
 
 def rank() -> int:
-    """Return this process's rank (0 without a process group)."""
+    """Return the rank of this process (0 without a process group)."""
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank()
     return int(os.environ.get('RANK', '0') or 0)
