@@ -124,7 +124,15 @@ def _launch_ranks(args, launch_options: tuple[str, ...]) -> int:
     cmd = torchrun_command(argv, nproc, args.nnodes, args.node_rank, args.master_addr,
                            args.master_port)
     print('unilab: torchrun ' + ' '.join(cmd[3:]), flush=True)  # cmd: python -m torch...run
-    return subprocess.call(cmd)
+    rc = subprocess.call(cmd)
+    if rc != 0:
+        # torchrun stops every rank when one fails; rank 0 writes checkpoints atomically.
+        latest = pathlib.Path(run_dir).resolve() / 'checkpoints' / 'latest.pt'
+        print(f'unilab: training failed: a rank exited with an error (torchrun exit {rc}, '
+              'its report above names the rank); all ranks were stopped; last checkpoint: '
+              f'{latest if latest.is_file() else "none yet"}', file=sys.stderr)
+        return 130 if rc == 130 else 1
+    return 0
 
 
 def _default_run_dir(args) -> str:
