@@ -174,7 +174,10 @@ class _ProcTable:
 
     def sample(self) -> dict[str, dict]:
         """Return ``{name: {'cpu_pct', 'rss_mb'}}`` since the previous call."""
-        now, scan = time.monotonic(), self._scan()
+        # The time after the scan: under load a scan of /proc takes a while, and the
+        # CPU times it reads are those of its end.
+        scan = self._scan()
+        now = time.monotonic()
         dt = max(now - self._t, 1e-6)
         out = {}
         for name, (cpu_s, rss) in scan.items():
