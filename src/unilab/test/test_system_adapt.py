@@ -81,7 +81,7 @@ def test_adapt_runs_a_round_on_the_robot_double_and_survives_a_killed_adapter(tm
                                'arm6', '--goals', '1000', '--goal-timeout', '0.6'], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     adapt = subprocess.Popen([sys.executable, '-m', 'unilab.cli', 'adapt', str(model),
-                              '--robot', 'arm6', '--armed', '--multiprocess', '--config',
+                              '--robot', 'arm6', '--armed', '--config',
                               str(fast), '--run-dir', str(rd)], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     a = rd / 'adapt'

@@ -47,11 +47,7 @@ def input_error(exc: BaseException) -> bool:
     return False
 
 
-def _train(args) -> int:
-    if args.offline:
-        return _train_offline(args)
-    from unilab.prepare import prepare_run
-    from unilab.runner import run_graph
+def _train_overrides(args) -> dict:
     overrides = {}
     if args.task:
         overrides['run.task'] = args.task
@@ -65,6 +61,31 @@ def _train(args) -> int:
         overrides['run.device'] = args.device
     if args.multiprocess:
         overrides['run.process_mode'] = 'multiprocess'
+    return overrides
+
+
+def _train(args) -> int:
+    if args.offline:
+        return _train_offline(args)
+    from unilab.ranks import LAUNCH_OPTIONS, rank_ros_domain
+    from unilab_policy import distributed
+    if args.nproc_per_node is not None or args.nnodes > 1:
+        if distributed.launched():
+            raise ConfigError('--nproc-per-node/--nnodes start torchrun; inside torchrun '
+                              'leave them out')
+        return _launch_ranks(args, LAUNCH_OPTIONS)
+    if distributed.launched():
+        if not args.direct:
+            raise ConfigError('several ranks train in the direct loop for now: add --direct '
+                              '(one ROS graph per rank is not built yet)')
+        if not args.run_dir and not args.resume:
+            raise ConfigError('several ranks need one run directory: pass --run-dir DIR')
+        rank_ros_domain()
+    if args.direct:
+        return _train_direct(args)
+    from unilab.prepare import prepare_run
+    from unilab.runner import run_graph
+    overrides = _train_overrides(args)
     run = prepare_run(args.config, overrides, run_dir=args.run_dir, resume=args.resume or '')
     print(f'unilab: task {run.task.name} ({run.task.obs_dim} obs, {run.task.action_dim} act, '
           f'{run.task.command_interface}), {run.cfg.rollout.num_envs} envs, '
@@ -78,6 +99,78 @@ def _train(args) -> int:
               file=sys.stderr)
         return 1
     print(f'unilab: run written to {run.run_dir}')
+    return 0
+
+
+def _launch_ranks(args, launch_options: tuple[str, ...]) -> int:
+    import pathlib
+    import subprocess
+    from unilab.ranks import strip_options, torchrun_command
+    if not args.direct:
+        raise ConfigError('--nproc-per-node trains in the direct loop for now: add --direct '
+                          '(one ROS graph per rank is not built yet)')
+    nproc = 1 if args.nproc_per_node is None else args.nproc_per_node
+    if nproc < 1 or args.nnodes < 1:
+        raise ConfigError(f'--nproc-per-node {nproc} and --nnodes {args.nnodes} must be >= 1')
+    if args.nnodes > 1 and not args.master_addr:
+        raise ConfigError(f'--nnodes {args.nnodes} needs --master-addr HOST (the host of the '
+                          'c10d rendezvous, reachable from every node)')
+    if args.nnodes > 1 and not args.run_dir:
+        raise ConfigError('--nnodes needs --run-dir (the same directory name on every host)')
+    # Every rank must use one run directory: fix the default name here, once.
+    run_dir = args.run_dir or args.resume or _default_run_dir(args)
+    argv = strip_options(args.argv, launch_options + ('--run-dir',))
+    argv += ['--run-dir', str(pathlib.Path(run_dir).resolve())]
+    cmd = torchrun_command(argv, nproc, args.nnodes, args.node_rank, args.master_addr,
+                           args.master_port)
+    print('unilab: torchrun ' + ' '.join(cmd[3:]), flush=True)  # cmd: python -m torch...run
+    rc = subprocess.call(cmd)
+    if rc != 0:
+        # torchrun stops every rank when one fails; rank 0 writes checkpoints atomically.
+        latest = pathlib.Path(run_dir).resolve() / 'checkpoints' / 'latest.pt'
+        print(f'unilab: training failed: a rank exited with an error (torchrun exit {rc}, '
+              'its report above names the rank); all ranks were stopped; last checkpoint: '
+              f'{latest if latest.is_file() else "none yet"}', file=sys.stderr)
+        return 130 if rc == 130 else 1
+    return 0
+
+
+def _default_run_dir(args) -> str:
+    from unilab.prepare import make_run_dir
+    from unilab_core.config import load_run_config
+    from unilab.paths import default_config_files
+    cfg = load_run_config(list(default_config_files()) + list(args.config),
+                          _train_overrides(args))
+    return str(make_run_dir(cfg.run.task, None))
+
+
+def _train_direct(args) -> int:
+    import pathlib
+    from unilab.direct import train_direct
+    from unilab.prepare import make_run_dir
+    from unilab_core.atomic import atomic_write_text
+    from unilab_core.config import load_run_config
+    from unilab.paths import default_config_files
+    from unilab_policy import distributed
+    files = list(default_config_files())
+    if args.resume:
+        saved = pathlib.Path(args.resume) / 'config.yaml'
+        if not saved.is_file():
+            raise ConfigError(f'--resume {args.resume}: no config.yaml (not a run directory?)')
+        files.append(saved)
+    cfg = load_run_config(files + list(args.config), _train_overrides(args))
+    run_dir = make_run_dir(cfg.run.task, args.run_dir or args.resume or None)
+    ranks = distributed.world_size()
+    if distributed.is_writer():
+        print(f'unilab: task {cfg.run.task}, {cfg.rollout.num_envs} envs x {ranks} rank(s), '
+              f'{cfg.run.total_steps:,} steps, direct loop; run dir {run_dir}', flush=True)
+    summary = train_direct(cfg, run_dir, resume=args.resume or '')
+    if distributed.is_writer():
+        summary['ranks'] = ranks
+        atomic_write_text(run_dir / 'summary.json', json.dumps(summary, indent=2))
+        keys = ('steps', 'wall_s', 'fps', 'return_first', 'return_last', 'checkpoint')
+        print(json.dumps({k: summary.get(k) for k in keys}, indent=2))
+        print(f'unilab: run written to {run_dir}')
     return 0
 
 
@@ -231,6 +324,17 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument('--resume', metavar='RUN_DIR', help='continue a run from its latest checkpoint')
     t.add_argument('--multiprocess', action='store_true', help='one process per node')
     t.add_argument('--no-progress', action='store_true', help='no live progress display')
+    t.add_argument('--direct', action='store_true',
+                   help='train in one loop without ROS (same components as the graph)')
+    t.add_argument('--nproc-per-node', type=int, metavar='K',
+                   help='data-parallel ranks on this host, started with torchrun '
+                        '(with --direct; README "Training on several GPUs / hosts")')
+    t.add_argument('--nnodes', type=int, default=1, metavar='M',
+                   help='hosts taking part (c10d rendezvous at --master-addr)')
+    t.add_argument('--node-rank', type=int, metavar='R', help='this host\'s rank (optional)')
+    t.add_argument('--master-addr', default='', metavar='HOST',
+                   help='rendezvous host for --nnodes > 1')
+    t.add_argument('--master-port', type=int, default=29400, metavar='PORT')
     t.add_argument('--offline', nargs='+', metavar='BAG',
                    help='train IQL + BC from bags instead (--steps = gradient steps)')
     t.add_argument('--allow-damaged', action='store_true',
@@ -366,6 +470,9 @@ def _command_plugins() -> list:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; configuration errors exit 2 with one clear message."""
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    if args.argv[:1] == ['train']:
+        args.argv = args.argv[1:]
     try:
         return args.func(args)
     except ConfigError as exc:

@@ -27,7 +27,9 @@ def _deploy(args) -> int:
         arm = f'unilab arm --namespace {ns}' if ns else 'unilab arm'
         print(f'unilab: DISARMED: nothing moves until `{arm}` (or `ros2 service call '
               f'{ns}/safety/arm std_srvs/srv/Trigger`)', flush=True)
-    if args.multiprocess:
+    # The adapter trains beside the control loop: never in its interpreter (one GIL, one
+    # executor), so an adaptation graph always runs one process per node.
+    if args.multiprocess or adapt:
         try:
             codes = spin_processes(run.graph, run.params_file, run.run_dir / 'logs')
         except GraphFailed as exc:
@@ -81,7 +83,8 @@ def add_commands(sub) -> None:
         d.add_argument('--armed', action='store_true',
                        help='let commands reach the robot at once (default: only after `arm`)')
         d.add_argument('--namespace', default='', help='ROS namespace of this robot (fleets)')
-        d.add_argument('--multiprocess', action='store_true', help='one process per node')
+        d.add_argument('--multiprocess', action='store_true',
+                       help='one process per node (adapt: always)')
         d.add_argument('--config', action='append', default=[],
                        help='extra YAML merged over the defaults (e.g. the adapt: section)')
         d.add_argument('--run-dir', help=f'output directory (default runs/<robot>-{name}-<time>)')

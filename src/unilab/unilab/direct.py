@@ -8,6 +8,11 @@ bench train``): the nodes' parameters come from the same graph description
 (``unilab.graphs.training_graph``), their ROS-free cores are built by the same
 factories, and ``unilab.sim_loop.SimLoop`` steps them in one Python loop.
 Policy and trainer share one bundle, so a new version is ready at once.
+
+Started by ``torchrun`` (``unilab train --direct --nproc-per-node K``), each
+process is one data-parallel rank (``unilab_policy.distributed``): its own
+envs seeded ``seed + rank``, gradients averaged with the other ranks, and
+only rank 0 writes to the run directory.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from unilab.prepare import describe_training
 from unilab.sim_loop import SimLoop
 from unilab_bridge.tasks import make_task
 from unilab_core.config import dump_config, RunConfig
+from unilab_policy import distributed
 from unilab_policy.device import setup_device
 from unilab_policy.factory import bundle_from_params, make_actor, make_trainer
 from unilab_safety.build import build_gate
@@ -36,18 +42,38 @@ def make_gate(cfg: RunConfig, run_dir: str | pathlib.Path) -> SafetyGate:
     return build_gate(graph.parameters['safety'])
 
 
-def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path) -> dict:
-    """Train with the graph's components in one loop; return the trainer's summary."""
+def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path, resume: str = '') -> dict:
+    """
+    Train with the graph's components in one loop; return the trainer's summary.
+
+    Under ``torchrun`` (``WORLD_SIZE`` > 1) this process joins the process group
+    as one rank and leaves it at the end; the summary is this rank's. ``resume``
+    (a run directory or checkpoint) is loaded by every rank.
+    """
     run_dir = pathlib.Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    dump_config(cfg, run_dir / 'config.yaml')
     _, _, graph = describe_training(cfg, run_dir)
-    graph.write_params(run_dir / 'graph_params.yaml')  # a run directory like the graph's
+    tp = graph.parameters['trainer']
+    device = distributed.rank_device(setup_device(tp.run.device, tp.run.torch_threads))
+    joined = distributed.init_from_env(device)
+    try:
+        return _train_direct(cfg, run_dir, graph, device, resume)
+    finally:
+        if joined:
+            distributed.shutdown()
+
+
+def _train_direct(cfg: RunConfig, run_dir: pathlib.Path, graph, device, resume: str) -> dict:
     p = graph.parameters
     tp, bp = p['trainer'], p['bridge']
-    device = setup_device(tp.run.device, tp.run.torch_threads)
-    bundle = bundle_from_params(tp, device, seed=tp.run.seed)
+    if distributed.is_writer():
+        dump_config(cfg, run_dir / 'config.yaml')
+        graph.write_params(run_dir / 'graph_params.yaml')  # a run directory like the graph's
+    seed = distributed.rank_seed(tp.run.seed)  # the configured seed on rank 0
+    bundle = bundle_from_params(tp, device, seed=seed)
     trainer = make_trainer(tp, device, bundle)
+    if resume:
+        trainer.load(resume)
     actor = make_actor(p['policy'], device, bundle)
     actor.set_version(trainer.version)  # one bundle: the trainer's weights are the actor's
 
@@ -56,11 +82,12 @@ def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path) -> dict:
             return actor.set_version(trainer.version)
         return None
 
-    task = make_task(bp.run.task, bp.num_envs, seed=bp.run.seed, disturbances=bp.disturbances)
+    task = make_task(bp.run.task, bp.num_envs, seed=distributed.rank_seed(bp.run.seed),
+                     disturbances=bp.disturbances)
     loop = SimLoop(task, actor, build_gate(p['safety']), on_chunk=on_chunk)
     t0 = time.monotonic()
     try:
-        loop.reset(seed=bp.run.seed)
+        loop.reset(seed=distributed.rank_seed(bp.run.seed))
         loop.run(until=lambda: trainer.done)
     finally:
         task.close()

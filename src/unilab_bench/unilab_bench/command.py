@@ -21,7 +21,8 @@ def _bench(args) -> int:
     if args.json:
         atomic_write_text(args.json, text + '\n')
     print(text)
-    return 0
+    # A benchmark with thresholds (stress) fails the command when any is exceeded.
+    return 1 if result.get('thresholds_exceeded') else 0
 
 
 def add_command(sub) -> None:
@@ -48,10 +49,17 @@ def add_command(sub) -> None:
                    'figures, their means and minima; the target on the mean returns)')
     b.add_argument('--repeats', type=int, default=20, help='gae: timing repeats')
     b.add_argument('--no-sb3', action='store_true', help='train: skip the SB3 baseline')
-    b.add_argument('--duration', type=float, default=None, help='safety: s per variant (30)')
+    b.add_argument('--duration', type=float, default=None,
+                   help='safety: s per variant (30); stress: s measured (180)')
+    b.add_argument('--robots', type=int, default=None,
+                   help='stress: simulated robots, each with its own deploy graph (16)')
+    b.add_argument('--adapters', type=int, default=None,
+                   help='stress: robots served by `unilab adapt` (a learner) instead of '
+                   '`unilab deploy` (1)')
     b.add_argument('--png', default=None, help='safety: write the latency histogram here; '
                    'transport: the latency CDFs (docs/transport_latency.png); '
-                   'sim2real: returns and success per seed; adapt: success per round')
+                   'sim2real: returns and success per seed; adapt: success per round; '
+                   'stress: the time series')
     b.add_argument('--robot', default=None, help='deploy: robot profile (arm6)')
     b.add_argument('--goals', type=int, default=None,
                    help='transfer: goals per deployed policy (100)')

@@ -448,6 +448,30 @@ class OfflineSection(_Section):
         '/joint_states + /unilab/task_state (through perception) + /unilab/action.')
 
 
+class StressSection(_Section):
+    """Thresholds of ``unilab bench stress`` (docs/operations.md); exceeding any exits 1."""
+
+    gpu_latency_ms: float = Field(
+        5.0, gt=0.0, description='Largest policy inference p99 on a GPU (not measured on a '
+        'CPU).')
+    scheduling_latency_us: float = Field(
+        10.0, gt=0.0, description='Largest wake-up latency of the 1 kHz cyclictest-style probe.')
+    packet_loss: float = Field(
+        0.0001, ge=0.0, le=1.0, description='Largest share of tensor messages lost on the '
+        'reliable paths (the nodes\' transport counters).')
+    latency_p99_ms: float = Field(
+        10.0, gt=0.0, description='Largest p99 of joint-state stamp -> command arrival over '
+        'all robots.')
+    rss_growth_mb_per_min: float = Field(
+        5.0, gt=0.0, description='Largest resident-memory slope of any process (a leak).')
+    deadline_miss_share: float = Field(
+        0.001, ge=0.0, le=1.0, description='Largest share of safety-loop cycles past their '
+        'deadline, over all robots.')
+    joint_state_rate_share: float = Field(
+        0.95, ge=0.0, le=1.0, description='Smallest share of the nominal joint-state rate '
+        '(best effort) a robot\'s safety node received.')
+
+
 class AdaptSection(_Section):
     """
     Online adaptation on a robot (``unilab adapt``): fine-tune rounds and the safety fuse.
@@ -531,6 +555,7 @@ class RunConfig(_Section):
     offline: OfflineSection = Field(default_factory=OfflineSection)
     health: HealthSection = Field(default_factory=HealthSection)
     adapt: AdaptSection = Field(default_factory=AdaptSection)
+    stress: StressSection = Field(default_factory=StressSection)
 
     def to_dict(self) -> dict[str, Any]:
         """Return plain data (for YAML dumps and node parameters)."""

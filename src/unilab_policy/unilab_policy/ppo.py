@@ -12,6 +12,7 @@ from torch import nn
 
 from unilab_core.config import AdvantageSection, PolicyUpdateSection
 
+from . import distributed
 from .models import ActorCritic
 from .storage import RolloutStorage
 
@@ -136,8 +137,10 @@ class PPO:
             with torch.no_grad():
                 kl_mean = gaussian_kl(batch.old_mu, batch.old_sigma, out.mean, out.std).mean()
             if p.schedule == 'adaptive':
-                # rsl_rl adjusts the LR before every minibatch step from the current KL.
-                self._set_lr(adapt_learning_rate(self.learning_rate, kl_mean.item(),
+                # rsl_rl adjusts the LR before every minibatch step from the current KL,
+                # averaged over the ranks so that every rank takes the same step.
+                kl_step = distributed.mean_over_ranks(kl_mean)
+                self._set_lr(adapt_learning_rate(self.learning_rate, kl_step.item(),
                                                  p.desired_kl))
 
             # PPO eq. (7): L^CLIP = E[min(r A, clip(r, 1-eps, 1+eps) A)], r = pi / pi_old.
@@ -161,6 +164,7 @@ class PPO:
 
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            distributed.all_reduce_gradients(ac.parameters())  # no-op with one rank
             grad_norm = nn.utils.clip_grad_norm_(ac.parameters(), p.max_grad_norm)
             self.optimizer.step()
 

@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 import torch
 
+from unilab_policy import distributed
 from unilab_policy.checkpoint import (capture_rng_state, load_checkpoint,
                                       remove_stale_temp_files, restore_rng_state, restoring,
                                       save_checkpoint)
@@ -66,8 +67,29 @@ _VECTOR_FIELDS = ('obs', 'actions', 'mu', 'sigma')
 _FINITE_FIELDS = ('obs', 'actions', 'values', 'log_prob', 'rewards', 'mu', 'sigma', 'next_obs')
 
 
+class _NoLog:
+    """The metrics log of a rank that does not write (data-parallel ranks other than 0)."""
+
+    def write(self, update: int, env_steps: int, metrics: dict[str, float]) -> None:
+        """Drop the row: rank 0 writes the run's metrics."""
+
+    def truncate(self, update: int, env_steps: int) -> int:
+        """Drop nothing: rank 0 owns the metrics file."""
+        return 0
+
+    def close(self) -> None:
+        """Close nothing."""
+
+
 class Trainer:
-    """PPO over rollout chunks with versioned weights."""
+    """
+    PPO over rollout chunks with versioned weights.
+
+    Under ``torch.distributed`` with several ranks (``unilab_policy.distributed``)
+    each rank's trainer trains on its own rollouts, the ranks' weights stay
+    identical, ``total_steps`` and ``env_steps`` count the steps of all ranks,
+    and only rank 0 writes metrics and checkpoints.
+    """
 
     def __init__(self, bundle: PolicyBundle, params: PPOParams, num_steps: int, num_envs: int,
                  device: torch.device,
@@ -75,6 +97,11 @@ class Trainer:
                  tensorboard: bool = True, normalize_obs: bool = True):
         self.bundle = bundle
         self.device = device
+        #: Data-parallel ranks (1 without a process group of several ranks).
+        self.world = distributed.world_size() if distributed.active() else 1
+        #: Whether this rank writes metrics and checkpoints (rank 0; always with one rank).
+        self.writer = distributed.is_writer()
+        distributed.broadcast_module(bundle)  # every rank starts from rank 0's weights
         self.params = params
         self.ppo = PPO(bundle.actor_critic, params, device)
         obs_dim, act_dim = bundle.actor_critic.obs_dim, bundle.actor_critic.act_dim
@@ -104,8 +131,9 @@ class Trainer:
         self.last_checkpoint = ''
         self.wall_start = time.monotonic()
         self.wall_offset = 0.0
-        self.log = RunLog(self.run_dir, tensorboard=tensorboard)
-        self.removed_temp_files = remove_stale_temp_files(self.run_dir / 'checkpoints')
+        self.log = RunLog(self.run_dir, tensorboard=tensorboard) if self.writer else _NoLog()
+        self.removed_temp_files = (remove_stale_temp_files(self.run_dir / 'checkpoints')
+                                   if self.writer else [])
 
     # ------------------------------------------------------------------ state
     @property
@@ -196,6 +224,9 @@ class Trainer:
         except Exception as exc:  # noqa: BLE001 - any failure inside the update is handled
             metrics = dict.fromkeys(PPO.METRICS, math.nan)  # the row keeps every column
             self.last_update_failed = f'{type(exc).__name__}: {exc}'
+        if distributed.active():
+            # The ranks keep or roll back an update together, so their weights stay equal.
+            self._agree_on_update()
         if self.last_update_rejected or self.last_update_failed:
             self.bundle.load_state_dict(good[0])
             self.ppo.load_state_dict(good[1])
@@ -207,13 +238,15 @@ class Trainer:
             if self.last_update_rejected:
                 self.rejected_updates += 1
             elif self.normalize_obs:
-                self.bundle.obs_normalizer.update(self.raw_obs.flatten(0, 1))
+                # With several ranks, every rank's observations (same result on all).
+                self.bundle.obs_normalizer.update(
+                    distributed.gather_rows(self.raw_obs.flatten(0, 1)))
         # The rollout is used (or given up) either way: the next one starts empty, and the
         # new version (possibly the same weights) lets the policy collect it.
         self.storage.clear()
         self.version += 1
         self.updates += 1
-        self.env_steps += self.num_steps * self.num_envs
+        self.env_steps += self.num_steps * self.num_envs * self.world
         wall = self.wall_s()
         recent = self.episode_returns[-self.num_envs:]
         metrics.update({
@@ -241,6 +274,13 @@ class Trainer:
                 f'{self.last_checkpoint or "no checkpoint yet"})')
         if self.updates % self.checkpoint_every == 0 or self.done:
             self.save_checkpoint()
+
+    def _agree_on_update(self) -> None:
+        """Roll the update back on every rank when any rank rejected it or failed."""
+        if distributed.any_rank(bool(self.last_update_failed), self.device):
+            self.last_update_failed = self.last_update_failed or 'failed on another rank'
+        elif distributed.any_rank(bool(self.last_update_rejected), self.device):
+            self.last_update_rejected = self.last_update_rejected or 'rejected on another rank'
 
     def _ppo_update(self, next_obs_raw: torch.Tensor) -> dict:
         """Bootstrap, GAE and the PPO epochs; return the update's metrics."""
@@ -277,9 +317,16 @@ class Trainer:
         }
 
     def save_checkpoint(self) -> str:
-        """Write ``checkpoints/model_<updates>.pt`` and ``latest.pt`` atomically."""
+        """
+        Write ``checkpoints/model_<updates>.pt`` and ``latest.pt`` atomically; return the path.
+
+        Only rank 0 writes; the other ranks return the path rank 0 writes.
+        """
         ckpt_dir = self.run_dir / 'checkpoints'
         path = ckpt_dir / f'model_{self.updates:06d}.pt'
+        if not self.writer:
+            self.last_checkpoint = str(path)
+            return self.last_checkpoint
         state = self.state_dict()
         save_checkpoint(path, state)
         save_checkpoint(ckpt_dir / 'latest.pt', state)
@@ -310,6 +357,12 @@ class Trainer:
             self.wall_offset = float(state['wall_s'])
             self.episode_returns = [float(x) for x in state['episode_returns']]
             restore_rng_state(state['rng'])
+        if distributed.active():
+            # Every rank read rank 0's checkpoint: the same weights (broadcast to be sure),
+            # but the ranks' sampling noise must differ again.
+            distributed.broadcast_module(self.bundle)
+            if distributed.rank() > 0:
+                torch.manual_seed(distributed.rank_seed(self.updates * 1_000_003))
         self.wall_start = time.monotonic()
         self.last_checkpoint = str(path)
         self.log.truncate(self.updates, self.env_steps)

@@ -20,6 +20,7 @@ import pathlib
 import queue
 import threading
 
+import numpy as np
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from std_srvs.srv import Trigger
@@ -42,7 +43,6 @@ def make_sim_test(cfg, bundle, task_name: str, run_dir, adapt):
     """Return ``flat weights -> simulation success``: the fuse's simulation test."""
     import copy
 
-    import numpy as np
     from unilab.evaluation import evaluate_policy
     from unilab_bridge.variants import VARIANTS
     from unilab_policy.weights import unflatten_into
@@ -94,7 +94,8 @@ class AdapterNode(Node):
         self.counters = {'chunks': 0, 'bad_chunks': 0, 'rounds': 0, 'deployed': 0,
                          'rejected': 0, 'rollbacks': 0, 'held_rounds': 0}
         self._results: queue.Queue[RoundResult] = queue.Queue()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the core: the round's worker, the resume service
+        self._inbox: queue.Queue = queue.Queue()
         self._worker: threading.Thread | None = None
         self._alert = ''
         n = self.core.load_weights(0).size
@@ -131,12 +132,10 @@ class AdapterNode(Node):
         self.get_logger().error(f'dropped rollout chunk: {exc}', throttle_duration_sec=5.0)
 
     def _on_chunk(self, batch: Batch) -> None:
-        with self._lock:
-            try:
-                self.core.add_chunk(batch.tensors, batch.version)
-                self.counters['chunks'] += 1
-            except AdaptDataError as exc:
-                self._bad_chunk(exc)
+        # Copies: the batch's arrays may be a shared-memory slot the next chunk reuses. The
+        # executor only queues; the round's worker thread owns the adapter's core.
+        self._inbox.put(({k: np.array(v) for k, v in batch.tensors.items()},
+                         int(batch.version)))
 
     def _start_round(self) -> None:
         if self._worker is not None and self._worker.is_alive():
@@ -144,8 +143,21 @@ class AdapterNode(Node):
         self._worker = threading.Thread(target=self._round, daemon=True)
         self._worker.start()
 
+    def _take_inbox(self) -> None:
+        while True:
+            try:
+                tensors, version = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                self.core.add_chunk(tensors, version)
+                self.counters['chunks'] += 1
+            except AdaptDataError as exc:
+                self._bad_chunk(exc)
+
     def _round(self) -> None:
         with self._lock:
+            self._take_inbox()
             result = self.core.step()
         self._results.put(result)
 
