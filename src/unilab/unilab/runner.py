@@ -11,12 +11,14 @@ import pathlib
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Callable
 
 from unilab.prepare import PreparedRun
 from unilab.progress import ProgressDisplay
 from unilab_core.atomic import atomic_write_text
+from unilab_core.ros.runtime import _install_sigterm
 from unilab_core.transport import backend
 
 
@@ -95,6 +97,11 @@ def spin_processes(graph, params_file: pathlib.Path, logs: pathlib.Path,
     exit codes.
     """
     logs.mkdir(parents=True, exist_ok=True)
+    if threading.current_thread() is threading.main_thread():
+        # `kill PID` (SIGTERM) stops the nodes as Ctrl-C does, and so does SIGINT even when a
+        # background start inherited it ignored: the parent must never leave its nodes behind.
+        _install_sigterm()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     procs = {}
     gone: set[str] = set()
     env = dict(os.environ)

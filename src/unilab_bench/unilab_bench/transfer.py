@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from unilab_bench.deploy import start, stop
+from unilab_bench.procs import start, stop
 
 ROBOT = 'arm6'
 DEFAULT_GOALS = 100
