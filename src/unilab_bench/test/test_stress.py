@@ -72,7 +72,7 @@ def test_bad_options_are_errors_naming_the_option(robots, duration):
 
 def test_two_robots_report_keys_png_and_exit_code(tmp_path):
     from unilab_bench.command import _bench
-    args = argparse.Namespace(name='stress', robots=2, duration=10.0, adapters=1,
+    args = argparse.Namespace(name='stress', robots=2, duration=6.0, adapters=1,
                               json=str(tmp_path / 'stress.json'),
                               png=str(tmp_path / 'stress.png'))
     code = _bench(args)
@@ -86,5 +86,23 @@ def test_two_robots_report_keys_png_and_exit_code(tmp_path):
     assert {'double', 'probe', 'bench', 'robot0_adapt', 'robot1_deploy'} <= set(
         out['processes'])
     assert isinstance(out['thresholds_exceeded'], list)
+    assert out['inference_p99_ms'] > 0 and out['gpu_latency_p99_ms'] is None  # a CPU here
     assert code == (1 if out['thresholds_exceeded'] else 0)
     assert out['samples'] and (tmp_path / 'stress.png').stat().st_size > 0
+
+
+def test_policy_inference_is_judged_as_gpu_latency_only_on_a_gpu():
+    from unilab_bench.stress_report import summarise
+    samples = [{'t': float(t), 'robots': [], 'processes': {'a': {'cpu_pct': 1.0,
+                                                                 'rss_mb': 100.0}},
+                'shm': {'count': 0, 'bytes': 0},
+                'probe': {'cycles': 10, 'p99_us': 1.0, 'max_us': 1.0}} for t in (0, 60)]
+    cpu = {'/robot0/policy': {'_t': 60.0, 'inference_p99_ms': '7.5', 'gpu': 'no GPU in use'},
+           '/robot1/policy': {'_t': 60.0, 'inference_p99_ms': '0.5'}}
+    out = summarise(samples, {0: [0.001], 1: [0.001]}, {}, cpu, 2, 60.0, 250.0, LIMITS)
+    assert out['inference_p99_ms'] == 7.5 and out['gpu_latency_p99_ms'] is None
+    assert 'gpu_latency_ms' not in out['thresholds_exceeded']
+    gpu = dict(cpu)
+    gpu['/robot0/policy'] = {'_t': 60.0, 'inference_p99_ms': '7.5', 'gpu.temperature_c': '60'}
+    out = summarise(samples, {0: [0.001], 1: [0.001]}, {}, gpu, 2, 60.0, 250.0, LIMITS)
+    assert out['gpu_latency_p99_ms'] == 7.5 and 'gpu_latency_ms' in out['thresholds_exceeded']

@@ -108,6 +108,14 @@ def summarise(samples: list[dict], latencies: Mapping[int, list[float]],
                                        if dt > 0 and nominal_js_hz > 0 else None),
             'safety_action_latency_p99_us': _float(last.get('action_latency_p99_us')),
             'safety_level': last.get('_level')}
+    infer, infer_gpu = [], []
+    for k in range(robots):
+        last = diag_last.get(f'/robot{k}/policy' if robots > 1 else '/policy', {})
+        value = _float(last.get('inference_p99_ms'))
+        if value is not None:
+            infer.append(value)
+            if any(key.startswith('gpu.') for key in last):
+                infer_gpu.append(value)
     lost = received = 0
     lost_by_node = {}
     for name, last in sorted(diag_last.items()):
@@ -146,7 +154,10 @@ def summarise(samples: list[dict], latencies: Mapping[int, list[float]],
                                                    for s in samples])), 1) if samples else None,
         'shm_segments_max': max((s['shm']['count'] for s in samples), default=None),
         'shm_bytes_max': max((s['shm']['bytes'] for s in samples), default=None),
-        'gpu_latency_p99_ms': None,
+        # The policy nodes' inference time (their last period's p99); judged against the
+        # seed's GPU latency only where the policy runs on a GPU (NVML values present).
+        'inference_p99_ms': max(infer, default=None),
+        'gpu_latency_p99_ms': max(infer_gpu, default=None),
     }
     figures['per_robot'] = per_robot
     figures['processes'] = procs

@@ -12,6 +12,9 @@ topic (training), or from ``weights_file`` at start (deployment).
 
 from __future__ import annotations
 
+import time
+
+import numpy as np
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from unilab_core import topics
@@ -69,6 +72,7 @@ class PolicyNode(Node):
                                           on_error=self._bad_obs)
         self.weights_sub = TensorSubscription(self, topics.WEIGHTS, self._on_weights,
                                               policy='reliable', depth=4, qos=WEIGHTS_QOS)
+        self._inference_ns: list[int] = []
         self.health = NodeDiagnostics(self, p.health, self._health_counters, device=self.device)
 
     def _on_weights(self, batch: Batch) -> None:
@@ -86,7 +90,9 @@ class PolicyNode(Node):
     def _on_obs(self, batch: Batch) -> None:
         try:
             step = StepIn.from_tensors(batch.seq, batch.tensors, batch.stamp_ns)
+            t0 = time.perf_counter_ns()
             result = self.actor.step(step)
+            self._inference_ns.append(time.perf_counter_ns() - t0)
         except (TensorMessageError, KeyError, ObservationError) as exc:
             self._bad_obs(exc)
             return
@@ -104,7 +110,16 @@ class PolicyNode(Node):
 
     def _health_counters(self) -> dict:
         c = self.counters
-        return {**c, 'dropped': c['bad_obs'], 'messages': c['steps'] + c['bad_obs']}
+        # The actor's step (inference on the policy's device) over the period since the
+        # last report: what an operator watches for a slow or throttled GPU.
+        times, self._inference_ns = self._inference_ns, []
+        infer = {}
+        if times:
+            ms = np.asarray(times) / 1e6
+            infer = {'inference_p50_ms': round(float(np.percentile(ms, 50)), 4),
+                     'inference_p99_ms': round(float(np.percentile(ms, 99)), 4),
+                     'inference_max_ms': round(float(ms.max()), 4)}
+        return {**c, 'dropped': c['bad_obs'], 'messages': c['steps'] + c['bad_obs'], **infer}
 
     def destroy_node(self):
         """Release transport endpoints (unlink shared memory), then destroy the node."""
