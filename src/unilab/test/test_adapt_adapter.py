@@ -102,3 +102,23 @@ def test_a_restarted_adapter_resumes_versions_and_deployments_from_disk(tmp_path
     again = b.republish_running()
     assert again[0] == 2 and again[1] == 1      # the running version, under a new message
     np.testing.assert_array_equal(again[2], a.load_weights(1))
+
+
+def test_a_chunk_of_another_width_is_refused_counted_and_changes_nothing(tmp_path):
+    from unilab.adapt.finetune import AdaptDataError
+    a = make_adapter(tmp_path)
+    wide = episodes_chunk([0.01] * 4)
+    wide['obs'] = np.concatenate([wide['obs'], wide['obs'][..., :2]], axis=-1)
+    wide['next_obs'] = np.concatenate([wide['next_obs'], wide['next_obs'][:, :2]], axis=-1)
+    with pytest.raises(AdaptDataError, match='observation'):
+        a.add_chunk(wide, 0)
+    ragged = episodes_chunk([0.01] * 4)
+    ragged['next_obs'] = ragged['next_obs'][:, :3]
+    with pytest.raises(AdaptDataError, match='shape'):
+        a.add_chunk(ragged, 0)
+    assert a.bad_chunks == 2 and a.window.size == 0
+    # the scored window restarts, but the count of what it dropped is kept
+    a.window.dropped_steps = 7
+    feed(a, 0, [0.01] * 4)
+    a.step()
+    assert a.window.size == 0 and a.window.dropped_steps == 7

@@ -114,8 +114,14 @@ class Adapter:
     def add_chunk(self, tensors: dict, message_version: int) -> None:
         """Take one rollout chunk of the robot (tagged with its weight message's version)."""
         version = self.deployments.get(int(message_version), -1)
+        ac = self.bundle.actor_critic
         try:
             steps = chunk_steps(tensors, version)
+            if steps.obs.shape[1] != ac.obs_dim or steps.actions.shape[1] != ac.act_dim:
+                raise AdaptDataError(
+                    f'rollout chunk of {steps.obs.shape[1]} observation and '
+                    f'{steps.actions.shape[1]} action columns; the policy has {ac.obs_dim} '
+                    f'and {ac.act_dim}')
         except AdaptDataError:
             self.bad_chunks += 1
             raise
@@ -153,7 +159,7 @@ class Adapter:
                       robot_success=score.success, episodes=score.episodes)
         mine = _only_version(steps, running)
         # Scored episodes are not scored again: the window restarts after them.
-        self.window = Window(self.cfg.window_steps)
+        self.window.clear()
         if decision.deploy != running:
             self.log(f'adapt: ALERT: {decision.reason}')
             self._history('rollback', decision.reason, version=decision.deploy, alert=True)

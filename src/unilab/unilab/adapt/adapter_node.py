@@ -92,7 +92,8 @@ class AdapterNode(Node):
         except (ValueError, OSError) as exc:
             raise ConfigError(f'adapter: {exc}') from None
         self.counters = {'chunks': 0, 'bad_chunks': 0, 'rounds': 0, 'deployed': 0,
-                         'rejected': 0, 'rollbacks': 0, 'held_rounds': 0}
+                         'rejected': 0, 'rollbacks': 0, 'held_rounds': 0,
+                         'failed_rounds': 0}
         self._results: queue.Queue[RoundResult] = queue.Queue()
         self._lock = threading.Lock()  # the core: the round's worker, the resume service
         self._inbox: queue.Queue = queue.Queue()
@@ -158,7 +159,11 @@ class AdapterNode(Node):
     def _round(self) -> None:
         with self._lock:
             self._take_inbox()
-            result = self.core.step()
+            try:
+                result = self.core.step()
+            except Exception as exc:  # noqa: BLE001 - a failed round must not end the node
+                result = RoundResult('failed', f'adaptation round failed: '
+                                     f'{type(exc).__name__}: {exc}')
         self._results.put(result)
 
     def _drain(self) -> None:
@@ -170,6 +175,10 @@ class AdapterNode(Node):
             log = self.get_logger()
             if r.kind == 'wait':
                 log.info(r.reason, throttle_duration_sec=30.0)
+                continue
+            if r.kind == 'failed':
+                self.counters['failed_rounds'] += 1
+                log.error(r.reason)
                 continue
             self.counters['rounds'] += 1
             key = {'rollback': 'rollbacks', 'deployed': 'deployed', 'rejected': 'rejected',

@@ -106,6 +106,8 @@ def chunk_steps(tensors: dict, version: int) -> Steps:
         sigma = np.asarray(tensors['sigma'], np.float32)[:, 0]
     except KeyError as exc:
         raise AdaptDataError(f'rollout chunk lacks `{exc.args[0]}`') from None
+    except (ValueError, IndexError, TypeError) as exc:
+        raise AdaptDataError(f'rollout chunk of the wrong shape ({exc})') from None
     arrays = (o, nxt, act, mu, sigma, *f.values())
     if not all(np.all(np.isfinite(a)) for a in arrays):
         raise AdaptDataError('rollout chunk has NaN or Inf values')
@@ -144,6 +146,11 @@ class Window:
             old = self.chunks.popleft()
             self.size -= len(old)
             self.dropped_steps += len(old)
+
+    def clear(self) -> None:
+        """Forget the kept steps (the counters stay: nothing dropped goes unreported)."""
+        self.chunks.clear()
+        self.size = 0
 
     def steps(self) -> Steps | None:
         """Return the window's steps in order (None while empty)."""

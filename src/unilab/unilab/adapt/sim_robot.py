@@ -21,11 +21,14 @@ def adapt_in_simulation(cfg, model: str | pathlib.Path, variant: dict | None, ro
                         run_dir: str | pathlib.Path, seed: int = 7,
                         on_round=None) -> list[RoundResult]:
     """Run ``rounds`` adaptation rounds (not counting waits) of ``model``; return them."""
+    import copy
+
     import torch
     from unilab.adapt.adapter_node import make_sim_test
     from unilab.deploy import describe_model
     from unilab.direct import make_gate
     from unilab.graphs import policy_params
+    from unilab.sim_loop import SimLoop
     from unilab_bridge.tasks import make_task
     from unilab_policy.factory import load_trained, make_actor
     from unilab_policy.weights import flatten_state
@@ -37,14 +40,12 @@ def adapt_in_simulation(cfg, model: str | pathlib.Path, variant: dict | None, ro
     sim_test = make_sim_test(cfg, trained.bundle, desc.task.name, run_dir, cfg.adapt)
     adapter = Adapter(run_dir, trained.bundle, flat0, cfg.adapt, cfg.advantage,
                       cfg.policy_update, sim_test, log=lambda *_: None)
-    import copy
     actor = make_actor(policy_params(cfg, desc.task, mode='adapt', num_envs=1), 'cpu',
                        copy.deepcopy(trained.bundle), log=lambda *_: None)
     actor.set_version(0)
     gate = make_gate(cfg, run_dir)
     results: list[RoundResult] = []
     torch.manual_seed(seed)
-    from unilab.sim_loop import SimLoop
 
     def on_chunk(chunk):
         adapter.add_chunk(chunk.tensors, chunk.version)
