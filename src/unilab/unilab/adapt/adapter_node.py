@@ -93,10 +93,11 @@ class AdapterNode(Node):
             raise ConfigError(f'adapter: {exc}') from None
         self.counters = {'chunks': 0, 'bad_chunks': 0, 'rounds': 0, 'deployed': 0,
                          'rejected': 0, 'rollbacks': 0, 'held_rounds': 0,
-                         'failed_rounds': 0}
+                         'failed_rounds': 0, 'inbox_dropped': 0}
         self._results: queue.Queue[RoundResult] = queue.Queue()
         self._lock = threading.Lock()  # the core: the round's worker, the resume service
-        self._inbox: queue.Queue = queue.Queue()
+        # At most a window's worth of chunks (each at least one step) waits for a round.
+        self._inbox: queue.Queue = queue.Queue(maxsize=max(64, p.adapt.window_steps))
         self._worker: threading.Thread | None = None
         self._alert = ''
         n = self.core.load_weights(0).size
@@ -135,8 +136,14 @@ class AdapterNode(Node):
     def _on_chunk(self, batch: Batch) -> None:
         # Copies: the batch's arrays may be a shared-memory slot the next chunk reuses. The
         # executor only queues; the round's worker thread owns the adapter's core.
-        self._inbox.put(({k: np.array(v) for k, v in batch.tensors.items()},
-                         int(batch.version)))
+        try:
+            self._inbox.put_nowait(({k: np.array(v) for k, v in batch.tensors.items()},
+                                    int(batch.version)))
+        except queue.Full:  # a round running long, or a flood: bounded, counted, said
+            self.counters['inbox_dropped'] += 1
+            self.get_logger().warning(
+                f'adapter busy: dropped a rollout chunk ({self.counters["inbox_dropped"]} so '
+                'far)', throttle_duration_sec=10.0)
 
     def _start_round(self) -> None:
         if self._worker is not None and self._worker.is_alive():
