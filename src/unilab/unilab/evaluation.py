@@ -21,11 +21,13 @@ __all__ = ['evaluate_policy', 'SUCCESS_M']
 
 
 def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, num_envs: int,
-                    seed: int, episodes_per_env: int = 2) -> dict:
+                    seed: int, episodes_per_env: int = 2, actor=None) -> dict:
     """
     Return mean / std of deterministic episode returns and the success rate.
 
-    ``bundle`` None scores the zero action (the robot holds its start pose).
+    ``bundle`` None scores the zero action (the robot holds its start pose);
+    ``actor`` (anything with PolicyActor's ``step``, e.g. a scripted expert) is
+    scored instead of a network when given.
     ``run_dir`` receives the joint-limits file the gate uses when the task's
     limits are derived from its model.
     """
@@ -38,9 +40,9 @@ def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, 
     cfg = cfg.model_copy(update={'run': cfg.run.model_copy(update={'task': task_name})})
     gate = make_gate(cfg, run_dir)
     info, _ = task_info(task_name)
-    if bundle is None:
+    if actor is None and bundle is None:
         actor = ZeroPolicy(num_envs, info.action_dim)
-    else:
+    elif actor is None:
         actor = make_actor(policy_params(cfg, info, mode='deploy', num_envs=num_envs), 'cpu',
                            bundle)
         actor.set_version(0)
@@ -61,6 +63,9 @@ def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, 
         loop.run(until=lambda: loop.seq >= steps)
     r = np.asarray(returns)
     success = float(np.mean(np.asarray(final_dist) < SUCCESS_M)) if final_dist else None
+    rows = gate.passed + gate.clamped + gate.rejected
     return {'return': round(float(r.mean()), 3), 'return_std': round(float(r.std()), 3),
             'episodes': int(r.size),
+            # Command rows the gate clamped (any joint): what the policy asks beyond limits.
+            'clamp_share': round(gate.clamped / rows, 4) if rows else None,
             'success': round(success, 3) if success is not None else None}

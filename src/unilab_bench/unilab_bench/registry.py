@@ -15,6 +15,7 @@ from unilab_bench.bridge import bench_bridge
 from unilab_bench.deploy import bench_deploy
 from unilab_bench.gae import bench_gae
 from unilab_bench.graph import bench_graph
+from unilab_bench.learn import bench_learn
 from unilab_bench.perception import bench_perception
 from unilab_bench.safety import bench_safety
 from unilab_bench.sim2real import bench_sim2real
@@ -28,7 +29,8 @@ BENCHMARKS = {'graph': bench_graph, 'gae': bench_gae, 'train': bench_train,
               'bridge': bench_bridge, 'safety': bench_safety,
               'perception': bench_perception, 'transport': bench_transport,
               'sim2real': bench_sim2real, 'adapt': bench_adapt,
-              'stress': bench_stress, 'deploy': bench_deploy, 'transfer': bench_transfer}
+              'stress': bench_stress, 'deploy': bench_deploy, 'transfer': bench_transfer,
+              'learn': bench_learn}
 
 
 def run_benchmark(name: str, args) -> dict:

@@ -54,6 +54,10 @@ class TaskInfo:
     max_episode_steps: int
     action_low: tuple[float, ...] = ()   # actuator command range (empty: unknown)
     action_high: tuple[float, ...] = ()
+    # What the policy's output means by default (ModelSection.action_mode 'task'): 'absolute'
+    # commands, or 'relative' joint targets q + action_scale * action.
+    action_mode: str = 'absolute'
+    action_scale: tuple[float, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

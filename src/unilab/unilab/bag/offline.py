@@ -29,6 +29,7 @@ from unilab_bridge.tasks import make_task
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError, dump_config, load_run_config, RunConfig
 from unilab_core.graph import Graph, holds_joint_positions
+from unilab_policy.action_map import ActionMap
 from unilab_policy.checkpoint import save_checkpoint
 from unilab_policy.device import resolve_device
 from unilab_policy.factory import bundle_from_params, make_actor
@@ -112,6 +113,10 @@ def train_offline(bags: list[str], config_files: list[str] | None = None,
         raise ConfigError(f'run.task: bags hold obs {obs_w} / act {act_w}, task '
                           f'{info.name} with model.action_history {hist} needs obs {width} / '
                           f'act {info.action_dim}{extra}')
+    if off.dataset_source == 'sensors':
+        # The action topic carries commands in joint units; the network learns actions.
+        amap = ActionMap.of(pp.model, info.action_dim)
+        data.arrays['actions'] = amap.action(data.arrays['obs'], data.arrays['actions'])
     log(f'unilab: offline dataset from {len(bags)} bag(s): {stats["transitions"]:,} '
         f'transitions, {stats["episodes"]} episodes, behaviour return '
         f'{stats["behaviour_return"]:.2f}; run dir {rd}')

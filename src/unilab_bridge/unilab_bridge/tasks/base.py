@@ -114,6 +114,10 @@ class BatchedTask(abc.ABC):
     joint_limits: dict
     action_low: np.ndarray
     action_high: np.ndarray
+    #: The policy output's meaning the task suggests (``ModelSection.action_mode`` 'task'):
+    #: 'absolute' commands, or 'relative' position targets ``q + action_scale * action``.
+    action_mode: str = 'absolute'
+    action_scale: tuple = ()
 
     @property
     def obs_dim(self):
