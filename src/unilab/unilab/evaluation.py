@@ -21,13 +21,17 @@ __all__ = ['evaluate_policy', 'SUCCESS_M']
 
 
 def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, num_envs: int,
-                    seed: int, episodes_per_env: int = 2, actor=None) -> dict:
+                    seed: int, episodes_per_env: int = 2, actor=None,
+                    task_options: dict | None = None) -> dict:
     """
     Return mean / std of deterministic episode returns and the success rate.
 
     ``bundle`` None scores the zero action (the robot holds its start pose);
     ``actor`` (anything with PolicyActor's ``step``, e.g. a scripted expert) is
-    scored instead of a network when given.
+    scored instead of a network when given. ``task_options`` go to the task's
+    constructor (e.g. a fixed velocity command for quad_walk). Tasks that keep
+    per-episode tracking figures (``episode_stats``) add their means: velocity
+    tracking errors and the share of episodes that survived.
     ``run_dir`` receives the joint-limits file the gate uses when the task's
     limits are derived from its model.
     """
@@ -47,7 +51,8 @@ def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, 
                            bundle)
         actor.set_version(0)
     returns, final_dist = [], []
-    with make_task(task_name, num_envs, seed=seed, disturbances=variant) as task:
+    with make_task(task_name, num_envs, seed=seed, disturbances=variant,
+                   **(task_options or {})) as task:
 
         def on_step(state):
             finished = state.terminated | state.truncated
@@ -61,6 +66,7 @@ def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, 
         # A reach episode lasts max_episode_steps unless the simulation diverges.
         steps = episodes_per_env * task.max_episode_steps
         loop.run(until=lambda: loop.seq >= steps)
+        stats = list(getattr(getattr(task, 'inner', task), 'episode_stats', ()))
     r = np.asarray(returns)
     success = float(np.mean(np.asarray(final_dist) < SUCCESS_M)) if final_dist else None
     rows = gate.passed + gate.clamped + gate.rejected
@@ -68,4 +74,14 @@ def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, 
             'episodes': int(r.size),
             # Command rows the gate clamped (any joint): what the policy asks beyond limits.
             'clamp_share': round(gate.clamped / rows, 4) if rows else None,
-            'success': round(success, 3) if success is not None else None}
+            'success': round(success, 3) if success is not None else None,
+            **_tracking(stats)}
+
+
+def _tracking(stats: list[dict]) -> dict:
+    """Return the mean tracking errors and survival share of per-episode figures."""
+    if not stats:
+        return {}
+    return {'vx_error': round(float(np.mean([s['vx_error'] for s in stats])), 4),
+            'yaw_error': round(float(np.mean([s['yaw_error'] for s in stats])), 4),
+            'survival': round(float(np.mean([s['survived'] for s in stats])), 4)}

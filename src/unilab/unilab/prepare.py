@@ -46,7 +46,8 @@ def task_info(name: str) -> tuple[TaskInfo, dict]:
                         action_low=tuple(float(x) for x in task.action_low),
                         action_high=tuple(float(x) for x in task.action_high),
                         action_mode=task.action_mode,
-                        action_scale=tuple(float(x) for x in task.action_scale))
+                        action_scale=tuple(float(x) for x in task.action_scale),
+                        action_offset=tuple(float(x) for x in task.action_offset))
         return info, dict(task.joint_limits)
     finally:
         task.close()

@@ -55,9 +55,11 @@ class TaskInfo:
     action_low: tuple[float, ...] = ()   # actuator command range (empty: unknown)
     action_high: tuple[float, ...] = ()
     # What the policy's output means by default (ModelSection.action_mode 'task'): 'absolute'
-    # commands, or 'relative' joint targets q + action_scale * action.
+    # commands, 'relative' joint targets q + action_scale * action, or 'offset' targets
+    # action_offset + action_scale * action.
     action_mode: str = 'absolute'
     action_scale: tuple[float, ...] = ()
+    action_offset: tuple[float, ...] = ()   # 'offset' mode: the pose actions are around
 
 
 @dataclasses.dataclass(frozen=True)

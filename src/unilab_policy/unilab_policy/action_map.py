@@ -11,8 +11,10 @@ What the policy network's output means: the one mapping from actions to commands
   observation's leading joint positions (``holds_joint_positions`` tasks). The
   network explores in units the robot can follow (one unit of action is a few
   slew steps), so the safety gate clamps only what is really too fast. This is
-  Isaac Lab's relative joint-position action and legged_gym's scaled targets,
-  with the measured position as the offset.
+  Isaac Lab's relative joint-position action.
+- ``offset``: joint position targets around a fixed pose, ``command =
+  action_offset + action_scale * action`` (legged_gym's default joint positions
+  plus its action scale; for legged robots, whose stance is the natural origin).
 
 PPO learns in action space (the rollout chunks carry actions and their
 log-probabilities); everything downstream of the policy (the gate, the
@@ -29,7 +31,7 @@ from torch import nn
 from unilab_core.config import ConfigError, ModelSection
 from unilab_core.graph import holds_joint_positions
 
-MODES = ('absolute', 'relative')
+MODES = ('absolute', 'relative', 'offset')
 
 
 def resolve_action_map(model: ModelSection, task) -> ModelSection:
@@ -41,29 +43,38 @@ def resolve_action_map(model: ModelSection, task) -> ModelSection:
     """
     mode = task.action_mode if model.action_mode == 'task' else model.action_mode
     if mode == 'absolute':
-        return model.model_copy(update={'action_mode': 'absolute', 'action_scale': []})
+        return model.model_copy(update={'action_mode': 'absolute', 'action_scale': [],
+                                        'action_offset': []})
     if not holds_joint_positions(task):
         raise ConfigError(
-            f'model.action_mode: relative needs position-controlled joints observed one per '
+            f'model.action_mode: {mode} needs position-controlled joints observed one per '
             f'command; task {task.name} has a {task.command_interface} interface '
             f'({task.action_dim} commands)')
-    scale = list(model.action_scale) or list(task.action_scale)
-    if not scale:
-        raise ConfigError(f'model.action_scale: task {task.name} has no default scale; give '
-                          f'one value or {task.action_dim} (rad per unit action)')
-    if len(scale) == 1:
-        scale = scale * task.action_dim
-    if len(scale) != task.action_dim:
-        raise ConfigError(f'model.action_scale: {len(scale)} values, task {task.name} has '
+    scale = _per_joint('action_scale', model.action_scale, task.action_scale, task,
+                       'rad per unit action')
+    offset = _per_joint('action_offset', model.action_offset, task.action_offset, task,
+                        'the pose in rad') if mode == 'offset' else []
+    return model.model_copy(update={'action_mode': mode, 'action_scale': scale,
+                                    'action_offset': offset})
+
+
+def _per_joint(key: str, configured, default, task, unit: str) -> list[float]:
+    values = list(configured) or list(default)
+    if not values:
+        raise ConfigError(f'model.{key}: task {task.name} has no default; give one value or '
+                          f'{task.action_dim} ({unit})')
+    if len(values) == 1:
+        values = values * task.action_dim
+    if len(values) != task.action_dim:
+        raise ConfigError(f'model.{key}: {len(values)} values, task {task.name} has '
                           f'{task.action_dim} joints')
-    return model.model_copy(update={'action_mode': 'relative',
-                                    'action_scale': [float(x) for x in scale]})
+    return [float(x) for x in values]
 
 
 class ActionMap(nn.Module):
     """``command = offset(obs) + scale * action`` for one resolved ``model`` section."""
 
-    def __init__(self, mode: str, scale, act_dim: int):
+    def __init__(self, mode: str, scale, act_dim: int, offset=()):
         """Build the map; ``mode`` 'absolute' or 'relative' (resolve 'task' first)."""
         super().__init__()
         if mode == 'task':
@@ -77,13 +88,19 @@ class ActionMap(nn.Module):
         if scale.shape != (self.act_dim,) or not np.all(np.isfinite(scale) & (scale > 0)):
             raise ValueError(f'action_scale must be {self.act_dim} finite values > 0, '
                              f'got {list(np.atleast_1d(scale))}')
+        pose = np.zeros(self.act_dim) if mode != 'offset' else np.asarray(offset, float)
+        if pose.shape != (self.act_dim,) or not np.all(np.isfinite(pose)):
+            raise ValueError(f'action_offset must be {self.act_dim} finite values, '
+                             f'got {list(np.atleast_1d(pose))}')
         self.register_buffer('scale', torch.as_tensor(scale, dtype=torch.float32))
+        self.register_buffer('offset', torch.as_tensor(pose, dtype=torch.float32))
         self._scale32 = scale.astype(np.float32)
+        self._offset32 = pose.astype(np.float32)
 
     @classmethod
     def of(cls, model: ModelSection, act_dim: int) -> 'ActionMap':
         """Return the map a resolved ``model`` section describes."""
-        return cls(model.action_mode, model.action_scale, act_dim)
+        return cls(model.action_mode, model.action_scale, act_dim, model.action_offset)
 
     @property
     def identity(self) -> bool:
@@ -94,24 +111,23 @@ class ActionMap(nn.Module):
         """Return commands ``[B, act]`` for raw observations and actions (torch)."""
         if self.identity:
             return action
+        if self.mode == 'offset':
+            return self.offset + self.scale * action
         return obs[:, :self.act_dim] + self.scale * action
 
     def command(self, obs: np.ndarray, action: np.ndarray) -> np.ndarray:
         """Return float32 commands for raw observations ``[N, obs]`` and actions ``[N, act]``."""
         if self.identity:
             return action
-        return (np.asarray(obs[:, :self.act_dim], np.float32)
-                + self._scale32 * np.asarray(action, np.float32))
+        return self._origin(obs) + self._scale32 * np.asarray(action, np.float32)
 
     def action(self, obs: np.ndarray, command: np.ndarray) -> np.ndarray:
         """Return the actions that give ``command`` at ``obs`` (the inverse of ``command``)."""
         if self.identity:
             return command
-        return ((np.asarray(command, np.float32) - np.asarray(obs[:, :self.act_dim], np.float32))
-                / self._scale32)
+        return (np.asarray(command, np.float32) - self._origin(obs)) / self._scale32
 
-    def describe(self) -> dict:
-        """Return the map as plain data (exported models' metadata)."""
-        return {'mode': self.mode, 'scale': [float(x) for x in self._scale32],
-                'offset': 'measured joint positions (obs[:, :act_dim])'
-                if self.mode == 'relative' else 'none'}
+    def _origin(self, obs: np.ndarray) -> np.ndarray:
+        if self.mode == 'offset':
+            return self._offset32
+        return np.asarray(obs[:, :self.act_dim], np.float32)

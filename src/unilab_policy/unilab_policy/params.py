@@ -39,7 +39,8 @@ class PolicyNetParams(_Section):
         # as runs from before the action map did.
         if self.model.action_mode == 'task':
             self.model = self.model.model_copy(update={'action_mode': 'absolute',
-                                                       'action_scale': []})
+                                                       'action_scale': [],
+                                                       'action_offset': []})
         return self
 
 

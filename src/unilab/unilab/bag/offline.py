@@ -97,7 +97,9 @@ def train_offline(bags: list[str], config_files: list[str] | None = None,
     t0 = time.monotonic()
     data = build_dataset(bags, off.dataset_source, info.joint_names, info.uses_joint_state,
                          HistorySpec(hist, info.action_low, info.action_high,
-                                     holds_joint_positions(info)), allow_damaged)
+                                     holds_joint_positions(info)), allow_damaged,
+                         # The action topic carries commands; the network learns actions.
+                         action_map=ActionMap.of(pp.model, info.action_dim))
     stats = data.stats()
     for bag, d in data.damaged.items():
         log(f'unilab: warning: bag {bag} is damaged, training on its readable part: '
@@ -113,10 +115,6 @@ def train_offline(bags: list[str], config_files: list[str] | None = None,
         raise ConfigError(f'run.task: bags hold obs {obs_w} / act {act_w}, task '
                           f'{info.name} with model.action_history {hist} needs obs {width} / '
                           f'act {info.action_dim}{extra}')
-    if off.dataset_source == 'sensors':
-        # The action topic carries commands in joint units; the network learns actions.
-        amap = ActionMap.of(pp.model, info.action_dim)
-        data.arrays['actions'] = amap.action(data.arrays['obs'], data.arrays['actions'])
     log(f'unilab: offline dataset from {len(bags)} bag(s): {stats["transitions"]:,} '
         f'transitions, {stats["episodes"]} episodes, behaviour return '
         f'{stats["behaviour_return"]:.2f}; run dir {rd}')
