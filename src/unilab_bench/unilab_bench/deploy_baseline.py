@@ -8,8 +8,8 @@ joints by name, build the same observation (``[q, qd]``, the reach task's extras
 by forward kinematics of the measured joints, the last actions if the network
 takes them), one torch forward of the same network (normaliser included, the
 mean action, its action map to joint units), clamp to the task's action range,
-publish ``std_msgs/Float64MultiArray`` in the controller's joint order. Run: ``python -m unilab_bench.deploy_baseline
-MODEL PROFILE``.
+publish ``std_msgs/Float64MultiArray`` in the controller's joint order. Run:
+``python -m unilab_bench.deploy_baseline MODEL PROFILE``.
 """
 
 from __future__ import annotations
