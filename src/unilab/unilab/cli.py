@@ -328,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help='train in one loop without ROS (same components as the graph)')
     t.add_argument('--nproc-per-node', type=int, metavar='K',
                    help='data-parallel ranks on this host, started with torchrun '
-                        '(with --direct; README "Training on several GPUs / hosts")')
+                        '(with --direct; README "Scaling out")')
     t.add_argument('--nnodes', type=int, default=1, metavar='M',
                    help='hosts taking part (c10d rendezvous at --master-addr)')
     t.add_argument('--node-rank', type=int, metavar='R', help='this host\'s rank (optional)')
