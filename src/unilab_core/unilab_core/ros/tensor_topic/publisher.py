@@ -276,6 +276,8 @@ class TensorPublisher:
         unmapped = max(0, remote - self.writer.mapped_reader_count())
         if unmapped == 0:
             self._unmapped_since = None
+            if self.stats.get('unmapped_readers'):
+                self.stats['unmapped_readers'] = 0  # the gauge: every reader mapped again
             return 0
         now = time.monotonic()
         if self._unmapped_since is None:
