@@ -47,7 +47,8 @@ def add_command(sub) -> None:
                    'the default configuration)')
     b.add_argument('--seeds', default=None,
                    help='sim2real: comma-separated training seeds, e.g. 0,1,2 (per-seed '
-                   'figures, their means and minima; the target on the mean returns)')
+                   'figures, their means and minima; the target on the mean returns); '
+                   'learn: the seeds trained (0,1,2)')
     b.add_argument('--repeats', type=int, default=20,
                    help='gae: timing repeats; scale: all-reduce repeats')
     b.add_argument('--no-sb3', action='store_true', help='train: skip the SB3 baseline')
@@ -61,8 +62,8 @@ def add_command(sub) -> None:
     b.add_argument('--png', default=None, help='safety: write the latency histogram here; '
                    'transport: the latency CDFs (docs/transport_latency.png); '
                    'sim2real: returns and success per seed; adapt: success per round; '
-                   'stress: the time series; scale: the modelled scaling '
-                   '(docs/scaling.png)')
+                   'stress: the time series; learn: the learning curves; scale: the '
+                   'modelled scaling (docs/scaling.png)')
     b.add_argument('--robot', default=None, help='deploy: robot profile (arm6)')
     b.add_argument('--goals', type=int, default=None,
                    help='transfer: goals per deployed policy (100)')
@@ -70,6 +71,11 @@ def add_command(sub) -> None:
                    'injection (default: train one with config/sim2real.yaml)')
     b.add_argument('--nominal', default=None, help='transfer: run trained without '
                    'injection (default: train one, preset with disturbances off)')
+    b.add_argument('--subset', default=None,
+                   help='learn: arm6 (default; 3 seeds against the IK expert) or a gymnasium '
+                   'task against SB3: hopper, walker, halfcheetah, ant')
+    b.add_argument('--run-root', default=None,
+                   help='learn: keep the trained runs here (default runs/bench-learn-<time>)')
     b.add_argument('--no-multiprocess', action='store_true',
                    help='deploy: skip the one-process-per-node graph')
     b.set_defaults(func=_bench)
