@@ -36,8 +36,9 @@ def add_command(sub) -> None:
                    'transport: messages per path and rate (100); '
                    'sim2real: env steps per trained policy (1500000); adapt: rounds (20); '
                    'deploy: control cycles per controller (10000); transfer: env steps per '
-                   'policy trained (1500000)')
-    b.add_argument('--num-envs', type=int, default=None, help='envs (graph: 64)')
+                   'policy trained (1500000); scale: env steps per rank (ten PPO updates)')
+    b.add_argument('--num-envs', type=int, default=None,
+                   help='envs (graph: 64; scale: per rank, 64)')
     b.add_argument('--task', help='task (graph: arm6_reach, train: Hopper-v5)')
     b.add_argument('--seed', type=int, default=0)
     b.add_argument('--model', default=None,
@@ -48,7 +49,8 @@ def add_command(sub) -> None:
                    help='sim2real: comma-separated training seeds, e.g. 0,1,2 (per-seed '
                    'figures, their means and minima; the target on the mean returns); '
                    'learn: the seeds trained (0,1,2)')
-    b.add_argument('--repeats', type=int, default=20, help='gae: timing repeats')
+    b.add_argument('--repeats', type=int, default=20,
+                   help='gae: timing repeats; scale: all-reduce repeats')
     b.add_argument('--no-sb3', action='store_true', help='train: skip the SB3 baseline')
     b.add_argument('--duration', type=float, default=None,
                    help='safety: s per variant (30); stress: s measured (180)')
@@ -60,7 +62,8 @@ def add_command(sub) -> None:
     b.add_argument('--png', default=None, help='safety: write the latency histogram here; '
                    'transport: the latency CDFs (docs/transport_latency.png); '
                    'sim2real: returns and success per seed; adapt: success per round; '
-                   'stress: the time series; learn: the learning curves')
+                   'stress: the time series; learn: the learning curves; scale: the '
+                   'modelled scaling (docs/scaling.png)')
     b.add_argument('--robot', default=None, help='deploy: robot profile (arm6)')
     b.add_argument('--goals', type=int, default=None,
                    help='transfer: goals per deployed policy (100)')

@@ -18,6 +18,7 @@ from unilab_bench.graph import bench_graph
 from unilab_bench.learn import bench_learn
 from unilab_bench.perception import bench_perception
 from unilab_bench.safety import bench_safety
+from unilab_bench.scale import bench_scale
 from unilab_bench.sim2real import bench_sim2real
 from unilab_bench.stress import bench_stress
 from unilab_bench.train import bench_train
@@ -30,7 +31,7 @@ BENCHMARKS = {'graph': bench_graph, 'gae': bench_gae, 'train': bench_train,
               'perception': bench_perception, 'transport': bench_transport,
               'sim2real': bench_sim2real, 'adapt': bench_adapt,
               'stress': bench_stress, 'deploy': bench_deploy, 'transfer': bench_transfer,
-              'learn': bench_learn}
+              'learn': bench_learn, 'scale': bench_scale}
 
 
 def run_benchmark(name: str, args) -> dict:
