@@ -1,7 +1,8 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-``unilab`` command line: train, tasks, config, plot, export, record, replay, bag, check-robot.
+``unilab`` command line: train, tasks, config, plot, export, record, replay, bag, check-robot,
+factory.
 
 Other packages add subcommands through the ``unilab.commands`` entry points
 (``unilab_bench`` adds ``bench``).
@@ -451,6 +452,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=_export)
     from unilab.cli_deploy import add_commands as add_deploy_commands
     add_deploy_commands(sub)
+    from unilab.factory.cli import add_commands as add_factory_commands
+    add_factory_commands(sub)
     for command in _command_plugins():
         command(sub)
     return parser

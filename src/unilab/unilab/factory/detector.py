@@ -114,6 +114,8 @@ class Detector:
         if frames.ndim != 4 or frames.shape[3] != 3:
             raise ValueError(f'frames must be [B, H, W, 3], got {frames.shape}')
         h, w = frames.shape[1:3]
+        if not frames.flags.writeable:  # e.g. a view on a message's bytes
+            frames = frames.copy()
         x = torch.from_numpy(np.ascontiguousarray(frames)).to(self.device)
         x = x.permute(0, 3, 1, 2).float() / 255.0
         if (h, w) != self.input_size:

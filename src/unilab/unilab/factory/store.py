@@ -52,6 +52,11 @@ def _check_sample(image, boxes, labels, scores):
         raise StoreError('boxes and scores must be finite')
     if (boxes[:, 2] < boxes[:, 0]).any() or (boxes[:, 3] < boxes[:, 1]).any():
         raise StoreError('a box has x1 < x0 or y1 < y0')
+    h, w = image.shape[:2]
+    if (boxes < 0).any() or (boxes[:, [0, 2]] > w).any() or (boxes[:, [1, 3]] > h).any():
+        raise StoreError(f'a box lies outside the {w} x {h} image')
+    if (labels < 0).any():
+        raise StoreError('labels must be >= 0')
     return image, boxes, labels, scores
 
 

@@ -125,7 +125,7 @@ def latest_version(out) -> pathlib.Path:
 
 def train_detector(train_roots, out, eval_roots=(), epochs: int = 30, batch: int = 64,
                    lr: float = 2e-3, seed: int = 0, init: str = '', width: int = 32,
-                   log=print) -> dict:
+                   decisions=TRAINABLE, log=print) -> dict:
     """
     Train (or, with ``init``, fine-tune) a detector version; save it with its scores.
 
@@ -144,7 +144,7 @@ def train_detector(train_roots, out, eval_roots=(), epochs: int = 30, batch: int
     else:
         classes = list(CLASSES)
         size = None
-    images, boxes, present = load_slots(train_roots, classes, size=size)
+    images, boxes, present = load_slots(train_roots, classes, decisions, size)
     size = list(images.shape[2:])
     if not init:
         model = SlotDetector(len(classes), size, width)
@@ -174,7 +174,8 @@ def train_detector(train_roots, out, eval_roots=(), epochs: int = 30, batch: int
     detector = Detector(model, classes, size, version)
     record = {'version': version, 'file': f'{version}.pt', 'parent': parent,
               'train': [str(r) for r in train_roots], 'samples': len(images),
-              'epochs': epochs, 'seed': seed, 'train_s': round(time.perf_counter() - t0, 1),
+              'decisions': list(decisions), 'epochs': epochs, 'seed': seed,
+              'train_s': round(time.perf_counter() - t0, 1),
               'scores': {str(r): evaluate(detector, [r]) for r in eval_roots}}
     buf = io.BytesIO()
     torch.save({'version': version, 'classes': list(classes), 'input_size': size,
