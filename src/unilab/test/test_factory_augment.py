@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from unilab.factory.augment import (Augmenter, AugmentConfig, image_shifts, line_kernel,
+from unilab.factory.augment import (AugmentConfig, Augmenter, image_shifts, line_kernel,
                                     motion_blur)
 from unilab_bridge.camera import blur_shift
 

@@ -40,8 +40,8 @@ def test_cube_box_by_hand():
     boxes, present = _boxes(0.0)
     # Nearest face at depth 1.9: half width 0.1 -> 50 * 0.1 / 1.9 px around the centre.
     half = 50 * 0.1 / 1.9
-    assert present[0] and boxes[0] == pytest.approx([50 - half, 50 - half, 50 + half,
-                                                      50 + half], abs=1e-4)
+    want = [50 - half, 50 - half, 50 + half, 50 + half]
+    assert present[0] and boxes[0] == pytest.approx(want, abs=1e-4)
 
 
 def test_out_of_view_is_absent():

@@ -1,8 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-``unilab`` command line: train, tasks, config, plot, export, record, replay, bag, check-robot,
-factory.
+``unilab`` command line: train, tasks, config, plot, export, record, replay, bag, check-robot.
 
 Other packages add subcommands through the ``unilab.commands`` entry points
 (``unilab_bench`` adds ``bench``).

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from unilab.factory.augment import Augmenter, AugmentConfig
+from unilab.factory.augment import AugmentConfig, Augmenter
 from unilab.factory.store import SampleStore, TRAINABLE
 
 

@@ -102,7 +102,7 @@ class SampleStore:
         return path
 
     def manifest(self, sample_id: str) -> dict:
-        """Return one sample's manifest (reads only the file's header)."""
+        """Return the manifest of one sample (reads only the file's header)."""
         path = self.path(sample_id)
         try:
             with safe_open(str(path), framework='numpy') as f:

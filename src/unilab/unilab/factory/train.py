@@ -21,11 +21,10 @@ import json
 import pathlib
 import time
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-from unilab.factory.augment import Augmenter, AugmentConfig
+from unilab.factory.augment import AugmentConfig, Augmenter
 from unilab.factory.detector import Detector, load_detector, SlotDetector
 from unilab.factory.metrics import match_frame, pr_curve, summarise
 from unilab.factory.scene import CLASSES
