@@ -3,6 +3,8 @@
 """
 ``unilab factory ...``: render, train-detector, label, review, finetune, score, export.
 
+``plot`` and ``show`` draw the figures of docs/factory.md.
+
 A user's input that cannot be used (a bad store, bag, detector file, option) exits 2 with
 one line; ``render`` exits 1 where offscreen rendering is unavailable.
 """
@@ -16,6 +18,10 @@ import sys
 def _fail(msg: str) -> int:
     print('unilab: factory: ' + ' '.join(str(msg).split()), file=sys.stderr)
     return 2
+
+
+def _log(line: str) -> None:
+    print('unilab: ' + line, file=sys.stderr, flush=True)  # stdout carries the JSON
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -50,7 +56,7 @@ def _render(args):
 def _train(args):
     from unilab.factory.train import train_detector
     rec = train_detector(args.train, args.out, args.eval, args.epochs, args.batch,
-                         seed=args.seed, width=args.width)
+                         seed=args.seed, width=args.width, log=_log)
     print(json.dumps(rec, indent=2))
 
 
@@ -63,7 +69,7 @@ def _finetune(args):
         pathlib.Path(args.detector).parent
     rec = train_detector(list(args.reviewed) + list(args.replay), out, args.eval,
                          args.epochs, args.batch, lr=args.lr, seed=args.seed, init=str(init),
-                         decisions=('ground_truth', 'accepted', 'corrected'))
+                         decisions=('ground_truth', 'accepted', 'corrected'), log=_log)
     print(json.dumps(rec, indent=2))
 
 
@@ -81,6 +87,25 @@ def _score(args):
         from unilab_core.atomic import atomic_write_text
         atomic_write_text(args.json, json.dumps(out, indent=2))
     print(json.dumps({k: v for k, v in out.items() if not isinstance(v, list)}, indent=2))
+
+
+def _plot(args):
+    from unilab.factory.figures import plot_pr
+    curves = {}
+    for path in args.scores:
+        with open(path) as f:
+            s = json.load(f)
+        if 'pr_curve' not in s:
+            raise ValueError(f'{path}: no pr_curve (write it with `factory score --json`)')
+        curves[f'{s["detector"]} ({path})'] = s['pr_curve']
+    plot_pr(curves, args.out)
+    print(f'unilab: wrote {args.out}')
+
+
+def _show(args):
+    from unilab.factory.figures import plot_frames
+    plot_frames(args.store, args.out, args.count)
+    print(f'unilab: wrote {args.out}')
 
 
 def _review(args):
@@ -173,6 +198,15 @@ def add_commands(sub) -> None:
     sc.add_argument('stores', nargs='+', metavar='STORE', help='ground-truth stores')
     sc.add_argument('--json', metavar='FILE', help='write the figures and PR curve here')
     detector_opts(sc)
+
+    pl = cmd('plot', _plot, 'precision-recall plot of `factory score --json` files')
+    pl.add_argument('scores', nargs='+', metavar='SCORE.json')
+    pl.add_argument('--out', default='factory_pr.png')
+
+    sh = cmd('show', _show, 'draw a store\'s first frames with their boxes to a PNG')
+    sh.add_argument('store')
+    sh.add_argument('--out', default='factory_frames.png')
+    sh.add_argument('--count', type=int, default=8)
 
     rv = cmd('review', _review, 'serve the review page for a store (keyboard: A R C 1-9)')
     rv.add_argument('store')
