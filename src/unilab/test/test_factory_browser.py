@@ -48,7 +48,7 @@ def test_accept_and_correct_with_the_keyboard(tmp_path):
     bag = write_image_bag(tmp_path / 'bag', [frame_with_score(s) for s in (0.55, 0.6, 0.65)])
     label_bag(bag, stub_detector(), tmp_path / 'store')
     server = make_server(tmp_path / 'store', port=0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     driver = _browser()
     try:
         from selenium.webdriver.common.action_chains import ActionChains

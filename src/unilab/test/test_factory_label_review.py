@@ -69,7 +69,7 @@ def _call(url, body=None):
 @pytest.fixture
 def server(labelled):
     srv = make_server(labelled[0], port=0)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    threading.Thread(target=srv.serve_forever, args=(0.05,), daemon=True).start()
     yield f'http://127.0.0.1:{srv.server_address[1]}', labelled[0]
     srv.shutdown()
     srv.server_close()

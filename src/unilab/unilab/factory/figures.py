@@ -61,4 +61,3 @@ def plot_frames(root, out, count: int = 8, scale: int = 3) -> None:
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
-

@@ -20,28 +20,23 @@ from unilab.factory.detector import Detector, frame_confidence
 from unilab.factory.label import DEFAULT_THRESHOLD
 from unilab.factory.metrics import match_frame, pr_curve, summarise
 from unilab.factory.store import SampleStore
+from unilab.factory.train import detect_ground_truth
 
 
 def score_pseudo_labels(detector: Detector, roots, threshold: float = DEFAULT_THRESHOLD,
                         curve: bool = False) -> dict:
     """Return the pseudo-label figures of ``detector`` on the stores ``roots``."""
     all_frames, auto, reviewed, raw = [], [], [], []
-    for root in roots:
-        store = SampleStore(root)
-        for m in store.manifests(('ground_truth',)):
-            t, _ = store.read(m['id'])
-            d = detector(t['image'][None])
-            f = (d.boxes[0], d.scores[0], d.labels[0], t['boxes'], t['labels'])
-            raw.append(f)
-            result = match_frame(*f)
-            all_frames.append(result)
-            if frame_confidence(d.scores)[0] >= threshold:
-                auto.append(result)
-                reviewed.append(result)
-            else:  # the reviewer's correction is the ground truth itself
-                n = len(t['labels'])
-                reviewed.append({'tp': n, 'fp': 0, 'fn': 0, 'ious': [1.0] * n,
-                                 'correct': True})
+    for f in detect_ground_truth(detector, roots):
+        raw.append(f)
+        result = match_frame(*f)
+        all_frames.append(result)
+        if frame_confidence(f[1][None])[0] >= threshold:
+            auto.append(result)
+            reviewed.append(result)
+        else:  # the reviewer's correction is the ground truth itself
+            n = len(f[4])
+            reviewed.append({'tp': n, 'fp': 0, 'fn': 0, 'ious': [1.0] * n, 'correct': True})
     if not all_frames:
         raise ValueError(f'no ground-truth samples in {", ".join(map(str, roots))}')
     s_all, s_auto, s_rev = summarise(all_frames), summarise(auto), summarise(reviewed)

@@ -91,17 +91,20 @@ def slot_loss(raw, boxes, present) -> tuple[torch.Tensor, dict]:
     return loss, {'l1': l1.item(), 'giou': lg.item(), 'presence': lp.item(), 'iou': li.item()}
 
 
-def evaluate(detector: Detector, roots, curve: bool = False) -> dict:
-    """Score ``detector`` on the ground-truth samples of ``roots`` (see metrics)."""
-    frames, raw = [], []
+def detect_ground_truth(detector: Detector, roots):
+    """Yield ``(boxes, scores, labels, gt_boxes, gt_labels)`` per ground-truth sample."""
     for root in roots:
         store = SampleStore(root)
         for m in store.manifests(('ground_truth',)):
             t, _ = store.read(m['id'])
             d = detector(t['image'][None])
-            f = (d.boxes[0], d.scores[0], d.labels[0], t['boxes'], t['labels'])
-            raw.append(f)
-            frames.append(match_frame(*f))
+            yield d.boxes[0], d.scores[0], d.labels[0], t['boxes'], t['labels']
+
+
+def evaluate(detector: Detector, roots, curve: bool = False) -> dict:
+    """Score ``detector`` on the ground-truth samples of ``roots`` (see metrics)."""
+    raw = list(detect_ground_truth(detector, roots))
+    frames = [match_frame(*f) for f in raw]
     out = {k: round(v, 4) if isinstance(v, float) else v for k, v in summarise(frames).items()}
     if curve:
         out['pr_curve'] = pr_curve(raw)
