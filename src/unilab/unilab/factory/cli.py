@@ -43,7 +43,8 @@ def _render(args):
     from unilab.factory.render import render_store
     try:
         import unilab.factory.scene  # noqa: F401 - fail on imports before the EGL check
-        out = render_store(args.out, args.frames, args.variant, args.seed, _size(args.size))
+        out = render_store(args.out, args.frames, args.variant, args.seed, _size(args.size),
+                           shadows=args.shadows)
     except (ImportError, RuntimeError, OSError) as exc:
         if isinstance(exc, (FileNotFoundError, PermissionError)):
             raise
@@ -164,7 +165,9 @@ def add_commands(sub) -> None:
     r.add_argument('--variant', choices=('sim', 'real'), default='sim',
                    help='real: held-out light, colours and sensor noise')
     r.add_argument('--seed', type=int, default=0)
-    r.add_argument('--size', default='96x128', metavar='HxW')
+    r.add_argument('--size', default='96x128', metavar='HxW',
+                   help='the bridge\'s camera: 48x64 (with --shadows)')
+    r.add_argument('--shadows', action='store_true', help='render shadows, as the bridge does')
 
     t = cmd('train-detector', _train, 'train a detector version on rendered stores')
     t.add_argument('out', help='detector directory (versions v0001.pt, ... with scores)')

@@ -13,12 +13,12 @@ from unilab.factory.store import SampleStore
 
 
 def render_store(out, frames: int, variant: str = 'sim', seed: int = 0,
-                 size=DEFAULT_SIZE, progress=None) -> dict:
+                 size=DEFAULT_SIZE, progress=None, shadows: bool = False) -> dict:
     """Render ``frames`` frames of ``variant`` into the store ``out``; return a summary."""
     if frames < 1:
         raise ValueError(f'--frames {frames}: must be >= 1')
     store = SampleStore(out, create=True)
-    scene = ArmScene(size, variant, seed)
+    scene = ArmScene(size, variant, seed, shadows)
     prefix = f'render-{variant}-'
     start = int(store.next_id(prefix)[len(prefix):])
     t0 = time.perf_counter()
@@ -34,7 +34,7 @@ def render_store(out, frames: int, variant: str = 'sim', seed: int = 0,
                             'stamp_ns': n, 'frame_id': 'front', 'detector_version': '',
                             'decision': 'ground_truth', 'variant': variant, 'seed': seed,
                             'qpos': [round(q, 6) for q in f['qpos'].tolist()],
-                            'classes': list(CLASSES)})
+                            'classes': list(CLASSES), 'shadows': shadows})
             if progress is not None:
                 progress(n + 1, frames)
     finally:

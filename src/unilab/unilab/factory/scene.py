@@ -107,8 +107,12 @@ def ground_truth_boxes(model, data, cam_id, size, groups=None):
 class ArmScene:
     """The arm in random poses, rendered by its front camera with exact boxes."""
 
-    def __init__(self, size=DEFAULT_SIZE, variant='sim', seed=0):
-        """Load the model and open an offscreen camera (raises where EGL is missing)."""
+    def __init__(self, size=DEFAULT_SIZE, variant='sim', seed=0, shadows=False):
+        """
+        Load the model and open an offscreen camera (raises where EGL is missing).
+
+        ``shadows``: render shadows as the bridge's camera does (slower on a CPU).
+        """
         if variant not in VARIANTS:
             raise ValueError(f'variant `{variant}`: expected one of {", ".join(VARIANTS)}')
         from unilab_bridge.camera import EglCamera
@@ -121,7 +125,7 @@ class ArmScene:
         self._rgba = self.model.geom_rgba.copy()
         self._light = self.model.light_diffuse.copy()
         sim = types.SimpleNamespace(model=self.model, models=[self.model], data=[self.data])
-        self.camera = EglCamera(sim, camera='front', size=self.size, shadows=False)
+        self.camera = EglCamera(sim, camera='front', size=self.size, shadows=shadows)
         self.cam_id = self.camera.cam_id
 
     def _randomise_look(self):
