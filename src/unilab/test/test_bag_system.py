@@ -15,6 +15,13 @@ from unilab.bag.storage import BagReader
 from unilab_bridge.tasks import make_task
 
 
+def _action_map(task):
+    """Return the action map the recorded run's policy used (the task's default)."""
+    from unilab_core.config import ModelSection
+    from unilab_policy.action_map import ActionMap, resolve_action_map
+    return ActionMap.of(resolve_action_map(ModelSection(), task), task.action_dim)
+
+
 def test_record_training_then_info_dataset_and_offline_training(tmp_path, tiny_config):
     bag = tmp_path / 'bag'
     _record(tmp_path, bag, tiny_config, 2048)
@@ -32,7 +39,8 @@ def test_record_training_then_info_dataset_and_offline_training(tmp_path, tiny_c
     # The two dataset sources agree: rollout chunks vs sensors through perception.
     task = make_task('arm6_reach', 1)
     a = build_dataset([bag]).arrays
-    b = build_dataset([bag], 'sensors', task.joint_names, task.uses_joint_state).arrays
+    b = build_dataset([bag], 'sensors', task.joint_names, task.uses_joint_state,
+                      action_map=_action_map(task)).arrays
     task.close()
     assert len(a['obs']) == 2048
     order = lambda x: np.lexsort(x['obs'].T)  # noqa: E731 - same rows, maybe another order
@@ -87,7 +95,8 @@ def test_offline_training_with_an_action_history(tmp_path, tiny_config):
     a = build_dataset([bag]).arrays  # the policy node's own inputs, history included
     assert a['obs'].shape == (1024, 21 + 2 * 6)
     spec = HistorySpec(2, info.action_low, info.action_high, holds_joint_positions(info))
-    d = build_dataset([bag], 'sensors', info.joint_names, info.uses_joint_state, spec)
+    d = build_dataset([bag], 'sensors', info.joint_names, info.uses_joint_state, spec,
+                      action_map=_action_map(info))
     b = d.arrays
     # The first two steps of each env have no known history; every other row is rebuilt
     # exactly as the policy node kept it (clipped commands, joint positions at a reset).

@@ -100,7 +100,7 @@ def test_launch_options_are_not_passed_to_the_ranks():
 
 
 @pytest.mark.parametrize('argv, message', [
-    (['--nproc-per-node', '2'], 'add --direct'),
+    (['--nproc-per-node', '2', '--multiprocess'], 'leave out --multiprocess'),
     (['--direct', '--nproc-per-node', '2', '--nnodes', '2', '--run-dir', 'r'], '--master-addr'),
     (['--direct', '--nproc-per-node', '0'], 'must be >= 1'),
 ])

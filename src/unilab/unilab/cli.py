@@ -74,24 +74,31 @@ def _train(args) -> int:
             raise ConfigError('--nproc-per-node/--nnodes start torchrun; inside torchrun '
                               'leave them out')
         return _launch_ranks(args, LAUNCH_OPTIONS)
+    run_dir = args.run_dir
+    overrides = _train_overrides(args)
     if distributed.launched():
-        if not args.direct:
-            raise ConfigError('several ranks train in the direct loop for now: add --direct '
-                              '(one ROS graph per rank is not built yet)')
         if not args.run_dir and not args.resume:
             raise ConfigError('several ranks need one run directory: pass --run-dir DIR')
+        if args.multiprocess:
+            raise ConfigError('several ranks run one composed graph each: leave out '
+                              '--multiprocess')
         rank_ros_domain()
+        if not args.direct:
+            run_dir, overrides = _rank_graph_run(args, overrides)
     if args.direct:
         return _train_direct(args)
     from unilab.prepare import prepare_run
     from unilab.runner import run_graph
-    overrides = _train_overrides(args)
-    run = prepare_run(args.config, overrides, run_dir=args.run_dir, resume=args.resume or '')
+    run = prepare_run(args.config, overrides, run_dir=run_dir, resume=args.resume or '')
     print(f'unilab: task {run.task.name} ({run.task.obs_dim} obs, {run.task.action_dim} act, '
           f'{run.task.command_interface}), {run.cfg.rollout.num_envs} envs, '
           f'{run.cfg.run.total_steps:,} steps, {run.cfg.run.process_mode}; run dir {run.run_dir}',
           flush=True)
     summary = run_graph(run, progress=run.cfg.logging.progress and not args.no_progress)
+    if distributed.launched() and distributed.rank() > 0 and not summary.get('failed'):
+        print(f'unilab: rank {distributed.rank()} done ({summary.get("steps")} env steps over '
+              f'all ranks); rank 0 writes the run')
+        return 0
     keys = ('steps', 'wall_s', 'fps', 'return_first', 'return_last', 'checkpoint')
     print(json.dumps({k: summary.get(k) for k in keys}, indent=2))
     if summary.get('failed'):
@@ -102,13 +109,35 @@ def _train(args) -> int:
     return 0
 
 
+def _rank_graph_run(args, overrides: dict) -> tuple[str, dict]:
+    """
+    Return the run directory and overrides of this rank's own training graph.
+
+    Rank 0 uses the run directory (checkpoints, metrics, summary); another rank
+    writes its graph's files (configuration, parameters, safety counters) into
+    ``rank<R>/`` below it. Every rank's envs are seeded ``seed + rank``; the
+    trainer nodes join one process group (``unilab_policy.distributed``).
+    """
+    import pathlib
+    from unilab.paths import default_config_files
+    from unilab_core.config import load_run_config
+    from unilab_policy import distributed
+    seed = load_run_config(list(default_config_files()) + list(args.config),
+                           overrides).run.seed
+    overrides = dict(overrides, **{'run.seed': distributed.rank_seed(seed)})
+    run_dir = args.run_dir or args.resume
+    if distributed.rank() > 0:
+        run_dir = str(pathlib.Path(run_dir) / f'rank{distributed.rank()}')
+    return run_dir, overrides
+
+
 def _launch_ranks(args, launch_options: tuple[str, ...]) -> int:
     import pathlib
     import subprocess
     from unilab.ranks import strip_options, torchrun_command
-    if not args.direct:
-        raise ConfigError('--nproc-per-node trains in the direct loop for now: add --direct '
-                          '(one ROS graph per rank is not built yet)')
+    if args.multiprocess:
+        raise ConfigError('--nproc-per-node runs one composed graph per rank: leave out '
+                          '--multiprocess')
     nproc = 1 if args.nproc_per_node is None else args.nproc_per_node
     if nproc < 1 or args.nnodes < 1:
         raise ConfigError(f'--nproc-per-node {nproc} and --nnodes {args.nnodes} must be >= 1')
@@ -327,8 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument('--direct', action='store_true',
                    help='train in one loop without ROS (same components as the graph)')
     t.add_argument('--nproc-per-node', type=int, metavar='K',
-                   help='data-parallel ranks on this host, started with torchrun '
-                        '(with --direct; README "Training on several GPUs / hosts")')
+                   help='data-parallel ranks on this host, started with torchrun: one '
+                        'composed graph per rank (or with --direct one loop per rank; '
+                        'README "Scaling out")')
     t.add_argument('--nnodes', type=int, default=1, metavar='M',
                    help='hosts taking part (c10d rendezvous at --master-addr)')
     t.add_argument('--node-rank', type=int, metavar='R', help='this host\'s rank (optional)')

@@ -62,7 +62,9 @@ def describe_model(path: str | pathlib.Path) -> DeployModel:
         if not meta or 'policy' not in meta:
             raise ConfigError(f'model {path}: carries no UniLab description; export it again '
                               'with `unilab export RUN_DIR` (this version writes one)')
-        return DeployModel(path, PolicyNodeParams.model_validate(meta['policy']),
+        from unilab_policy.factory import upgrade_policy_params
+        return DeployModel(path, PolicyNodeParams.model_validate(
+                               upgrade_policy_params(meta['policy'])),
                            TaskInfo(**{k: tuple(v) if isinstance(v, list) else v
                                        for k, v in meta['task'].items()}))
     from unilab_policy.factory import checkpoint_of, run_policy_params

@@ -21,11 +21,17 @@ __all__ = ['evaluate_policy', 'SUCCESS_M']
 
 
 def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, num_envs: int,
-                    seed: int, episodes_per_env: int = 2) -> dict:
+                    seed: int, episodes_per_env: int = 2, actor=None,
+                    task_options: dict | None = None) -> dict:
     """
     Return mean / std of deterministic episode returns and the success rate.
 
-    ``bundle`` None scores the zero action (the robot holds its start pose).
+    ``bundle`` None scores the zero action (the robot holds its start pose);
+    ``actor`` (anything with PolicyActor's ``step``, e.g. a scripted expert) is
+    scored instead of a network when given. ``task_options`` go to the task's
+    constructor (e.g. a fixed velocity command for quad_walk). Tasks that keep
+    per-episode tracking figures (``episode_stats``) add their means: velocity
+    tracking errors and the share of episodes that survived.
     ``run_dir`` receives the joint-limits file the gate uses when the task's
     limits are derived from its model.
     """
@@ -38,14 +44,15 @@ def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, 
     cfg = cfg.model_copy(update={'run': cfg.run.model_copy(update={'task': task_name})})
     gate = make_gate(cfg, run_dir)
     info, _ = task_info(task_name)
-    if bundle is None:
+    if actor is None and bundle is None:
         actor = ZeroPolicy(num_envs, info.action_dim)
-    else:
+    elif actor is None:
         actor = make_actor(policy_params(cfg, info, mode='deploy', num_envs=num_envs), 'cpu',
                            bundle)
         actor.set_version(0)
     returns, final_dist = [], []
-    with make_task(task_name, num_envs, seed=seed, disturbances=variant) as task:
+    with make_task(task_name, num_envs, seed=seed, disturbances=variant,
+                   **(task_options or {})) as task:
 
         def on_step(state):
             finished = state.terminated | state.truncated
@@ -59,8 +66,22 @@ def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, 
         # A reach episode lasts max_episode_steps unless the simulation diverges.
         steps = episodes_per_env * task.max_episode_steps
         loop.run(until=lambda: loop.seq >= steps)
+        stats = list(getattr(getattr(task, 'inner', task), 'episode_stats', ()))
     r = np.asarray(returns)
     success = float(np.mean(np.asarray(final_dist) < SUCCESS_M)) if final_dist else None
+    rows = gate.passed + gate.clamped + gate.rejected
     return {'return': round(float(r.mean()), 3), 'return_std': round(float(r.std()), 3),
             'episodes': int(r.size),
-            'success': round(success, 3) if success is not None else None}
+            # Command rows the gate clamped (any joint): what the policy asks beyond limits.
+            'clamp_share': round(gate.clamped / rows, 4) if rows else None,
+            'success': round(success, 3) if success is not None else None,
+            **_tracking(stats)}
+
+
+def _tracking(stats: list[dict]) -> dict:
+    """Return the mean tracking errors and survival share of per-episode figures."""
+    if not stats:
+        return {}
+    return {'vx_error': round(float(np.mean([s['vx_error'] for s in stats])), 4),
+            'yaw_error': round(float(np.mean([s['yaw_error'] for s in stats])), 4),
+            'survival': round(float(np.mean([s['survived'] for s in stats])), 4)}

@@ -12,6 +12,7 @@ ONNX_TOLERANCE = 1e-5
 def export_run(run_dir: str, fmt: str,
                out: str | None = None) -> tuple[pathlib.Path, float | None]:
     """Export and (for ONNX) verify against onnxruntime; return (path, max abs diff)."""
+    from unilab_policy.action_map import ActionMap
     from unilab_policy.export import export_onnx, export_torchscript, verify_onnx
     from unilab_policy.factory import load_trained
     from unilab.deploy import describe_model, model_metadata
@@ -20,14 +21,18 @@ def export_run(run_dir: str, fmt: str,
     # What deployment checks against a robot profile travels inside the file.
     metadata = model_metadata(trained.params, describe_model(run_dir).task)
     norm = bundle.obs_normalizer if trained.params.normalization.observations else None
+    # The file gives commands in joint units: the action map is part of it.
+    action_map = ActionMap.of(trained.params.model, trained.params.act_dim)
     ext = {'onnx': 'onnx', 'torchscript': 'pt'}[fmt]
     path = pathlib.Path(out) if out else pathlib.Path(run_dir) / f'policy.{ext}'
     if fmt == 'onnx':
-        module = export_onnx(bundle.actor_critic, norm, path, obs_dim, metadata=metadata)
+        module = export_onnx(bundle.actor_critic, norm, path, obs_dim, metadata=metadata,
+                             action_map=action_map)
         diff = verify_onnx(path, module, obs_dim)
         if diff > ONNX_TOLERANCE:
             raise RuntimeError(f'ONNX output differs from torch by {diff:.2e} '
                                f'(> {ONNX_TOLERANCE}); {path} is not trustworthy')
         return path, diff
-    export_torchscript(bundle.actor_critic, norm, path, obs_dim, metadata=metadata)
+    export_torchscript(bundle.actor_critic, norm, path, obs_dim, metadata=metadata,
+                       action_map=action_map)
     return path, None

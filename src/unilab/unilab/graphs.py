@@ -26,6 +26,7 @@ from unilab_core.robot_profile import namespaced, RobotProfile
 from unilab_perception.layout import observation_layout
 from unilab_perception.params import (BevSection, ImageSection, PerceptionNodeParams,
                                       PointCloudSection, SensorsSection)
+from unilab_policy.action_map import resolve_action_map
 from unilab_policy.params import PolicyNodeParams, TrainerNodeParams
 from unilab_safety.params import OutputSection, SafetySpec
 
@@ -78,6 +79,7 @@ def _network(cfg: RunConfig, task: TaskInfo) -> dict:
     obs_dim, grid_input = observation_layout(cfg.perception, task.obs_dim)
     model = cfg.model.model_copy(update={'grid_input': grid_input}) if grid_input \
         else cfg.model
+    model = resolve_action_map(model, task)
     return {'obs_dim': obs_dim, 'act_dim': task.action_dim, 'run': cfg.run, 'model': model,
             'normalization': cfg.normalization, 'gpu': cfg.gpu}
 

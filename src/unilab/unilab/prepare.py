@@ -44,7 +44,10 @@ def task_info(name: str) -> tuple[TaskInfo, dict]:
                         control_dt=float(task.control_dt),
                         max_episode_steps=int(task.max_episode_steps),
                         action_low=tuple(float(x) for x in task.action_low),
-                        action_high=tuple(float(x) for x in task.action_high))
+                        action_high=tuple(float(x) for x in task.action_high),
+                        action_mode=task.action_mode,
+                        action_scale=tuple(float(x) for x in task.action_scale),
+                        action_offset=tuple(float(x) for x in task.action_offset))
         return info, dict(task.joint_limits)
     finally:
         task.close()

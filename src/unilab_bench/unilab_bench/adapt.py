@@ -64,7 +64,9 @@ def _eval(cfg, model, flat, run_dir) -> float:
     from unilab_bridge.variants import VARIANTS
     from unilab_policy.factory import load_trained
     from unilab_policy.weights import flatten_state, unflatten_into
-    bundle = load_trained(model).bundle
+    trained = load_trained(model)
+    bundle = trained.bundle
+    cfg = cfg.model_copy(update={'model': trained.params.model})  # the network's action map
     unflatten_into(bundle, torch.from_numpy(np.asarray(flat, np.float32)),
                    flatten_state(bundle)[1])
     return evaluate_policy(cfg, bundle, 'arm6_reach', run_dir, VARIANTS[VARIANT], 16,

@@ -36,9 +36,10 @@ def add_command(sub) -> None:
                    'transport: messages per path and rate (100); '
                    'sim2real: env steps per trained policy (1500000); adapt: rounds (20); '
                    'deploy: control cycles per controller (10000); transfer: env steps per '
-                   'policy trained (1500000); factory: sim renders to train on (2000; '
-                   '1000 replayed with --model)')
-    b.add_argument('--num-envs', type=int, default=None, help='envs (graph: 64)')
+                   'policy trained (1500000); scale: env steps per rank (ten PPO updates); '
+                   'factory: sim renders to train on (2000; 1000 replayed with --model)')
+    b.add_argument('--num-envs', type=int, default=None,
+                   help='envs (graph: 64; scale: per rank, 64)')
     b.add_argument('--task', help='task (graph: arm6_reach, train: Hopper-v5)')
     b.add_argument('--seed', type=int, default=0)
     b.add_argument('--model', default=None,
@@ -48,8 +49,10 @@ def add_command(sub) -> None:
                    '.pt (default: train one)')
     b.add_argument('--seeds', default=None,
                    help='sim2real: comma-separated training seeds, e.g. 0,1,2 (per-seed '
-                   'figures, their means and minima; the target on the mean returns)')
-    b.add_argument('--repeats', type=int, default=20, help='gae: timing repeats')
+                   'figures, their means and minima; the target on the mean returns); '
+                   'learn: the seeds trained (0,1,2)')
+    b.add_argument('--repeats', type=int, default=20,
+                   help='gae: timing repeats; scale: all-reduce repeats')
     b.add_argument('--no-sb3', action='store_true', help='train: skip the SB3 baseline')
     b.add_argument('--duration', type=float, default=None,
                    help='safety: s per variant (30); stress: s measured (180)')
@@ -61,7 +64,8 @@ def add_command(sub) -> None:
     b.add_argument('--png', default=None, help='safety: write the latency histogram here; '
                    'transport: the latency CDFs (docs/transport_latency.png); '
                    'sim2real: returns and success per seed; adapt: success per round; '
-                   'stress: the time series')
+                   'stress: the time series; learn: the learning curves; scale: the '
+                   'modelled scaling (docs/scaling.png)')
     b.add_argument('--robot', default=None, help='deploy: robot profile (arm6)')
     b.add_argument('--goals', type=int, default=None,
                    help='transfer: goals per deployed policy (100)')
@@ -69,6 +73,11 @@ def add_command(sub) -> None:
                    'injection (default: train one with config/sim2real.yaml)')
     b.add_argument('--nominal', default=None, help='transfer: run trained without '
                    'injection (default: train one, preset with disturbances off)')
+    b.add_argument('--subset', default=None,
+                   help='learn: arm6 (default; 3 seeds against the IK expert) or a gymnasium '
+                   'task against SB3: hopper, walker, halfcheetah, ant')
+    b.add_argument('--run-root', default=None,
+                   help='learn: keep the trained runs here (default runs/bench-learn-<time>)')
     b.add_argument('--no-multiprocess', action='store_true',
                    help='deploy: skip the one-process-per-node graph')
     b.set_defaults(func=_bench)

@@ -7,9 +7,9 @@ One node, one process, no gate: subscribe the profile's ``/joint_states``, map t
 joints by name, build the same observation (``[q, qd]``, the reach task's extras
 by forward kinematics of the measured joints, the last actions if the network
 takes them), one torch forward of the same network (normaliser included, the
-mean action), clamp to the task's action range, publish ``std_msgs/Float64MultiArray``
-in the controller's joint order. Run: ``python -m unilab_bench.deploy_baseline
-MODEL PROFILE``.
+mean action, its action map to joint units), clamp to the task's action range,
+publish ``std_msgs/Float64MultiArray`` in the controller's joint order. Run:
+``python -m unilab_bench.deploy_baseline MODEL PROFILE``.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class PlainPolicyNode(Node):
         super().__init__('plain_policy')
         from unilab_core.robot_profile import load_profile
         from unilab_perception.task_inputs import MissingInput, ReachInputs
+        from unilab_policy.action_map import ActionMap
         from unilab_policy.factory import load_trained
         self._missing = MissingInput
         profile = load_profile(profile_file)
@@ -40,6 +41,7 @@ class PlainPolicyNode(Node):
         p = trained.params
         torch.set_num_threads(p.run.torch_threads)
         self.net = trained.bundle.eval()
+        self.action_map = ActionMap.of(p.model, p.act_dim)
         self.names = list(profile.joint_names)
         self.low = np.asarray(p.action_low, np.float32)
         self.high = np.asarray(p.action_high, np.float32)
@@ -71,10 +73,10 @@ class PlainPolicyNode(Node):
             except self._missing:
                 return
         parts.append(self.history[None, :])
-        obs = torch.from_numpy(np.concatenate(parts, axis=1))
+        obs = np.concatenate(parts, axis=1)
         with torch.inference_mode():
-            action = self.net(obs).numpy()[0]
-        action = np.clip(action, self.low, self.high)
+            mean = self.net(torch.from_numpy(obs)).numpy()
+        action = np.clip(self.action_map.command(obs, mean)[0], self.low, self.high)
         if self.history.size:
             self.history = np.concatenate([self.history[action.size:], action])
         self.pub.publish(Float64MultiArray(data=[float(v) for v in action[self.out_index]]))

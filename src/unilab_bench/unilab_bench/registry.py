@@ -16,8 +16,10 @@ from unilab_bench.deploy import bench_deploy
 from unilab_bench.factory import bench_factory
 from unilab_bench.gae import bench_gae
 from unilab_bench.graph import bench_graph
+from unilab_bench.learn import bench_learn
 from unilab_bench.perception import bench_perception
 from unilab_bench.safety import bench_safety
+from unilab_bench.scale import bench_scale
 from unilab_bench.sim2real import bench_sim2real
 from unilab_bench.stress import bench_stress
 from unilab_bench.train import bench_train
@@ -30,7 +32,7 @@ BENCHMARKS = {'graph': bench_graph, 'gae': bench_gae, 'train': bench_train,
               'perception': bench_perception, 'transport': bench_transport,
               'sim2real': bench_sim2real, 'adapt': bench_adapt,
               'stress': bench_stress, 'deploy': bench_deploy, 'transfer': bench_transfer,
-              'factory': bench_factory}
+              'learn': bench_learn, 'scale': bench_scale, 'factory': bench_factory}
 
 
 def run_benchmark(name: str, args) -> dict:

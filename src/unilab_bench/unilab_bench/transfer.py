@@ -93,7 +93,8 @@ def bench_transfer(args) -> dict:
             out[f'deployed_{label}'] = deployed
             out[f'success_{label}'] = deployed['success_fraction']
             trained = load_trained(run)
-            cfg = load_run_config([pathlib.Path(run) / 'config.yaml'])  # the run's network
+            cfg = load_run_config([pathlib.Path(run) / 'config.yaml']).model_copy(
+                update={'model': trained.params.model})  # the run's network and action map
             inproc = evaluate_policy(cfg, trained.bundle, TASK, str(tmp / f'{label}_eval'),
                                      REAL_VARIANT, cfg.rollout.num_envs, EVAL_SEED)
             out[f'inproc_{label}'] = inproc

@@ -61,3 +61,26 @@ def test_quat_rotate_inverse_matches_matrix():
         mujoco.mju_quat2Mat(mat, q[i])
         np.testing.assert_allclose(quat_rotate_inverse(q[i:i + 1], v[i:i + 1])[0],
                                    mat.reshape(3, 3).T @ v[i], atol=1e-12)
+
+
+def test_commands_cover_forward_and_yaw_and_episodes_report_tracking():
+    with make_task('quad_walk', 4, seed=1, max_episode_steps=20) as task:
+        s = task.reset(seed=1)
+        cmd = s.extras[:, 9:11]
+        assert np.all((cmd[:, 0] >= 0.0) & (cmd[:, 0] <= 0.8))
+        assert np.all(np.abs(cmd[:, 1]) <= 0.5) and np.any(cmd[:, 1] != 0.0)
+        for _ in range(20):
+            s = task.step(np.tile(HOME, (4, 1)))
+        stats = list(task.episode_stats)
+        assert len(stats) == 4 and all(st['survived'] and st['length'] == 20 for st in stats)
+        # Standing still: the forward error is about the commanded speed itself.
+        for st, c in zip(stats, cmd):
+            assert st['command_vx'] == c[0]
+            assert abs(st['vx_error'] - c[0]) < 0.2  # settling into the stance moves it a little
+
+
+def test_the_default_action_map_is_legged_gyms_scaled_targets_around_home():
+    with make_task('quad_walk', 1, seed=0) as task:
+        assert task.action_mode == 'offset'
+        np.testing.assert_allclose(task.action_offset, HOME)
+        assert set(task.action_scale) == {0.25}

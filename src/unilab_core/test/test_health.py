@@ -85,11 +85,12 @@ def test_errors_win_over_warnings_and_both_are_listed():
 
 def test_transport_counters_sum_deliveries_losses_and_errors():
     subs = [{'inproc': 10, 'shm': 5, 'shm_skipped': 2, 'error_torn': 1, 'wake_threads': 1},
-            {'standard': 3, 'inproc_skipped': 1}]
-    pubs = [{'inproc': 10, 'descriptors': 4, 'ring_full': 1, 'dropped_all_pinned': 2}]
+            {'standard': 3, 'inproc_skipped': 1, 'foreign_host': 2}]
+    pubs = [{'inproc': 10, 'descriptors': 4, 'ring_full': 1, 'dropped_all_pinned': 2,
+             'serialised_unmapped': 3}]
     assert transport_counters(subs, pubs) == {
-        'transport_received': 18, 'transport_sent': 14, 'transport_dropped': 6,
-        'transport_errors': 1}
+        'transport_received': 18, 'transport_sent': 17, 'transport_dropped': 6,
+        'transport_errors': 1, 'transport_cross_host': 5}
 
 
 def test_a_peer_not_seen_yet_warns_then_errs_and_a_gone_one_errs_at_once():

@@ -195,15 +195,22 @@ def test_cross_process_through_shared_memory(ros, options):
         assert spin_until(ex, lambda: pub.remote_readers() > 0, 20.0)
         lines, counters = _publish_until_child_reports(pub, ex, child, lambda seq: True)
         assert len(lines) == 6
-        # reliable: every message, in order, each intact and read-only
+        # reliable: every message, in order, each intact; read-only views of the ring, but
+        # for a message that arrived serialised while the reader had not mapped it yet
         assert [int(s) for _, s, _, _ in lines] == list(range(1, 7))
-        for _, s, total, writeable in lines:
-            assert float(total) == 1000.0 * int(s) and writeable == 'False'
-        # The first message arrives by descriptor (discovery: the reader maps the segment);
+        for _, s, total, _ in lines:
+            assert float(total) == 1000.0 * int(s)
+        # (counters count arrivals; a message that came both ways is delivered once)
+        standard = counters.get('standard', 0)
+        twice = counters.get('duplicates_dropped', 0)
+        assert sum(w == 'True' for _, _, _, w in lines) <= standard
+        # The first message arrives by descriptor (discovery: the reader maps the segment;
+        # until it has, the publisher also serialises it, see test_tensor_topic_hosts.py);
         # then the reader's thread sleeps on the ring's futex and reads the ring directly,
         # and the publisher stops sending descriptors the reader no longer needs.
-        assert counters['shm'] >= 1 and counters['shm_wake'] >= 1
-        assert counters['shm'] + counters['shm_wake'] == 6
+        assert counters['shm_wake'] >= 1
+        assert counters['shm'] + counters['shm_wake'] + standard - twice == 6
+        assert standard <= pub.stats['serialised_unmapped'] < 6
         assert counters['wake_threads'] == 1
         if options.get('prewake_us'):
             # Messages come about every 0.05-0.1 s: once the period is known, the wake
@@ -239,11 +246,16 @@ def test_cross_process_through_iceoryx2(ros):
         assert len(lines) == 6
         got = [int(s) for _, s, _, _ in lines]
         assert got == list(range(got[0], got[0] + 6))  # reliable: in order, none missing
-        for _, s, total, writeable in lines:
-            assert float(total) == 1000.0 * int(s) and writeable == 'False'
+        for _, s, total, _ in lines:
+            assert float(total) == 1000.0 * int(s)
         # The descriptor only names the service; every payload came through iceoryx2 and
-        # the reader slept in the library's listener.
-        assert counters['shm_wake'] == 6 and counters.get('shm', 0) == 0
+        # the reader slept in the library's listener, but for those that arrived serialised
+        # before it had subscribed to the service (writable copies).
+        standard = counters.get('standard', 0)
+        twice = counters.get('duplicates_dropped', 0)
+        assert sum(w == 'True' for _, _, _, w in lines) <= standard
+        assert counters['shm_wake'] + standard - twice == 6 and counters.get('shm', 0) == 0
+        assert counters['shm_wake'] >= 1
         assert counters['wake_threads'] == 1
         assert pub.writer.name.startswith('iox2:unilab/d')
         assert pub.stats['serialised'] == 0 and pub.writer.stats.discarded == 0

@@ -403,6 +403,22 @@ class ModelSection(_Section):
                     '(at an episode start the held command: joint positions for position '
                     'control, else zeros): in-flight commands become part of the state, '
                     'which makes a policy robust to actuation delay. 0 = off.')
+    action_mode: Literal['task', 'absolute', 'relative', 'offset'] = Field(
+        'task', description='What the network\'s output means (docs/actions.md): '
+        'absolute: the command itself (joint targets, efforts); relative: joint position '
+        'targets around the measured joint positions, command = q + action_scale * action '
+        '(position-controlled joints only); offset: targets around a fixed pose, command = '
+        'action_offset + action_scale * action (legged_gym\'s default pose); task: the '
+        'task\'s own choice.')
+    action_scale: list[float] = Field(
+        default_factory=list,
+        description='relative: per-joint scale (rad per unit action), or one value for every '
+                    'joint; [] = the task\'s (arm6_reach: 2 x the slew limit '
+                    'max_velocity * control period).')
+    action_offset: list[float] = Field(
+        default_factory=list,
+        description='offset: the pose (one value per joint) actions are around; [] = the '
+                    'task\'s (quad_walk: its standing crouch).')
     grid_input: list[int] = Field(
         default_factory=list,
         description='[offset, channels, height, width] of a BEV grid inside the observation: '
@@ -410,6 +426,20 @@ class ModelSection(_Section):
                     '`perception.bev_output` is `height_map`; [] = MLP only).')
     grid_features: int = Field(32, ge=1, le=1024,
                                description='Features the grid CNN gives the MLP.')
+
+    @field_validator('action_scale')
+    @classmethod
+    def _action_scale(cls, v):
+        if any(not (math.isfinite(x) and x > 0.0) for x in v):
+            raise ValueError(f'model.action_scale must be finite and > 0, got {v}')
+        return v
+
+    @field_validator('action_offset')
+    @classmethod
+    def _action_offset(cls, v):
+        if any(not math.isfinite(x) for x in v):
+            raise ValueError(f'model.action_offset must be finite, got {v}')
+        return v
 
     @field_validator('grid_input')
     @classmethod

@@ -54,6 +54,12 @@ class TaskInfo:
     max_episode_steps: int
     action_low: tuple[float, ...] = ()   # actuator command range (empty: unknown)
     action_high: tuple[float, ...] = ()
+    # What the policy's output means by default (ModelSection.action_mode 'task'): 'absolute'
+    # commands, 'relative' joint targets q + action_scale * action, or 'offset' targets
+    # action_offset + action_scale * action.
+    action_mode: str = 'absolute'
+    action_scale: tuple[float, ...] = ()
+    action_offset: tuple[float, ...] = ()   # 'offset' mode: the pose actions are around
 
 
 @dataclasses.dataclass(frozen=True)

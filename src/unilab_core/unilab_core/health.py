@@ -65,7 +65,7 @@ _DELIVERED = ('inproc', 'inproc_inline', 'shm', 'shm_wake', 'standard')
 _SUB_LOST = ('inproc_skipped', 'shm_skipped')
 _PUB_LOST = ('ring_full', 'dropped_all_pinned')
 #: Publisher counters of messages handed on (to in-process readers, a ring, DDS).
-_SENT = ('inproc', 'descriptors', 'serialised', 'loaned')
+_SENT = ('inproc', 'descriptors', 'serialised', 'serialised_unmapped', 'loaned')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,15 +91,19 @@ def transport_counters(subscriptions: Iterable[Mapping[str, int]],
     ``TensorPublisher.stats``: deliveries are the paths a message arrived by,
     losses the slots a reader skipped (overwritten before it read them) and the
     messages a writer could not place; ``error_*`` counts messages that arrived
-    broken.
+    broken. ``transport_cross_host`` counts the messages a writer serialised for
+    readers that cannot map its shared memory and the descriptors a reader
+    received from such a writer (another host, ``/dev/shm`` or pid namespace).
     """
     out = {'transport_received': 0, 'transport_sent': 0, 'transport_dropped': 0,
-           'transport_errors': 0}
+           'transport_errors': 0, 'transport_cross_host': 0}
     for c in subscriptions:
+        out['transport_cross_host'] += int(c.get('foreign_host', 0))
         out['transport_received'] += sum(int(c.get(k, 0)) for k in _DELIVERED)
         out['transport_dropped'] += sum(int(c.get(k, 0)) for k in _SUB_LOST)
         out['transport_errors'] += sum(int(v) for k, v in c.items() if k.startswith('error_'))
     for c in publishers:
+        out['transport_cross_host'] += int(c.get('serialised_unmapped', 0))
         out['transport_sent'] += sum(int(c.get(k, 0)) for k in _SENT)
         out['transport_dropped'] += sum(int(c.get(k, 0)) for k in _PUB_LOST)
     return out

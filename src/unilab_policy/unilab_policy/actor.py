@@ -13,6 +13,8 @@ and sim-to-real evaluation, deployment and the benchmarks. It owns
   for position-controlled joints, else zeros);
 - the **rollout chunks** (``ChunkBuilder``): a transition is opened when the
   actor acts on ``obs_t`` and closed by the next step's outcome;
+- the **action map** (``action_map.ActionMap``): the network's actions become
+  commands in joint units; chunks keep the actions PPO learns in;
 - the **duplicate answer**: a re-sent step (same ``seq``, e.g. after a lost
   message) gets the same action again, never a new sample.
 
@@ -40,6 +42,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import torch
 
+from unilab_policy.action_map import ActionMap
 from unilab_policy.chunk import ChunkBuilder
 from unilab_policy.history import ActionHistory
 from unilab_policy.inference import InferencePolicy
@@ -88,7 +91,7 @@ class ActOut(NamedTuple):
     seq: int
     version: int
     stamp_ns: int
-    action: np.ndarray           # [N, act] float32, in command units
+    action: np.ndarray           # [N, act] float32, in command units (``action_map``)
     value: np.ndarray            # [N]
     log_prob: np.ndarray         # [N]
     episode_start: np.ndarray | None  # bool [N]: envs whose episode started at this step
@@ -117,7 +120,8 @@ class PolicyActor:
     """Act on observation batches with versioned weights (see the module docstring)."""
 
     def __init__(self, bundle: PolicyBundle, num_envs: int, act_dim: int, *,
-                 mode: str = 'on_policy', rollout_length: int = 32, chunk_length: int = 8,
+                 mode: str = 'on_policy', action_map: ActionMap | None = None,
+                 rollout_length: int = 32, chunk_length: int = 8,
                  action_history: int = 0, action_low=(), action_high=(),
                  history_fill: str = 'zero', device: torch.device | None = None,
                  graph_capture: bool = False, log: Callable[[str], None] = print):
@@ -133,6 +137,11 @@ class PolicyActor:
         self.bundle = bundle
         self.mode = mode
         self.num_envs, self.act_dim = int(num_envs), int(act_dim)
+        self.action_map = action_map if action_map is not None else ActionMap(
+            'absolute', (), self.act_dim)
+        if self.action_map.act_dim != self.act_dim:
+            raise ValueError(f'action map for {self.action_map.act_dim} joints, the actor has '
+                             f'{self.act_dim}')
         self.input_dim = bundle.actor_critic.obs_dim
         self.obs_dim = self.input_dim - int(action_history) * self.act_dim
         self.rollout_length, self.chunk_length = int(rollout_length), int(chunk_length)
@@ -242,13 +251,17 @@ class PolicyActor:
                 self.chunk.drop_open_step()
         out = self.inference.act(obs, deterministic=self.mode == 'deploy')
         action = out.action.cpu().numpy()
-        self.history.push(action)
+        # Commands in joint units (an exported model already gives them, see export.py).
+        command = action if getattr(self.inference, 'outputs_commands', False) \
+            else self.action_map.command(raw, action)
+        self.history.push(command)
         log_prob, value = out.log_prob.cpu().numpy(), out.value.cpu().numpy()
         if self.chunk is not None:
+            # PPO learns in action space: the chunk keeps the sampled action.
             self.chunk.open_step(obs, action, log_prob, value, out.mean.cpu().numpy(),
                                  out.std.cpu().numpy(), step.seq)
-        self.last_out = ActOut(step.seq, self.version, step.stamp_ns, action, value, log_prob,
-                               starts)
+        self.last_out = ActOut(step.seq, self.version, step.stamp_ns, command, value,
+                               log_prob, starts)
         self.last_seq = step.seq
         self.counters['steps'] += 1
         return StepResult(action=self.last_out, chunk=chunk)

@@ -1,6 +1,12 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Export the deployable policy (frozen normaliser + actor mean) to ONNX / TorchScript."""
+"""
+Export the deployable policy (frozen normaliser + actor mean + action map) to ONNX / TorchScript.
+
+The exported model's output is the command in joint units: the action map
+(``action_map.ActionMap``, e.g. measured position + scale * action) is part of
+the exported graph, so a user's own runtime needs nothing but the file.
+"""
 
 import copy
 import os
@@ -11,6 +17,7 @@ import torch
 from torch import nn
 from unilab_core.atomic import atomic_path
 
+from .action_map import ActionMap
 from .models import ActorCritic
 from .normalizer import EmpiricalNormalization
 
@@ -18,13 +25,21 @@ ONNX_OPSET = 17
 
 
 class DeployablePolicy(nn.Module):
-    """``action = actor(clip((obs - mean) / std))``: a float32 CPU copy, detached from training."""
+    """
+    ``command = action_map(obs, actor(clip((obs - mean) / std)))``, float32 on CPU.
+
+    A frozen copy, detached from training; without ``action_map`` the command is
+    the actor's mean action itself (absolute actions).
+    """
 
     def __init__(self, actor_critic: ActorCritic,
-                 normalizer: Optional[EmpiricalNormalization] = None):
-        """Deep-copy the actor MLP and the normaliser statistics (frozen) to CPU float32."""
+                 normalizer: Optional[EmpiricalNormalization] = None,
+                 action_map: Optional[ActionMap] = None):
+        """Deep-copy the actor MLP, the normaliser statistics and the map to CPU float32."""
         super().__init__()
         self.actor = copy.deepcopy(actor_critic.actor).to('cpu', torch.float32)
+        self.action_map = copy.deepcopy(action_map if action_map is not None else ActionMap(
+            'absolute', (), actor_critic.act_dim)).to('cpu')
         obs_dim = actor_critic.obs_dim
         mean = torch.zeros(obs_dim)
         std = torch.ones(obs_dim)
@@ -41,9 +56,9 @@ class DeployablePolicy(nn.Module):
             p.requires_grad_(False)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """Return the deterministic action for raw observations ``[B, obs_dim]``."""
+        """Return the deterministic command for raw observations ``[B, obs_dim]``."""
         x = ((obs - self.obs_mean) / self.obs_std).clamp(-self.clip, self.clip)
-        return self.actor(x)
+        return self.action_map(obs, self.actor(x))
 
 
 #: Model metadata key (ONNX ``metadata_props``; TorchScript extra file ``unilab.json``):
@@ -55,15 +70,18 @@ METADATA_KEY = 'unilab.json'
 
 def export_onnx(actor_critic: ActorCritic, normalizer: Optional[EmpiricalNormalization],
                 path: Union[str, os.PathLike], obs_dim: int,
-                opset: int = ONNX_OPSET, metadata: Optional[dict] = None) -> DeployablePolicy:
+                opset: int = ONNX_OPSET, metadata: Optional[dict] = None,
+                action_map: Optional[ActionMap] = None) -> DeployablePolicy:
     """
     Write an ONNX model with input ``obs`` [batch, obs_dim] and output ``action``.
+
+    ``action`` is the command in joint units (``action_map`` applied).
 
     Uses the TorchScript-based exporter (``dynamo=False``): the dynamo exporter needs
     ``onnxscript``, which is not a dependency. ``metadata`` (plain data) is stored as
     JSON under ``METADATA_KEY``. Returns the exported module.
     """
-    module = DeployablePolicy(actor_critic, normalizer)
+    module = DeployablePolicy(actor_critic, normalizer, action_map)
     dummy = torch.zeros(1, obs_dim)
 
     def write(tmp):
@@ -89,13 +107,14 @@ def export_onnx(actor_critic: ActorCritic, normalizer: Optional[EmpiricalNormali
 def export_torchscript(actor_critic: ActorCritic,
                        normalizer: Optional[EmpiricalNormalization],
                        path: Union[str, os.PathLike], obs_dim: int,
-                       metadata: Optional[dict] = None) -> DeployablePolicy:
+                       metadata: Optional[dict] = None,
+                       action_map: Optional[ActionMap] = None) -> DeployablePolicy:
     """
     Write a traced TorchScript file (``torch.jit.load`` + ``module(obs)``).
 
     Returns the exported (eager) module.
     """
-    module = DeployablePolicy(actor_critic, normalizer)
+    module = DeployablePolicy(actor_critic, normalizer, action_map)
 
     def write(tmp):
         with warnings.catch_warnings():

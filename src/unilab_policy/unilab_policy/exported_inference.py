@@ -34,6 +34,9 @@ def is_exported(path: str | os.PathLike) -> bool:
 class ExportedPolicy:
     """Act with an exported model file on ``[N, obs]`` numpy batches (CPU)."""
 
+    #: An exported model's output is already the command (its action map is inside).
+    outputs_commands = True
+
     def __init__(self, path: str | os.PathLike, num_envs: int, input_dim: int):
         path = os.fspath(path)
         self.input_dim = int(input_dim)

@@ -23,6 +23,7 @@ from unilab_core.config import (AdvantageSection, ConfigError, ModelSection,
 from unilab_core.errors import one_line
 from unilab_core.graph import model_parameters
 
+from unilab_policy.action_map import ActionMap
 from unilab_policy.actor import PolicyActor
 from unilab_policy.checkpoint import load_checkpoint, restoring
 from unilab_policy.history import policy_input_dim
@@ -73,6 +74,7 @@ def make_actor(p: PolicyNodeParams, device: torch.device | str,
     if bundle is None:
         bundle = bundle_from_params(p, device, seed=p.run.seed)
     return PolicyActor(bundle.eval(), p.rollout.num_envs, p.act_dim, mode=p.mode,
+                       action_map=ActionMap.of(p.model, p.act_dim),
                        rollout_length=p.rollout.rollout_length,
                        chunk_length=p.rollout.chunk_length,
                        action_history=p.model.action_history, action_low=p.action_low,
@@ -113,7 +115,8 @@ def run_policy_params(run_dir: str | pathlib.Path) -> PolicyNodeParams:
         raise ConfigError(f'{run_dir}: not a run directory (no graph_params.yaml)')
     try:
         data = yaml.safe_load(path.read_text()) or {}
-        return PolicyNodeParams.model_validate(_upgrade(data['policy']['ros__parameters']))
+        return PolicyNodeParams.model_validate(
+            upgrade_policy_params(data['policy']['ros__parameters']))
     except (yaml.YAMLError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f'{path}: no valid policy parameters ({one_line(exc)})') from None
 
@@ -124,12 +127,14 @@ _LEGACY_KEYS = {'device': 'run', 'torch_threads': 'run', 'seed': 'run', 'num_env
                 'chunk_length': 'rollout', 'rollout_length': 'rollout'}
 
 
-def _upgrade(params: dict) -> dict:
-    """Return older runs' flat policy parameters in today's layout (others unchanged)."""
+def upgrade_policy_params(params: dict) -> dict:
+    """Return older runs' (or exported models') policy parameters in today's layout."""
     params = model_parameters(params)
     for key, section in _LEGACY_KEYS.items():
         if key in params:
             params.setdefault(section, {})[key] = params.pop(key)
+    # Runs from before model.action_mode acted in absolute commands.
+    params.setdefault('model', {}).setdefault('action_mode', 'absolute')
     return params
 
 

@@ -32,6 +32,17 @@ class PolicyNetParams(_Section):
     normalization: NormalizationSection = Field(default_factory=NormalizationSection)
     gpu: GpuSection = Field(default_factory=GpuSection)
 
+    @model_validator(mode='after')
+    def _action_mode(self):
+        # A node knows no task: the graph resolves model.action_mode 'task' for it
+        # (action_map.resolve_action_map); parameters without one act in absolute commands,
+        # as runs from before the action map did.
+        if self.model.action_mode == 'task':
+            self.model = self.model.model_copy(update={'action_mode': 'absolute',
+                                                       'action_scale': [],
+                                                       'action_offset': []})
+        return self
+
 
 class PolicyNodeParams(PolicyNetParams):
     """Parameters of the policy node (``unilab_policy.policy_node``)."""

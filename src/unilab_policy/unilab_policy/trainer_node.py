@@ -26,6 +26,7 @@ from unilab_core.ros.tensor_msg import Batch, TensorMessageError
 from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
                                           TensorPublisher, TensorSubscription)
 
+from unilab_policy import distributed
 from unilab_policy.device import setup_device
 from unilab_policy.factory import make_trainer
 from unilab_policy.node_common import WEIGHTS_QOS
@@ -42,6 +43,10 @@ class TrainerNode(Node):
         try:
             self.device = setup_device(p.run.device, p.run.torch_threads,
                                        p.gpu.memory_pool_ratio, log=self.get_logger().info)
+            # Under torchrun (one graph per rank) the trainers of all ranks form one
+            # process group: gradients all-reduced, rank 0 writes (unilab_policy.distributed).
+            self.device = distributed.rank_device(self.device)
+            self.joined = distributed.init_from_env(self.device)
             self.trainer = make_trainer(p, self.device)
         except ValueError as exc:
             raise ConfigError(f'trainer: {exc}') from None
@@ -167,6 +172,8 @@ class TrainerNode(Node):
         if hasattr(self, 'health'):
             self.health.close()
         close_endpoints(self)
+        if getattr(self, 'joined', False):
+            distributed.shutdown()
         return super().destroy_node()
 
 

@@ -72,6 +72,8 @@ def build_adapter(run_dir, model: str, adapt, log=print) -> Adapter:
         raise ConfigError(f'adapt: task `{desc.task.name}` has no reward computable on a robot '
                           f'(supported: {", ".join(ROBOT_REWARD_TASKS)})')
     trained = load_trained(model)
+    # The network acts as it was trained (its action map), whatever the config says today.
+    cfg = cfg.model_copy(update={'model': desc.params.model})
     flat0 = flatten_state(trained.bundle)[0].numpy()
     sim_test = make_sim_test(cfg, trained.bundle, desc.task.name, run_dir, adapt)
     return Adapter(run_dir, trained.bundle, flat0, adapt, cfg.advantage, cfg.policy_update,

@@ -36,6 +36,7 @@ def adapt_in_simulation(cfg, model: str | pathlib.Path, variant: dict | None, ro
     run_dir.mkdir(parents=True, exist_ok=True)
     desc = describe_model(model)
     trained = load_trained(model)
+    cfg = cfg.model_copy(update={'model': desc.params.model})  # the network's action map
     flat0 = flatten_state(trained.bundle)[0].numpy()
     sim_test = make_sim_test(cfg, trained.bundle, desc.task.name, run_dir, cfg.adapt)
     adapter = Adapter(run_dir, trained.bundle, flat0, cfg.adapt, cfg.advantage,

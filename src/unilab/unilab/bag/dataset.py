@@ -306,12 +306,15 @@ def _with_history(obs: dict, tasks: dict, actions: dict, spec: HistorySpec):
 
 def build_dataset(paths, source: str = 'rollout', joint_names=None,
                   uses_joint_state: bool = True, history: HistorySpec | None = None,
-                  allow_damaged: bool = False) -> Dataset:
+                  allow_damaged: bool = False, action_map=None) -> Dataset:
     """
     Read every bag of ``paths`` and concatenate their transitions.
 
     ``history``: the policy's action history, rebuilt by the sensors source
-    (rollout chunks carry it already). A damaged bag raises BagDamagedError
+    (rollout chunks carry it already). ``action_map`` (the policy's
+    ``ActionMap``): the sensors source's actions are the commands on the action
+    topic; the map turns them back into the network's actions, as the rollout
+    chunks carry them (None: commands are actions). A damaged bag raises BagDamagedError
     unless ``allow_damaged`` (then its readable, usable part is used and what
     was lost is listed in ``Dataset.damaged``).
     """
@@ -324,6 +327,9 @@ def build_dataset(paths, source: str = 'rollout', joint_names=None,
                 ps, rs, u = sensor_dataset(reader, list(joint_names or []), uses_joint_state,
                                            history)
                 unknown += u
+                if action_map is not None:
+                    for part in ps:
+                        part['actions'] = action_map.action(part['obs'], part['actions'])
             else:
                 raise ValueError(f'dataset source `{source}`: expected rollout or sensors')
             if reader.health.damaged:

@@ -29,6 +29,7 @@ from unilab_bridge.tasks import make_task
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError, dump_config, load_run_config, RunConfig
 from unilab_core.graph import Graph, holds_joint_positions
+from unilab_policy.action_map import ActionMap
 from unilab_policy.checkpoint import save_checkpoint
 from unilab_policy.device import resolve_device
 from unilab_policy.factory import bundle_from_params, make_actor
@@ -96,7 +97,9 @@ def train_offline(bags: list[str], config_files: list[str] | None = None,
     t0 = time.monotonic()
     data = build_dataset(bags, off.dataset_source, info.joint_names, info.uses_joint_state,
                          HistorySpec(hist, info.action_low, info.action_high,
-                                     holds_joint_positions(info)), allow_damaged)
+                                     holds_joint_positions(info)), allow_damaged,
+                         # The action topic carries commands; the network learns actions.
+                         action_map=ActionMap.of(pp.model, info.action_dim))
     stats = data.stats()
     for bag, d in data.damaged.items():
         log(f'unilab: warning: bag {bag} is damaged, training on its readable part: '

@@ -29,6 +29,12 @@ TARGET_MIN_RADIUS = 0.25
 
 EXTRAS_DIM = 9  # ee_pos (3), target_pos (3), target - ee (3)
 
+# The policy acts in joint position targets around the measured position (docs/actions.md):
+# one unit of action is this many slew limits (max_velocity * control period), so the
+# exploration noise of a fresh policy (std 0.5) moves the target about one slew step, and a
+# servo with the arm's gains needs about two to three slew steps of lead for full speed.
+ACTION_SCALE_SLEW_STEPS = 2.0
+
 
 class Arm6Reach(BatchedTask):
     """Batched reach task; commands are absolute joint position targets in rad (home = 0)."""
@@ -60,6 +66,10 @@ class Arm6Reach(BatchedTask):
             self.model, act_ids, jnt_ids, [MAX_JOINT_VELOCITY] * len(jnt_ids))
         self.action_low = self.model.actuator_ctrlrange[:, 0].copy()
         self.action_high = self.model.actuator_ctrlrange[:, 1].copy()
+        self.action_mode = 'relative'
+        self.action_scale = tuple(
+            ACTION_SCALE_SLEW_STEPS * self.joint_limits[j]['max_velocity'] * self.control_dt
+            for j in self.joint_names)
         self.reset_noise = float(reset_noise)
         self.reward_scales = dict(REWARD_SCALES if reward_scales is None else reward_scales)
         self.reward_terms = {}  # scaled per-term rewards of the last step, for logging

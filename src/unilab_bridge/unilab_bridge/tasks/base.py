@@ -114,6 +114,12 @@ class BatchedTask(abc.ABC):
     joint_limits: dict
     action_low: np.ndarray
     action_high: np.ndarray
+    #: The policy output's meaning the task suggests (``ModelSection.action_mode`` 'task'):
+    #: 'absolute' commands, 'relative' position targets ``q + action_scale * action`` or
+    #: 'offset' targets ``action_offset + action_scale * action``.
+    action_mode: str = 'absolute'
+    action_scale: tuple = ()
+    action_offset: tuple = ()  # 'offset': the pose actions are around
 
     @property
     def obs_dim(self):

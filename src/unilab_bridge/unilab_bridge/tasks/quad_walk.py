@@ -1,7 +1,16 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""quad_walk: a small 8-joint quadruped tracks a forward velocity command on flat ground."""
+"""
+quad_walk: a small 8-joint quadruped tracks forward and yaw velocity commands on flat ground.
 
+The recipe follows legged_gym (docs/actions.md, docs/quad_walk.md): joint position
+targets around the standing pose (``HOME + 0.25 * action``), commands resampled per
+episode, exponential tracking rewards on the body-frame forward velocity and yaw
+rate, penalties on vertical motion, roll/pitch rates, tilt, action rate and torque,
+all scaled by the control period; falls end the episode.
+"""
+
+import collections
 import pathlib
 
 import mujoco
@@ -19,11 +28,17 @@ MAX_JOINT_VELOCITY = 12.0  # rad/s, hobby-quadruped class actuators
 HOME = np.array([0.5, -1.0] * 4)  # hip, knee per leg (fl, fr, hl, hr)
 EXTRAS_DIM = 12  # base lin vel (3, body), ang vel (3, body), gravity (3, body), cmd (2), h (1)
 
-# legged_gym-style terms, already multiplied by the control dt where legged_gym does so.
+# legged_gym-style terms (each multiplied by the control dt in step()).
 REWARD_SCALES = {
     'tracking_lin_vel': 1.0, 'tracking_yaw': 0.5, 'lin_vel_z': -2.0, 'ang_vel_xy': -0.05,
     'orientation': -1.0, 'action_rate': -0.01, 'torques': -1e-4,
 }
+#: legged_gym's tracking_sigma: the tracking rewards are exp(-error^2 / sigma).
+TRACKING_SIGMA = 0.25
+#: Finished episodes' tracking figures kept (the oldest are dropped).
+EPISODE_STATS_KEPT = 4096
+#: legged_gym's action_scale: targets are HOME + ACTION_SCALE * action (rad).
+ACTION_SCALE = 0.25
 MIN_HEIGHT = 0.14  # trunk centre below this (m) ends the episode: fallen
 MIN_UPRIGHT = 0.5  # cos of the trunk tilt below this (60 deg) ends the episode
 
@@ -37,11 +52,11 @@ def quat_rotate_inverse(q, v):
 
 
 class QuadWalk(BatchedTask):
-    """Batched walking task; commands are absolute joint position targets in rad."""
+    """Batched walking task; commands are joint position targets in rad."""
 
     def __init__(self, num_envs, seed=0, max_episode_steps=500, decimation=4,
-                 command_velocity=(0.3, 0.6), reset_noise=0.1, reward_scales=None,
-                 num_threads=None, auto_reset=True):
+                 command_velocity=(0.0, 0.8), command_yaw=(-0.5, 0.5), reset_noise=0.1,
+                 reward_scales=None, num_threads=None, auto_reset=True):
         """Load the quadruped and allocate ``num_envs`` simulations (call reset() next)."""
         self.name = 'quad_walk'
         self.num_envs = int(num_envs)
@@ -67,7 +82,11 @@ class QuadWalk(BatchedTask):
             self.model, act_ids, jnt_ids, [MAX_JOINT_VELOCITY] * len(jnt_ids))
         self.action_low = self.model.actuator_ctrlrange[:, 0].copy()
         self.action_high = self.model.actuator_ctrlrange[:, 1].copy()
+        self.action_mode = 'offset'
+        self.action_scale = (ACTION_SCALE,) * self.action_dim
+        self.action_offset = tuple(float(x) for x in HOME)
         self.command_velocity = tuple(float(v) for v in command_velocity)
+        self.command_yaw = tuple(float(v) for v in command_yaw)
         self.reset_noise = float(reset_noise)
         self.reward_scales = dict(REWARD_SCALES if reward_scales is None else reward_scales)
         self.reward_terms = {}
@@ -75,6 +94,10 @@ class QuadWalk(BatchedTask):
         n = self.num_envs
         self._cmd = np.zeros((n, 2))
         self._prev_cmd = np.zeros((n, self.action_dim))
+        # Per-episode tracking figures: |v_x - command| and |yaw rate - command| summed
+        # over the episode's steps; finished episodes are appended to ``episode_stats``.
+        self._err_sum = np.zeros((n, 2))
+        self.episode_stats = collections.deque(maxlen=EPISODE_STATS_KEPT)
         # auto_reset=False: a robot, not an episode (the robot double): no episode ever ends,
         # no env is reset (nothing teleports), done flags stay False.
         self.auto_reset = bool(auto_reset)
@@ -119,8 +142,10 @@ class QuadWalk(BatchedTask):
         self._batch_steps += 1
         lin, ang, grav = self._base_frame()
         terms = {
-            'tracking_lin_vel': np.exp(-np.sum((self._cmd - lin[:, :2]) ** 2, axis=1) / 0.25),
-            'tracking_yaw': np.exp(-ang[:, 2] ** 2 / 0.25),
+            # The command is (v_x, yaw rate); lateral velocity is tracked towards 0.
+            'tracking_lin_vel': np.exp(-((self._cmd[:, 0] - lin[:, 0]) ** 2 + lin[:, 1] ** 2)
+                                       / TRACKING_SIGMA),
+            'tracking_yaw': np.exp(-(self._cmd[:, 1] - ang[:, 2]) ** 2 / TRACKING_SIGMA),
             'lin_vel_z': lin[:, 2] ** 2,
             'ang_vel_xy': np.sum(ang[:, :2] ** 2, axis=1),
             'orientation': np.sum(grav[:, :2] ** 2, axis=1),
@@ -138,7 +163,15 @@ class QuadWalk(BatchedTask):
             terminated = np.zeros_like(terminated)
         reward[b.unstable] = 0.0
         truncated, done, ep_return, ep_length = self._episodes.end_step(reward, terminated)
+        self._err_sum[:, 0] += np.abs(lin[:, 0] - self._cmd[:, 0])
+        self._err_sum[:, 1] += np.abs(ang[:, 2] - self._cmd[:, 1])
         for i in np.flatnonzero(done):
+            steps = max(int(ep_length[i]), 1)
+            self.episode_stats.append({
+                'command_vx': float(self._cmd[i, 0]), 'command_yaw': float(self._cmd[i, 1]),
+                'vx_error': float(self._err_sum[i, 0] / steps),
+                'yaw_error': float(self._err_sum[i, 1] / steps),
+                'survived': not bool(terminated[i]), 'length': steps})
             self._reset_env(i)
         return self._state(reward, terminated, truncated, ep_return, ep_length)
 
@@ -162,7 +195,9 @@ class QuadWalk(BatchedTask):
         data.qpos[2] = 0.337  # feet (0.316 below the hips + 0.02 radius) just touch
         data.ctrl[:] = q0
         self._prev_cmd[i] = q0
-        self._cmd[i] = (self._rng.uniform(*self.command_velocity), 0.0)
+        self._cmd[i] = (self._rng.uniform(*self.command_velocity),
+                        self._rng.uniform(*self.command_yaw))
+        self._err_sum[i] = 0.0
         mujoco.mj_forward(model, data)
         self._episodes.reset(i)
         self._batch.read_env(i)

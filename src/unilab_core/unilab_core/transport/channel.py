@@ -106,6 +106,10 @@ class TensorWriter:
         """Return the number of readers that read on futex wake-ups (they need no descriptor)."""
         return self.ring.wake_reader_count()
 
+    def mapped_reader_count(self) -> int:
+        """Return the number of readers that mapped the segment (registered in its table)."""
+        return self.ring.reader_count()
+
     def write(self, kind: str, seq: int, tensors: dict[str, np.ndarray], version: int = 0,
               stamp_ns: int = 0) -> Descriptor | None:
         """Copy ``tensors`` into the next slot; return its descriptor (None: dropped)."""

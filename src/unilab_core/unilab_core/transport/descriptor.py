@@ -67,6 +67,8 @@ class Descriptor:
     writer_pid: int = 0
     boot_id: bytes = b''
     publish_ns: int = 0
+    #: the writer's ``shm.host_identity()``: a reader elsewhere does not map the segment
+    host_id: str = ''
 
 
 def _align(n: int) -> int:

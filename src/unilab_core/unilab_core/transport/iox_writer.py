@@ -146,6 +146,10 @@ class IoxTensorWriter:
         """Return the number of subscribers connected to the service (they need no descriptor)."""
         return int(self.service.dynamic_config.number_of_subscribers)
 
+    def mapped_reader_count(self) -> int:
+        """Return the number of readers that reach the payloads (subscribed to the service)."""
+        return self.wake_reader_count()
+
     def reader_count(self) -> int:
         """Return the number of registered reliable readers (0 for ``latest``)."""
         self._drain_acks()

@@ -72,6 +72,42 @@ def boot_id() -> bytes:
         return bytes(16)
 
 
+#: tests only: replaces host_identity() (a reader that plays another host on this machine)
+HOST_ID_ENV = 'UNILAB_TRANSPORT_HOST_ID'
+_HOST_ID: str | None = None
+
+
+def host_identity() -> str:
+    """
+    Return who can share memory with this process: boot id, ``/dev/shm`` instance, pid namespace.
+
+    Two processes can share a ring only with the same boot (another host has
+    another boot id), the same ``/dev/shm`` (the device and inode of the tmpfs
+    as ``stat`` reports them: a container with its own ``/dev/shm`` differs,
+    one that bind-mounts the host's does not, whatever its mount namespace) and
+    the same pid namespace (the ring identifies readers and writers by pid and
+    start time, and reaps those it cannot find in ``/proc``). Host names are
+    not used: containers share them or repeat them. ``UNILAB_TRANSPORT_HOST_ID``
+    replaces the value (tests that play another host in one machine).
+    """
+    override = os.environ.get(HOST_ID_ENV)
+    if override:
+        return override
+    global _HOST_ID
+    if _HOST_ID is None:
+        try:
+            st = os.stat(SHM_DIR)
+            where = f'shm{st.st_dev:x}.{st.st_ino}'
+        except OSError:
+            where = 'shm-'
+        try:
+            pidns = os.stat('/proc/self/ns/pid').st_ino
+        except OSError:
+            pidns = 0
+        _HOST_ID = f'{uuid.UUID(bytes=boot_id())}/{where}/pid{pidns}'
+    return _HOST_ID
+
+
 def process_start_time(pid: int) -> int:
     """
     Return the start time of ``pid`` in clock ticks since boot (0 if unknown).

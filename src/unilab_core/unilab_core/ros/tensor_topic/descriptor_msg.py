@@ -13,6 +13,7 @@ underscore, so ``ros2 topic list`` hides it by default.
 from __future__ import annotations
 
 from unilab_core.transport.descriptor import Descriptor, DescriptorError, TensorSpec
+from unilab_core.transport.shm import host_identity
 from unilab_interfaces.msg import TensorDescriptor
 
 DESC_SUFFIX = '/_tensor_desc'
@@ -40,6 +41,8 @@ def to_msg(d: Descriptor) -> TensorDescriptor:
     m.writer_pid = int(d.writer_pid)
     m.boot_id = bytes(d.boot_id)
     m.publish_ns = int(d.publish_ns)
+    # Every descriptor is written by a writer of this process: its identity is ours.
+    m.host_id = d.host_id or host_identity()
     return m
 
 
@@ -61,4 +64,5 @@ def from_msg(m: TensorDescriptor) -> Descriptor:
         slot_seq=int(m.slot_seq), payload_bytes=int(m.payload_bytes), tensors=specs,
         version=int(m.version), stamp_ns=m.stamp_sec * 1_000_000_000 + m.stamp_nanosec,
         device=m.device, cuda_ipc_handle=bytes(m.cuda_ipc_handle),
-        writer_pid=int(m.writer_pid), boot_id=bytes(m.boot_id), publish_ns=int(m.publish_ns))
+        writer_pid=int(m.writer_pid), boot_id=bytes(m.boot_id), publish_ns=int(m.publish_ns),
+        host_id=m.host_id)

@@ -28,6 +28,17 @@ descriptor only while some remote descriptor subscriber does not read on
 wake-ups, for latched topics, and at least every ``DESCRIPTOR_HEARTBEAT_S``
 otherwise.
 
+Readers that cannot share memory with the writer (another host, a container
+with its own ``/dev/shm`` or pid namespace: ``transport.shm.host_identity``)
+never map the ring, so they never register in it. Whenever the descriptor
+topic has more remote readers than the ring has registered readers, the
+standard ``TensorBatch`` is published on ``<topic>`` as well (UniLab
+subscriptions listen there too, and drop a message that reaches them twice),
+counted in ``serialised_unmapped``; a reader that joins on this host is served
+that way only until it has mapped the ring (its first descriptor). Unmapped
+readers that stay longer than ``UNMAPPED_LOG_S`` are logged once. See "Across
+hosts" in docs/transport.md.
+
 CUDA tensors (torch, ``is_cuda``) take the same calls: in-process readers get
 the tensor itself; for readers in other processes the payload goes into a
 device ring (``transport.cuda.CudaTensorWriter``: one CUDA allocation shared
@@ -54,11 +65,15 @@ from unilab_core.transport.backend import check as check_backend, default_backen
 from unilab_core.transport.channel import TensorWriter
 from unilab_core.transport.descriptor import ALIGN, Descriptor
 from unilab_core.transport.ring_layout import RingFullError, TransportError
+from unilab_core.transport.shm import host_identity
 from unilab_interfaces.msg import TensorBatch, TensorDescriptor
 
 #: a publisher whose remote readers all read on futex wake-ups still sends a descriptor
 #: this often (discovery for a reader that joined while another one died unnoticed)
 DESCRIPTOR_HEARTBEAT_S = 0.5
+#: remote readers still unmapped after this long are reported (once per publisher): by then a
+#: reader on this host has mapped the ring, so they are on another host or /dev/shm
+UNMAPPED_LOG_S = 2.0
 
 
 def _is_device_tensor(t) -> bool:
@@ -134,6 +149,8 @@ class TensorPublisher:
         self._plain_key: tuple[int, int] | None = None
         self._plain = 0
         self._last_desc = 0.0
+        self._unmapped_since: float | None = None
+        self._unmapped_logged = False
         self._lock = threading.Lock()
 
     def _writer(self):
@@ -231,6 +248,7 @@ class TensorPublisher:
         # pass over the in-process subscribers).
         n_desc = self.desc_pub.get_subscription_count()
         remote = n_desc - delivered
+        unmapped = 0
         if self.latched or remote > 0:
             if on_device is not None:
                 writer = self._device_writer(on_device)
@@ -246,9 +264,41 @@ class TensorPublisher:
                     self.stats['ring_full'] += 1
                     raise
                 self._send_descriptor(desc, remote, self.writer.wake_reader_count())
-        if self.plain_readers(n_desc) > 0:
-            plain = msg is not None and self.to_standard is _default_standard
-            self.std_pub.publish(msg if plain else self.to_standard(batch))
+                unmapped = self._unmapped(remote)
+        plain = self.plain_readers(n_desc)
+        if plain > 0 or unmapped > 0:
+            as_is = msg is not None and self.to_standard is _default_standard
+            self.std_pub.publish(msg if as_is else self.to_standard(batch))
+            self._count_serialised(plain, unmapped)
+
+    def _unmapped(self, remote: int) -> int:
+        """Return how many remote readers have not mapped the ring (log them once if they stay)."""
+        unmapped = max(0, remote - self.writer.mapped_reader_count())
+        if unmapped == 0:
+            self._unmapped_since = None
+            if self.stats.get('unmapped_readers'):
+                self.stats['unmapped_readers'] = 0  # the gauge: every reader mapped again
+            return 0
+        now = time.monotonic()
+        if self._unmapped_since is None:
+            self._unmapped_since = now
+        elif not self._unmapped_logged and now - self._unmapped_since > UNMAPPED_LOG_S:
+            self._unmapped_logged = True
+            self.node.get_logger().warning(
+                f'{self.topic}: {unmapped} reader(s) cannot map the shared memory of this '
+                f'writer (another host, or a container with its own /dev/shm or pid '
+                f'namespace; this process is {host_identity()}): serving them the serialised '
+                f'{self.std_pub.msg_type.__name__} on {self.topic} (counter '
+                f'serialised_unmapped)')
+        return unmapped
+
+    def _count_serialised(self, plain: int, unmapped: int) -> None:
+        # One count per message sent: for readers that cannot map the ring (whether or not
+        # plain readers get it too), else for plain readers.
+        if unmapped > 0:
+            self.stats['serialised_unmapped'] += 1
+            self.stats['unmapped_readers'] = unmapped  # the last count seen (a gauge)
+        elif plain > 0:
             self.stats['serialised'] += 1
 
     def _device_writer(self, device):
@@ -310,19 +360,22 @@ class TensorPublisher:
         if loan.done:
             raise TransportError('this loan was already published')
         loan.done = True
+        unmapped = 0
         if loan.ring is not None:
             desc = loan.ring.publish(kind, seq, version, stamp_ns)
             self._send_descriptor(desc, loan.remote, self.writer.wake_reader_count())
             self.stats['loaned'] += 1
+            unmapped = self._unmapped(loan.remote)
         tensors = loan.tensors
         plain = self.plain_readers()
-        if loan.ring is not None and (plain > 0 or inproc.REGISTRY.count(self.key)):
+        serialise = plain > 0 or unmapped > 0
+        if loan.ring is not None and (serialise or inproc.REGISTRY.count(self.key)):
             tensors = {k: v.copy() for k, v in tensors.items()}  # the slot is reused later
         batch = Batch(kind, int(seq), int(version), int(stamp_ns), inproc.freeze(tensors))
         self.stats['inproc'] += inproc.REGISTRY.publish(self.key, batch)
-        if plain > 0:
+        if serialise:
             self.std_pub.publish(self.to_standard(batch))
-            self.stats['serialised'] += 1
+            self._count_serialised(plain, unmapped)
 
     def close(self) -> None:
         """Unlink the segments (also done at exit)."""

@@ -31,6 +31,11 @@ A descriptor that names an iceoryx2 service (the publisher's backend is
 ``iceoryx2``, ``transport.backend``) subscribes to that service instead of
 mapping a ring; its waiter sleeps on the service's event listener and the
 messages are read the same way (``TensorReader.read_woken``).
+A descriptor whose ``host_id`` differs from this process's
+(``transport.shm.host_identity``: another host, ``/dev/shm`` or pid
+namespace) is never opened: it is counted (``foreign_host``) and logged once
+per writer, and the message arrives as the standard message on ``<topic>``
+(the publisher serialises while a remote reader has not mapped its ring).
 ``spin_us`` and ``prewake_us`` are the waiter's ``spin_s`` and ``prewake_s``
 (busy polling after a message, and ahead of the next one on periodic topics).
 """
@@ -53,6 +58,7 @@ from unilab_core.transport.descriptor import DescriptorError
 from unilab_core.transport.received import Received
 from unilab_core.transport.ring_layout import TransportError
 from unilab_core.transport.ring_reader import RingReader
+from unilab_core.transport.shm import host_identity
 from unilab_core.transport.waiter import RingWaiter
 from unilab_interfaces.msg import TensorBatch, TensorDescriptor
 
@@ -112,6 +118,8 @@ class TensorSubscription:
         self._last_error = ''
         self._scheduled = False
         self._pid = os.getpid()
+        self._host = host_identity()
+        self._foreign_seen: set[str] = set()
         self.sub = node.create_subscription(TensorDescriptor, descriptor_topic(topic),
                                             self._on_descriptor, qos)
         self._context_ok = True
@@ -196,6 +204,9 @@ class TensorSubscription:
                 self.stats['torn_after_use'] += 1
 
     def _on_descriptor(self, msg: TensorDescriptor) -> None:
+        if msg.host_id and msg.host_id != self._host:
+            self._foreign(msg)
+            return
         if msg.writer_pid == self._pid:
             return  # published in this process: already handed over in-process
         with self._lock:
@@ -226,6 +237,21 @@ class TensorSubscription:
             self.stats['descriptor_after_wake'] += 1
         else:
             self._drain_woken(desc.segment, ring)
+
+    def _foreign(self, msg: TensorDescriptor) -> None:
+        """Count (and log once per writer) a descriptor of a segment this process cannot map."""
+        self.stats['foreign_host'] += 1
+        if msg.host_id in self._foreign_seen:
+            return
+        self._foreign_seen.add(msg.host_id)
+        how = (f'it serves this reader the serialised message on {self.topic}'
+               if self.std_sub is not None else
+               'this subscription does not accept standard messages (accept_standard=False), '
+               'so it receives nothing from that writer')
+        self.node.get_logger().warning(
+            f'{self.topic}: the writer of `{msg.segment}` cannot share memory with this '
+            f'process (writer {msg.host_id}, here {self._host}: another host, /dev/shm or '
+            f'pid namespace); not mapping its segment: {how}')
 
     # -- futex wake-ups ------------------------------------------------------------------
     def _start_watcher(self, name: str) -> None:

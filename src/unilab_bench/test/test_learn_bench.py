@@ -1,0 +1,64 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""``bench learn``: the expert baseline through the gate, curves, and tracking figures."""
+
+import argparse
+
+import numpy as np
+import pytest
+from unilab_core.testing import isolate_ros_domain
+
+isolate_ros_domain()
+
+
+def _cfg():
+    from unilab.paths import default_config_files
+    from unilab_core.config import load_run_config
+    return load_run_config(list(default_config_files()))
+
+
+def test_the_ik_expert_reaches_every_target_through_the_gate(tmp_path):
+    from unilab.evaluation import evaluate_policy
+    from unilab_bench.learn import ExpertActor
+    expert = evaluate_policy(_cfg(), None, 'arm6_reach', str(tmp_path), None, 8, 5, 1,
+                             actor=ExpertActor(8, 6))
+    zero = evaluate_policy(_cfg(), None, 'arm6_reach', str(tmp_path), None, 8, 5, 1)
+    assert expert['episodes'] == zero['episodes'] == 8
+    assert expert['success'] == 1.0 and zero['success'] == 0.0
+    assert expert['return'] > zero['return'] + 50.0
+    # The expert's 0.3 rad steps are above the slew limit: the gate clamps some rows.
+    assert 0.0 < expert['clamp_share'] < 1.0
+
+
+def test_quad_evaluation_reports_tracking_and_survival(tmp_path):
+    from unilab.evaluation import evaluate_policy
+    res = evaluate_policy(_cfg(), None, 'quad_walk', str(tmp_path), None, 4, 0, 1,
+                          task_options={'command_velocity': (0.5, 0.5),
+                                        'command_yaw': (0.0, 0.0),
+                                        'max_episode_steps': 50})
+    # The zero command stands still (or falls): the forward error is about 0.5 m/s.
+    assert res['vx_error'] == pytest.approx(0.5, abs=0.2)
+    assert 0.0 <= res['survival'] <= 1.0 and res['yaw_error'] >= 0.0
+
+
+def test_curves_and_summaries_read_the_metrics_file(tmp_path):
+    from unilab_bench.learn import _curve, _last_finite, _stats
+    (tmp_path / 'metrics.csv').write_text(
+        'charts/env_steps,charts/wall_s,charts/mean_return,episodes/success_rate,'
+        'safety/clamp_share\n'
+        '100,1.0,nan,,0.9\n200,2.0,5.0,0.5,0.5\n300,3.0,7.0,nan,0.1\n')
+    c = _curve(tmp_path)
+    assert c['env_steps'] == [100.0, 200.0, 300.0]
+    assert np.isnan(c['return'][0]) and c['return'][2] == 7.0
+    assert _last_finite(c['success'], 1.0) == 0.5   # the empty and NaN cells are skipped
+    assert _last_finite(c['clamp_share'], 0.3) == 0.1
+    assert _stats([1.0, 3.0, None]) == {'mean': 2.0, 'std': 1.0}
+
+
+def test_an_unknown_subset_is_refused_by_name():
+    from unilab_bench.learn import bench_learn
+    from unilab_core.config import ConfigError
+    args = argparse.Namespace(subset='cartpole', seeds='0', steps=None, png=None,
+                              no_sb3=True, run_root=None)
+    with pytest.raises(ConfigError, match='--subset cartpole: expected arm6 or one of'):
+        bench_learn(args)

@@ -1,0 +1,220 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+``unilab bench learn``: learning quality, several seeds, baselines side by side in one run.
+
+Subsets (``--subset``):
+
+- ``arm6`` (default): the default ``./unilab train`` (arm6_reach through the ROS
+  graph) for each seed of ``--seeds`` (0,1,2); each trained policy is scored
+  deterministically through the gate (``unilab.evaluation``, the nominal model,
+  a fixed evaluation seed) next to the scripted Jacobian IK expert on the same
+  episodes. Targets: return >= 63 and >= 90 % of the expert's, reach success >= 95 %.
+- ``hopper`` / ``walker`` / ``halfcheetah`` / ``ant``: gymnasium MuJoCo tasks through the
+  graph against SB3 PPO with rl-zoo's tuned parameters (Hopper's; the others use
+  the same settings unless rl-zoo's are added), per seed, side by side.
+
+Writes per-seed figures, mean and std, and (``--png``) the learning curves
+against env steps and wall time.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import pathlib
+import time
+
+import numpy as np
+
+#: Evaluation: envs x episodes per env, from one seed (the same episodes for every policy).
+EVAL_ENVS, EVAL_EPISODES_PER_ENV, EVAL_SEED = 64, 2, 4321
+#: arm6_reach targets: 90 % of the IK expert's return (and at least RETURN_TARGET, 90 % of
+#: the expert's ~70 without the gate), reach success.
+EXPERT_SHARE_TARGET, RETURN_TARGET, SUCCESS_TARGET = 0.9, 63.0, 0.95
+GYM_TASKS = {'hopper': 'Hopper-v5', 'walker': 'Walker2d-v5', 'halfcheetah': 'HalfCheetah-v5',
+             'ant': 'Ant-v5'}
+#: Published PPO figures at 1 M steps (mean episode return): rl-baselines3-zoo's
+#: benchmark table (PPO, *-v3 envs) and CleanRL's ppo_continuous_action report (*-v4).
+PUBLISHED = {'Hopper-v5': {'rl_zoo': 2410.0, 'cleanrl': 2200.0}}
+
+
+class ExpertActor:
+    """The scripted Jacobian IK reach controller behind PolicyActor's ``step`` protocol."""
+
+    def __init__(self, num_envs: int, joints: int):
+        from unilab_bridge.tasks.arm6_reach import ASSET
+        from unilab_bridge.tasks.model_cache import load_model
+        from unilab_bridge.tasks.reach_expert import JacobianReachController
+        self.controller = JacobianReachController(load_model(ASSET))
+        self.joints = int(joints)
+        self._none = np.zeros(num_envs, np.float32)
+
+    def step(self, step):
+        """Return the expert's command for an observation ``[q, qd, extras]``."""
+        from unilab_policy.actor import ActOut, StepResult
+        obs = np.asarray(step.obs, np.float64)
+        command = self.controller(obs[:, :self.joints], obs[:, 2 * self.joints:])
+        return StepResult(action=ActOut(step.seq, 0, 0, command.astype(np.float32),
+                                        self._none, self._none, step.episode_starts()))
+
+
+def _curve(run_dir: pathlib.Path) -> dict:
+    """Return env steps, wall time, mean return, success and clamp share per metrics row."""
+    cols = {'env_steps': 'charts/env_steps', 'wall_s': 'charts/wall_s',
+            'return': 'charts/mean_return', 'success': 'episodes/success_rate',
+            'clamp_share': 'safety/clamp_share'}
+    out = {k: [] for k in cols}
+    with open(run_dir / 'metrics.csv', newline='') as f:
+        for row in csv.DictReader(f):
+            for k, c in cols.items():
+                v = row.get(c, '')
+                out[k].append(float(v) if v not in ('', None) else math.nan)
+    return out
+
+
+def _last_finite(values, share: float = 0.1) -> float | None:
+    """Return the mean of the finite values in the last ``share`` of a series."""
+    tail = np.asarray(values[-max(1, int(len(values) * share)):], float)
+    tail = tail[np.isfinite(tail)]
+    return round(float(tail.mean()), 4) if tail.size else None
+
+
+def _train_graph(overrides: dict, run_dir: pathlib.Path) -> dict:
+    from unilab.prepare import prepare_run
+    from unilab.runner import run_composed
+    run = prepare_run([], overrides, run_dir=str(run_dir))
+    summary = run_composed(run, progress=False)
+    return {'cfg': run.cfg, 'summary': summary}
+
+
+def _score(cfg, run_dir, task: str, actor=None) -> dict:
+    from unilab.evaluation import evaluate_policy
+    from unilab_policy.factory import load_trained
+    bundle = None
+    if actor is None:
+        trained = load_trained(run_dir)
+        bundle = trained.bundle
+        cfg = cfg.model_copy(update={'model': trained.params.model})
+    return evaluate_policy(cfg, bundle, task, str(run_dir), None, EVAL_ENVS, EVAL_SEED,
+                           EVAL_EPISODES_PER_ENV, actor=actor)
+
+
+def _stats(values) -> dict:
+    v = np.asarray([x for x in values if x is not None], float)
+    if not v.size:
+        return {'mean': None, 'std': None}
+    return {'mean': round(float(v.mean()), 3), 'std': round(float(v.std()), 3)}
+
+
+def _arm6(seeds, steps, root: pathlib.Path) -> dict:
+    per_seed, curves = {}, {}
+    for seed in seeds:
+        overrides = {'run.seed': seed, 'logging.tensorboard': False,
+                     'logging.progress': False}
+        if steps:
+            overrides['run.total_steps'] = steps
+        rd = root / f'arm6_reach_s{seed}'
+        t = _train_graph(overrides, rd)
+        ev = _score(t['cfg'], rd, 'arm6_reach')
+        curve = _curve(rd)
+        curves[seed] = curve
+        per_seed[seed] = {
+            'run_dir': str(rd), 'train_return_last': t['summary'].get('return_last'),
+            'train_success_last': _last_finite(curve['success']),
+            'train_clamp_share_last': _last_finite(curve['clamp_share']),
+            'train_clamp_share_first': _last_finite(curve['clamp_share'][:10], 1.0),
+            'eval_return': ev['return'], 'eval_success': ev['success'],
+            'eval_clamp_share': ev['clamp_share'],
+            'wall_s': t['summary'].get('wall_s'), 'fps': t['summary'].get('fps')}
+        cfg = t['cfg']
+    expert = _score(cfg, root / 'expert', 'arm6_reach',
+                    actor=ExpertActor(EVAL_ENVS, 6))
+    ret = _stats([s['eval_return'] for s in per_seed.values()])
+    suc = _stats([s['eval_success'] for s in per_seed.values()])
+    target_return = max(RETURN_TARGET, round(EXPERT_SHARE_TARGET * expert['return'], 3))
+    return {'per_seed': per_seed, 'expert': expert, 'eval_return': ret, 'eval_success': suc,
+            'target_return': target_return, 'target_success': SUCCESS_TARGET,
+            'return_met_every_seed': all(s['eval_return'] >= target_return
+                                         for s in per_seed.values()),
+            'success_met_every_seed': all((s['eval_success'] or 0) >= SUCCESS_TARGET
+                                          for s in per_seed.values()),
+            'expert_share': round(ret['mean'] / expert['return'], 3)
+            if expert['return'] > 0 else None,
+            '_curves': curves, '_expert_line': expert['return']}
+
+
+def _gym(task: str, seeds, steps, root: pathlib.Path, no_sb3: bool) -> dict:
+    from unilab_bench.train import _sb3_hopper
+    steps = steps or 1_000_000
+    per_seed, curves = {}, {}
+    for seed in seeds:
+        rd = root / f'{task}_s{seed}'
+        t = _train_graph({'run.task': task, 'run.total_steps': steps, 'run.seed': seed,
+                          'logging.tensorboard': False, 'logging.progress': False}, rd)
+        curves[seed] = _curve(rd)
+        entry = {'run_dir': str(rd), 'unilab_return': t['summary'].get('return_last'),
+                 'unilab_fps': t['summary'].get('fps')}
+        if not no_sb3:
+            try:
+                sb3 = _sb3_hopper(task, steps, seed)
+                entry.update({'sb3_return': sb3['return'], 'sb3_fps': round(sb3['fps'], 1)})
+            except ImportError:
+                entry['sb3_note'] = 'stable-baselines3 not installed (requirements-bench.txt)'
+        per_seed[seed] = entry
+    ours = _stats([s['unilab_return'] for s in per_seed.values()])
+    sb3 = _stats([s.get('sb3_return') for s in per_seed.values()])
+    out = {'per_seed': per_seed, 'unilab_return': ours, 'sb3_return': sb3, 'steps': steps,
+           'published': PUBLISHED.get(task, {}), '_curves': curves, '_expert_line': None}
+    if ours['mean'] is not None and sb3['mean'] is not None:
+        out['unilab_vs_sb3'] = round(ours['mean'] - sb3['mean'], 1)
+    return out
+
+
+def _plot(path: str, title: str, result: dict) -> None:
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    from unilab_core.atomic import atomic_path
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for seed, c in result['_curves'].items():
+        for ax, x in zip(axes, ('env_steps', 'wall_s')):
+            ax.plot(c[x], c['return'], label=f'seed {seed}')
+    for ax, label in zip(axes, ('env steps', 'wall time [s]')):
+        if result['_expert_line'] is not None:
+            ax.axhline(result['_expert_line'], color='k', ls='--', label='IK expert')
+        ax.set_xlabel(label)
+        ax.set_ylabel('mean episode return (training)')
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format='png', dpi=110)
+    plt.close(fig)
+
+
+def bench_learn(args) -> dict:
+    """Train the subset's task for each seed; score against the baselines; write curves."""
+    from unilab_core.config import ConfigError
+    subset = getattr(args, 'subset', None) or 'arm6'
+    if subset != 'arm6' and subset not in GYM_TASKS:
+        raise ConfigError(f'bench learn --subset {subset}: expected arm6 or one of '
+                          f'{", ".join(GYM_TASKS)}')
+    seeds = [int(x) for x in str(getattr(args, 'seeds', None) or '0,1,2').split(',')
+             if x.strip()]
+    root = pathlib.Path(getattr(args, 'run_root', None)
+                        or f'runs/bench-learn-{time.strftime("%Y%m%d-%H%M%S")}')
+    t0 = time.monotonic()
+    if subset == 'arm6':
+        result = _arm6(seeds, args.steps, root)
+        title = 'arm6_reach: default training through the graph'
+    else:
+        task = GYM_TASKS[subset]
+        result = _gym(task, seeds, args.steps, root, args.no_sb3)
+        title = f'{task}: UniLab graph'
+    if args.png:
+        _plot(args.png, title, result)
+    result = {k: v for k, v in result.items() if not k.startswith('_')}
+    return {'benchmark': 'learn', 'subset': subset, 'seeds': seeds, 'runs': str(root),
+            'wall_s': round(time.monotonic() - t0, 1), **result}

@@ -1,0 +1,108 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The action map: actions -> commands in joint units, resolved per task, exported with the net."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from unilab_core.config import ConfigError, ModelSection, NormalizationSection
+from unilab_core.graph import TaskInfo
+from unilab_policy.action_map import ActionMap, resolve_action_map
+from unilab_policy.actor import PolicyActor, StepIn
+from unilab_policy.export import export_onnx
+from unilab_policy.exported_inference import ExportedPolicy
+from unilab_policy.factory import build_bundle
+from unilab_policy.params import PolicyNodeParams
+
+J, N = 3, 4
+OBS = 2 * J + 2
+ARM = TaskInfo(name='arm', joint_names=('a', 'b', 'c'), action_dim=J, obs_dim=OBS, extras_dim=2,
+               uses_joint_state=True, command_interface='position', control_dt=0.02,
+               max_episode_steps=10, action_mode='relative', action_scale=(0.1, 0.2, 0.3))
+
+
+def test_the_task_default_is_resolved_and_a_config_overrides_it():
+    m = resolve_action_map(ModelSection(), ARM)
+    assert (m.action_mode, m.action_scale) == ('relative', [0.1, 0.2, 0.3])
+    m = resolve_action_map(ModelSection(action_scale=[0.5]), ARM)
+    assert m.action_scale == [0.5, 0.5, 0.5]
+    m = resolve_action_map(ModelSection(action_mode='absolute'), ARM)
+    assert (m.action_mode, m.action_scale) == ('absolute', [])
+    absolute_task = dataclasses.replace(ARM, action_mode='absolute', action_scale=())
+    assert resolve_action_map(ModelSection(), absolute_task).action_mode == 'absolute'
+
+
+def test_impossible_relative_maps_are_refused_naming_the_key():
+    effort = dataclasses.replace(ARM, command_interface='effort')
+    with pytest.raises(ConfigError, match='model.action_mode: relative needs position'):
+        resolve_action_map(ModelSection(action_mode='relative'), effort)
+    with pytest.raises(ConfigError, match='model.action_scale: 2 values, task arm has 3'):
+        resolve_action_map(ModelSection(action_scale=[0.1, 0.2]), ARM)
+    no_default = dataclasses.replace(ARM, action_mode='absolute', action_scale=())
+    with pytest.raises(ConfigError, match='model.action_scale: task arm has no default'):
+        resolve_action_map(ModelSection(action_mode='relative'), no_default)
+    with pytest.raises(ValueError, match='finite and > 0'):
+        ModelSection(action_scale=[0.1, -1.0])
+    with pytest.raises(ValueError, match='not resolved'):
+        ActionMap('task', (), J)
+
+
+def test_node_parameters_without_a_task_act_in_absolute_commands():
+    assert PolicyNodeParams(obs_dim=OBS, act_dim=J).model.action_mode == 'absolute'
+
+
+def test_relative_commands_are_measured_position_plus_scaled_action_and_invert():
+    amap = ActionMap('relative', [0.1, 0.2, 0.3], J)
+    obs = np.arange(N * OBS, dtype=np.float32).reshape(N, OBS) / 10
+    act = np.random.default_rng(0).normal(size=(N, J)).astype(np.float32)
+    cmd = amap.command(obs, act)
+    np.testing.assert_allclose(cmd, obs[:, :J] + act * [0.1, 0.2, 0.3], rtol=1e-6)
+    np.testing.assert_allclose(amap.action(obs, cmd), act, rtol=1e-5, atol=1e-6)
+    torch_cmd = amap(torch.from_numpy(obs), torch.from_numpy(act)).numpy()
+    np.testing.assert_allclose(torch_cmd, cmd, rtol=1e-6)
+    absolute = ActionMap('absolute', (), J)
+    assert absolute.command(obs, act) is act
+
+
+def _actor(amap, mode):
+    bundle = build_bundle(OBS, J, ModelSection(), NormalizationSection(), seed=0)
+    actor = PolicyActor(bundle, N, J, mode=mode, action_map=amap, rollout_length=2,
+                        chunk_length=2)
+    actor.set_version(0)
+    return actor, bundle
+
+
+def test_the_actor_sends_commands_and_keeps_actions_for_learning():
+    amap = ActionMap('relative', [0.1, 0.2, 0.3], J)
+    actor, bundle = _actor(amap, 'on_policy')
+    rng = np.random.default_rng(1)
+    obs = [rng.normal(size=(N, OBS)).astype(np.float32) for _ in range(3)]
+    zeros = np.zeros(N, np.float32)
+    outs, chunk = [], None
+    for seq, o in enumerate(obs):
+        res = actor.step(StepIn(seq, o, *([zeros] * 4 if seq else [None] * 4),
+                                episode_length=zeros if seq else None))
+        if res.action is not None:
+            outs.append((o, res.action.action))
+        chunk = res.chunk or chunk
+    assert chunk is not None
+    # The chunk holds the sampled actions; the step's command is the map of them.
+    for k, (o, cmd) in enumerate(outs[:2]):
+        np.testing.assert_allclose(chunk.tensors['actions'][k], amap.action(o, cmd),
+                                   rtol=1e-4, atol=1e-5)
+
+
+def test_an_exported_model_gives_commands_like_the_actor(tmp_path):
+    amap = ActionMap('relative', [0.1, 0.2, 0.3], J)
+    actor, bundle = _actor(amap, 'deploy')
+    obs = np.random.default_rng(2).normal(size=(N, OBS)).astype(np.float32)
+    want = actor.step(StepIn(0, obs)).action.action
+    path = tmp_path / 'p.onnx'
+    export_onnx(bundle.actor_critic, bundle.obs_normalizer, path, OBS, action_map=amap)
+    exported = ExportedPolicy(path, N, OBS)
+    np.testing.assert_allclose(exported.act(obs).action.numpy(), want, atol=1e-5)
+    # In a deploy actor the exported model's output is used as the command as it is.
+    actor.inference = exported
+    np.testing.assert_allclose(actor.step(StepIn(1, obs)).action.action, want, atol=1e-5)
