@@ -15,7 +15,7 @@ from unilab.factory.export import export_store
 from unilab.factory.image_bag import image_bytes, IMAGE_TYPE, write_image_bag
 from unilab.factory.label import label_bag
 from unilab.factory.review_server import make_server
-from unilab.factory.score import score_pseudo_labels
+from unilab.factory.score import score_pseudo_labels, simulate_review
 from unilab.factory.store import SampleStore
 
 SCORES = [0.95, 0.6, 0.1, 0.75, 0.5]  # confidences 0.95, 0.6, 0.9, 0.75, 0.5
@@ -130,3 +130,16 @@ def test_score_and_export(tmp_path):
                                                                           t0['image'])
     with pytest.raises(ValueError, match='another store'):
         export_store(store.root, store.root)
+
+
+def test_simulated_review_corrects_from_ground_truth(tmp_path):
+    gt = ground_truth_store(tmp_path / 'gt', 3)
+    bag = write_image_bag(tmp_path / 'bag', [gt.read(i)[0]['image'] for i in gt.ids()])
+    label_bag(bag, stub_detector(), tmp_path / 'lab', threshold=0.9)  # all queued
+    assert simulate_review(tmp_path / 'lab', gt.root) == {'accepted': 0, 'corrected': 3}
+    lab = SampleStore(tmp_path / 'lab')
+    t, m = lab.read('frame-0000002')
+    assert m['decision'] == 'corrected' and m['reviewer'] == 'simulated'
+    assert np.array_equal(t['boxes'], gt.read('gt-0000002')[0]['boxes'])
+    with pytest.raises(ValueError, match='not the same frames'):
+        simulate_review(tmp_path / 'lab', ground_truth_store(tmp_path / 'gt2', 2).root)
