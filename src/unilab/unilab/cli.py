@@ -481,6 +481,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=_export)
     from unilab.cli_deploy import add_commands as add_deploy_commands
     add_deploy_commands(sub)
+    from unilab.factory.cli import add_commands as add_factory_commands
+    add_factory_commands(sub)
     for command in _command_plugins():
         command(sub)
     return parser

@@ -36,7 +36,8 @@ def add_command(sub) -> None:
                    'transport: messages per path and rate (100); '
                    'sim2real: env steps per trained policy (1500000); adapt: rounds (20); '
                    'deploy: control cycles per controller (10000); transfer: env steps per '
-                   'policy trained (1500000); scale: env steps per rank (ten PPO updates)')
+                   'policy trained (1500000); scale: env steps per rank (ten PPO updates); '
+                   'factory: sim renders to train on (2000; 1000 replayed with --model)')
     b.add_argument('--num-envs', type=int, default=None,
                    help='envs (graph: 64; scale: per rank, 64)')
     b.add_argument('--task', help='task (graph: arm6_reach, train: Hopper-v5)')
@@ -44,7 +45,8 @@ def add_command(sub) -> None:
     b.add_argument('--model', default=None,
                    help='adapt: the nominal-trained arm6_reach run directory to adapt; '
                    'deploy: run directory or exported model (default: a fresh network of '
-                   'the default configuration)')
+                   'the default configuration); factory: a detector directory or version '
+                   '.pt (default: train one)')
     b.add_argument('--seeds', default=None,
                    help='sim2real: comma-separated training seeds, e.g. 0,1,2 (per-seed '
                    'figures, their means and minima; the target on the mean returns); '

@@ -13,6 +13,7 @@ from __future__ import annotations
 from unilab_bench.adapt import bench_adapt
 from unilab_bench.bridge import bench_bridge
 from unilab_bench.deploy import bench_deploy
+from unilab_bench.factory import bench_factory
 from unilab_bench.gae import bench_gae
 from unilab_bench.graph import bench_graph
 from unilab_bench.learn import bench_learn
@@ -31,7 +32,7 @@ BENCHMARKS = {'graph': bench_graph, 'gae': bench_gae, 'train': bench_train,
               'perception': bench_perception, 'transport': bench_transport,
               'sim2real': bench_sim2real, 'adapt': bench_adapt,
               'stress': bench_stress, 'deploy': bench_deploy, 'transfer': bench_transfer,
-              'learn': bench_learn, 'scale': bench_scale}
+              'learn': bench_learn, 'scale': bench_scale, 'factory': bench_factory}
 
 
 def run_benchmark(name: str, args) -> dict:

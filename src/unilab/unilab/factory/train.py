@@ -1,0 +1,195 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+Train, fine-tune and score the slot detector; every version kept with its scores.
+
+Versions live in ``DIR/v<NNNN>.pt`` (weights, classes, input size; loadable with
+``weights_only=True``) beside ``DIR/v<NNNN>.json`` (scores on the held-out stores, the
+training stores, the parent version); ``DIR/latest.json`` names the newest. All three are
+written atomically, the pointer last, so a reader never sees a version without scores.
+
+Loss per slot (present classes only for the box terms): L1 on (cx, cy, w, h) plus
+1 - GIoU (Rezatofighi et al. 2019, arXiv:1902.09630) for the box, binary cross-entropy
+for presence, and binary cross-entropy of the IoU logit against the IoU the predicted box
+actually has (detached), so the score tracks box quality.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import pathlib
+import time
+
+import torch
+import torch.nn.functional as F
+
+from unilab.factory.augment import AugmentConfig, Augmenter
+from unilab.factory.detector import Detector, load_detector, SlotDetector
+from unilab.factory.metrics import match_frame, pr_curve, summarise
+from unilab.factory.scene import CLASSES
+from unilab.factory.store import SampleStore, TRAINABLE
+from unilab_core.atomic import atomic_write_bytes, atomic_write_text
+
+
+def load_slots(roots, classes=CLASSES, decisions=TRAINABLE, size=None):
+    """
+    Return (images [N, 3, H, W] float32, boxes [N, K, 4] normalised xyxy, present [N, K]).
+
+    Images of another size are resized to ``size`` (default: the first sample's).
+    """
+    images, boxes, present = [], [], []
+    for root in roots:
+        store = SampleStore(root)
+        for m in store.manifests(decisions):
+            t, _ = store.read(m['id'])
+            img = torch.from_numpy(t['image']).permute(2, 0, 1).float() / 255.0
+            h, w = img.shape[1:]
+            size = size or (h, w)
+            if (h, w) != tuple(size):
+                img = F.interpolate(img[None], size=tuple(size), mode='bilinear',
+                                    align_corners=False)[0]
+            b = torch.zeros(len(classes), 4)
+            p = torch.zeros(len(classes))
+            for box, label in zip(t['boxes'], t['labels']):
+                if 0 <= label < len(classes):
+                    b[label] = torch.from_numpy(box) / torch.tensor([w, h, w, h])
+                    p[label] = 1.0
+            images.append(img)
+            boxes.append(b)
+            present.append(p)
+    if not images:
+        raise ValueError(f'no trainable samples in {", ".join(map(str, roots))}')
+    return torch.stack(images), torch.stack(boxes), torch.stack(present)
+
+
+def giou(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Return (IoU, GIoU) of matching xyxy boxes [..., 4]."""
+    lt, rb = torch.maximum(a[..., :2], b[..., :2]), torch.minimum(a[..., 2:], b[..., 2:])
+    inter = (rb - lt).clamp(min=0).prod(-1)
+    area = (a[..., 2:] - a[..., :2]).clamp(min=0).prod(-1) + \
+        (b[..., 2:] - b[..., :2]).clamp(min=0).prod(-1)
+    union = (area - inter).clamp(min=1e-9)
+    iou = inter / union
+    hull = (torch.maximum(a[..., 2:], b[..., 2:]) - torch.minimum(a[..., :2], b[..., :2])) \
+        .clamp(min=0).prod(-1).clamp(min=1e-9)
+    return iou, iou - (hull - union) / hull
+
+
+def slot_loss(raw, boxes, present) -> tuple[torch.Tensor, dict]:
+    """Return the training loss of slot outputs ``raw`` [B, K, 6] and its parts."""
+    pred, _ = SlotDetector.decode(raw)
+    iou, g = giou(pred, boxes)
+    cxcy = lambda x: torch.cat([(x[..., :2] + x[..., 2:]) / 2, x[..., 2:] - x[..., :2]], -1)  # noqa: E731, E501
+    n = present.sum().clamp(min=1)
+    l1 = ((cxcy(pred) - cxcy(boxes)).abs().sum(-1) * present).sum() / n
+    lg = ((1 - g) * present).sum() / n
+    lp = F.binary_cross_entropy_with_logits(raw[..., 4], present)
+    li = (F.binary_cross_entropy_with_logits(raw[..., 5], iou.detach(), reduction='none')
+          * present).sum() / n
+    loss = 5 * l1 + 2 * lg + lp + li
+    return loss, {'l1': l1.item(), 'giou': lg.item(), 'presence': lp.item(), 'iou': li.item()}
+
+
+def detect_ground_truth(detector: Detector, roots):
+    """Yield ``(boxes, scores, labels, gt_boxes, gt_labels)`` per ground-truth sample."""
+    for root in roots:
+        store = SampleStore(root)
+        for m in store.manifests(('ground_truth',)):
+            t, _ = store.read(m['id'])
+            d = detector(t['image'][None])
+            yield d.boxes[0], d.scores[0], d.labels[0], t['boxes'], t['labels']
+
+
+def evaluate(detector: Detector, roots, curve: bool = False) -> dict:
+    """Score ``detector`` on the ground-truth samples of ``roots`` (see metrics)."""
+    raw = list(detect_ground_truth(detector, roots))
+    frames = [match_frame(*f) for f in raw]
+    out = {k: round(v, 4) if isinstance(v, float) else v for k, v in summarise(frames).items()}
+    if curve:
+        out['pr_curve'] = pr_curve(raw)
+    return out
+
+
+def _next_version(out: pathlib.Path) -> str:
+    taken = [int(p.stem[1:]) for p in out.glob('v*.pt') if p.stem[1:].isdigit()]
+    return f'v{(max(taken) + 1) if taken else 1:04d}'
+
+
+def latest_version(out) -> pathlib.Path:
+    """Return the newest version file of a detector directory (FileNotFoundError if none)."""
+    pointer = pathlib.Path(out) / 'latest.json'
+    if not pointer.is_file():
+        raise FileNotFoundError(f'{out}: no detector versions (no latest.json); train one '
+                                'with `unilab factory train-detector`')
+    return pathlib.Path(out) / json.loads(pointer.read_text())['file']
+
+
+def train_detector(train_roots, out, eval_roots=(), epochs: int = 30, batch: int = 64,
+                   lr: float = 2e-3, seed: int = 0, init: str = '', width: int = 32,
+                   decisions=TRAINABLE, log=print) -> dict:
+    """
+    Train (or, with ``init``, fine-tune) a detector version; save it with its scores.
+
+    Returns the version's record (also in ``v<NNNN>.json``).
+    """
+    torch.manual_seed(seed)
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    parent = ''
+    if init:
+        saved = torch.load(init, map_location='cpu', weights_only=True)
+        model = SlotDetector(len(saved['classes']), saved['input_size'], saved['width'])
+        model.load_state_dict(saved['state_dict'])
+        classes, size, width, parent = saved['classes'], saved['input_size'], \
+            saved['width'], saved['version']
+    else:
+        classes = list(CLASSES)
+        size = None
+    images, boxes, present = load_slots(train_roots, classes, decisions, size)
+    size = list(images.shape[2:])
+    if not init:
+        model = SlotDetector(len(classes), size, width)
+    aug = Augmenter(AugmentConfig(exposure_s=0.0), 'cpu', seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
+    steps = epochs * max(1, len(images) // batch)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps)
+    gen = torch.Generator().manual_seed(seed)
+    t0, step = time.perf_counter(), 0
+    model.train()
+    for epoch in range(epochs):
+        perm = torch.randperm(len(images), generator=gen)
+        for i in range(max(1, len(images) // batch)):
+            idx = perm[i * batch:(i + 1) * batch]
+            x, _ = aug(images[idx])
+            loss, parts = slot_loss(model.raw(x), boxes[idx], present[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            step += 1
+        if log is not None and (epoch % 5 == 4 or epoch == epochs - 1):
+            log(f'epoch {epoch + 1}/{epochs}: loss {loss.item():.3f} '
+                + ' '.join(f'{k} {v:.3f}' for k, v in parts.items()))
+    model.eval()
+    version = _next_version(out)
+    detector = Detector(model, classes, size, version)
+    record = {'version': version, 'file': f'{version}.pt', 'parent': parent,
+              'train': [str(r) for r in train_roots], 'samples': len(images),
+              'decisions': list(decisions), 'epochs': epochs, 'seed': seed,
+              'train_s': round(time.perf_counter() - t0, 1),
+              'scores': {str(r): evaluate(detector, [r]) for r in eval_roots}}
+    buf = io.BytesIO()
+    torch.save({'version': version, 'classes': list(classes), 'input_size': size,
+                'width': width, 'state_dict': model.state_dict()}, buf)
+    atomic_write_bytes(out / f'{version}.pt', buf.getvalue())
+    atomic_write_text(out / f'{version}.json', json.dumps(record, indent=2))
+    atomic_write_text(out / 'latest.json', json.dumps({'version': version,
+                                                       'file': f'{version}.pt'}))
+    return record
+
+
+def open_detector(path, **kw) -> Detector:
+    """Open a detector file, or a detector directory's latest version."""
+    path = pathlib.Path(path)
+    return load_detector(latest_version(path) if path.is_dir() else path, **kw)

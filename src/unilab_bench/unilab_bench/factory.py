@@ -1,0 +1,84 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+``unilab bench factory``: the data factory's figures on held-out renders (docs/factory.md).
+
+Without ``--model`` a detector is trained first on ``--steps`` ``sim`` renders (2000, 30
+epochs); with it (a detector directory or version ``.pt``) that one is scored and
+fine-tuned in a scratch directory (the original is not touched). Then, on renders of the
+``real`` variant (other light, colours, sensor noise: never trained on):
+
+- ``precision``, ``recall`` (IoU >= 0.5), ``auto_accept_share`` and ``auto_precision`` at
+  threshold 0.7, on 300 held-out frames;
+- ``ingest_p50_ms`` / ``ingest_p99_ms`` (the atomic store write) and ``label_p50_ms`` /
+  ``label_p99_ms`` (the detector) per frame, labelling a bag of 300 other frames;
+- one simulated review round: the queued frames get their ground truth
+  (``recall_after_review``: the labels of those 300 frames after review), then a 5-epoch
+  fine-tune with the ``sim`` renders replayed; ``precision_after_finetune`` /
+  ``auto_accept_share_after_finetune`` score the new version on the held-out frames.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import tempfile
+
+#: The issue's targets (precision on auto-accepted frames, share auto-accepted, ingest).
+TARGETS = {'auto_precision': 0.89, 'auto_accept_share': 0.7, 'ingest_p99_ms': 5.0}
+
+
+def bench_factory(args) -> dict:
+    """Run the factory benchmark; return its figures."""
+    import torch
+    from unilab.factory.image_bag import write_image_bag
+    from unilab.factory.label import label_bag
+    from unilab.factory.render import render_store
+    from unilab.factory.score import score_pseudo_labels, simulate_review
+    from unilab.factory.store import SampleStore
+    from unilab.factory.train import latest_version, open_detector, train_detector
+    torch.set_num_threads(1)
+    seed = args.seed
+    with tempfile.TemporaryDirectory(prefix='unilab-bench-factory-') as tmp:
+        tmp = pathlib.Path(tmp)
+        det_dir = tmp / 'det'
+        replay = tmp / 'train'
+        render_store(replay, args.steps or (1000 if args.model else 2000), 'sim', seed)
+        if args.model:
+            model = pathlib.Path(args.model)
+            init = latest_version(model) if model.is_dir() else model
+        else:
+            train_detector([replay], det_dir, epochs=30, seed=seed, log=None)
+            init = latest_version(det_dir)
+        first = open_detector(init)
+        held = tmp / 'heldout_real'
+        render_store(held, 300, 'real', seed + 2)
+        before = score_pseudo_labels(first, [held])
+        pool = tmp / 'pool_real'
+        render_store(pool, 300, 'real', seed + 3)
+        store = SampleStore(pool)
+        write_image_bag(tmp / 'bag', (store.read(i)[0]['image'] for i in store.ids()))
+        labelled = label_bag(tmp / 'bag', first, tmp / 'labelled')
+        review = simulate_review(tmp / 'labelled', pool)
+        after_review = score_pseudo_labels(first, [pool])
+        record = train_detector([tmp / 'labelled', replay], det_dir, epochs=5, lr=5e-4,
+                                seed=seed, init=str(init), log=None,
+                                decisions=('ground_truth', 'accepted', 'corrected'))
+        after = score_pseudo_labels(open_detector(det_dir / record['file']), [held])
+    out = {'detector': before['detector'], 'frames': before['frames'],
+           'precision': before['precision'], 'recall': before['recall'],
+           'auto_accept_share': before['auto_accept_share'],
+           'auto_precision': before['auto_precision'],
+           'ingest_p50_ms': labelled['ingest_p50_ms'],
+           'ingest_p99_ms': labelled['ingest_p99_ms'],
+           'label_p50_ms': labelled['label_p50_ms'], 'label_p99_ms': labelled['label_p99_ms'],
+           'queued': labelled['pending'], 'review': review,
+           'recall_after_review': after_review['recall_after_review'],
+           'precision_after_finetune': after['precision'],
+           'auto_precision_after_finetune': after['auto_precision'],
+           'auto_accept_share_after_finetune': after['auto_accept_share'],
+           'finetune_s': record['train_s']}
+    out['targets'] = {k: {'target': v, 'value': out[k],
+                          'met': out[k] is not None and (out[k] <= v if k.endswith('_ms')
+                                                         else out[k] >= v)}
+                      for k, v in TARGETS.items()}
+    return out
