@@ -159,7 +159,7 @@ def config_text(draw):
     return yaml.safe_dump(doc).encode()
 
 
-@settings(max_examples=150, deadline=None, derandomize=True,
+@settings(max_examples=60, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=config_text())
 def test_any_config_file_is_accepted_or_refused_cleanly(tmp_path, capsys, text):
