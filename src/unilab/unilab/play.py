@@ -86,8 +86,9 @@ def open_view(sim, width: int, height: int, shadows: bool = False):
                                 f'{exc}); MuJoCo needs EGL (libEGL, e.g. Mesa)') from None
     if sim.has_root:
         free = np.flatnonzero(model.jnt_type == int(mujoco.mjtJoint.mjJNT_FREE))
-        # From above enough that the scene's walls (0.8 m) do not hide a robot walking by them.
-        camera.look_at(None, 2.0, elevation=-45.0,
+        # From behind (+x is forward) and above, so the scene's walls along x (0.8 m) do not
+        # come between the camera and a robot walking by them.
+        camera.look_at(None, 2.0, azimuth=15.0, elevation=-30.0,
                        track_body=model.body(int(model.jnt_bodyid[free[0]])).name)
     else:
         data = mujoco.MjData(model)  # the model's home pose
