@@ -48,7 +48,7 @@ def resolve_action_map(model: ModelSection, task) -> ModelSection:
     if not holds_joint_positions(task):
         raise ConfigError(
             f'model.action_mode: {mode} needs position-controlled joints observed one per '
-            f'command; task {task.name} has a {task.command_interface} interface '
+            f'command; task {task.name} has the {task.command_interface} interface '
             f'({task.action_dim} commands)')
     scale = _per_joint('action_scale', model.action_scale, task.action_scale, task,
                        'rad per unit action')
