@@ -75,7 +75,7 @@ class ActionMap(nn.Module):
     """``command = offset(obs) + scale * action`` for one resolved ``model`` section."""
 
     def __init__(self, mode: str, scale, act_dim: int, offset=()):
-        """Build the map; ``mode`` 'absolute' or 'relative' (resolve 'task' first)."""
+        """Build the map; ``mode`` one of MODES (resolve 'task' first)."""
         super().__init__()
         if mode == 'task':
             raise ValueError("model.action_mode 'task' is not resolved for a task: build the "
