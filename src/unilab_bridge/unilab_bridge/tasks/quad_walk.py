@@ -91,6 +91,9 @@ class QuadWalk(BatchedTask):
         self.reward_scales = dict(REWARD_SCALES if reward_scales is None else reward_scales)
         self.reward_terms = {}
         self._rng = np.random.default_rng(seed)
+        # Yaw commands from their own stream, so the reset poses (and the forward commands)
+        # of a seed are the ones they were before yaw commands existed.
+        self._yaw_rng = np.random.default_rng([seed, 1])
         n = self.num_envs
         self._cmd = np.zeros((n, 2))
         self._prev_cmd = np.zeros((n, self.action_dim))
@@ -125,6 +128,7 @@ class QuadWalk(BatchedTask):
         """Reset every env to the home crouch plus joint noise, with a new command each."""
         if seed is not None:
             self._rng = np.random.default_rng(seed)
+            self._yaw_rng = np.random.default_rng([seed, 1])
         for i in range(self.num_envs):
             self._reset_env(i)
         self._batch_steps = 0
@@ -196,7 +200,7 @@ class QuadWalk(BatchedTask):
         data.ctrl[:] = q0
         self._prev_cmd[i] = q0
         self._cmd[i] = (self._rng.uniform(*self.command_velocity),
-                        self._rng.uniform(*self.command_yaw))
+                        self._yaw_rng.uniform(*self.command_yaw))
         self._err_sum[i] = 0.0
         mujoco.mj_forward(model, data)
         self._episodes.reset(i)
