@@ -52,11 +52,33 @@ def check_package_xml(path: str | pathlib.Path) -> list[str]:
     return problems
 
 
+#: The last line of the flake8 child's output: this marker, then its errors as JSON.
+_FLAKE8_MARK = 'unilab-flake8-errors '
+_FLAKE8_CHILD = (
+    'import json, sys\n'
+    'from ament_flake8.main import main_with_errors\n'
+    'rc, errors = main_with_errors(argv=[sys.argv[1]])\n'
+    f'print({_FLAKE8_MARK!r} + json.dumps(list(errors) if rc else []))\n')
+
+
 def ament_flake8_errors(package: str | pathlib.Path) -> list[str]:
-    """Run ament_flake8 (ROS's flake8 settings: 99 columns, import order) on a package."""
-    from ament_flake8.main import main_with_errors
-    rc, errors = main_with_errors(argv=[str(package)])
-    return list(errors) if rc else []
+    """
+    Run ament_flake8 (ROS's flake8 settings: 99 columns, import order) on a package.
+
+    It runs in a fresh Python process: flake8 forks worker processes, and a fork
+    of a test process that holds threads (rclpy executors, servers of earlier
+    tests) can deadlock on a lock one of those threads held at the fork.
+    """
+    import json
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, '-c', _FLAKE8_CHILD, str(package)],
+                          capture_output=True, text=True, check=False)
+    lines = done.stdout.strip().splitlines()
+    if not lines or not lines[-1].startswith(_FLAKE8_MARK):
+        return [f'ament_flake8 did not finish (exit code {done.returncode}): '
+                f'{done.stderr.strip()[-2000:]}']
+    return json.loads(lines[-1][len(_FLAKE8_MARK):])
 
 
 def ament_pep257_rc(package: str | pathlib.Path) -> int:
