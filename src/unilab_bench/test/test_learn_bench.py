@@ -62,3 +62,13 @@ def test_an_unknown_subset_is_refused_by_name():
                               no_sb3=True, run_root=None)
     with pytest.raises(ConfigError, match='--subset cartpole: expected arm6 or one of'):
         bench_learn(args)
+
+
+@pytest.mark.parametrize('seeds', [',', 'a,b'])
+def test_seeds_that_are_not_integers_are_refused_by_name(seeds):
+    from unilab_bench.learn import bench_learn
+    from unilab_core.config import ConfigError
+    args = argparse.Namespace(subset='arm6', seeds=seeds, steps=None, png=None,
+                              no_sb3=True, run_root=None)
+    with pytest.raises(ConfigError, match='bench learn --seeds'):
+        bench_learn(args)

@@ -201,8 +201,14 @@ def bench_learn(args) -> dict:
     if subset != 'arm6' and subset not in GYM_TASKS:
         raise ConfigError(f'bench learn --subset {subset}: expected arm6 or one of '
                           f'{", ".join(GYM_TASKS)}')
-    seeds = [int(x) for x in str(getattr(args, 'seeds', None) or '0,1,2').split(',')
-             if x.strip()]
+    try:
+        seeds = [int(x) for x in str(getattr(args, 'seeds', None) or '0,1,2').split(',')
+                 if x.strip()]
+    except ValueError:
+        seeds = []
+    if not seeds:
+        raise ConfigError(f'bench learn --seeds {args.seeds!r}: expected comma-separated '
+                          'integers, e.g. 0,1,2')
     root = pathlib.Path(getattr(args, 'run_root', None)
                         or f'runs/bench-learn-{time.strftime("%Y%m%d-%H%M%S")}')
     t0 = time.monotonic()
