@@ -27,6 +27,24 @@ def cli(*args, timeout=300, check=False):
     return proc
 
 
+def cli_here(capsys, *args):
+    """
+    Run ``unilab.cli.main(ARGS)`` in this process; return it as a CompletedProcess.
+
+    For start-up errors (exit 2 before any node starts): the same code path as
+    ``cli`` without a new interpreter importing torch each time. An uncaught
+    exception propagates (a process would print it as a traceback).
+    """
+    from unilab.cli import main
+    capsys.readouterr()
+    try:
+        code = main([str(a) for a in args])
+    except SystemExit as exc:  # argparse's own usage errors
+        code = exc.code if isinstance(exc.code, int) else 1
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), code, out.out, out.err)
+
+
 @pytest.fixture
 def tiny_config(tmp_path):
     """Return a YAML that makes a run short: small rollouts, no TensorBoard."""

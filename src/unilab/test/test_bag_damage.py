@@ -13,7 +13,7 @@ CRC); with ``allow_damaged`` every readable message comes back.
 import shutil
 
 from bag_helpers import rollout_bag, storage_file
-from conftest import cli
+from conftest import cli, cli_here
 from hypothesis import given, HealthCheck, settings
 from hypothesis import strategies as st
 import numpy as np
@@ -127,7 +127,7 @@ def test_damage_is_refused_or_accounted_for(originals, tmp_path, storage, damage
 
 
 @pytest.mark.parametrize('storage', STORAGES)
-def test_four_kib_overwritten_in_the_middle(originals, tmp_path, storage):
+def test_four_kib_overwritten_in_the_middle(originals, tmp_path, storage, capsys):
     # The case: a real bag with 4 KiB overwritten in its middle.
     bag, sent = originals[storage]
     bag = _copy(bag, tmp_path / 'damaged')
@@ -140,10 +140,10 @@ def test_four_kib_overwritten_in_the_middle(originals, tmp_path, storage):
     assert sum(counts.values()) + sum(h.lost.values()) == len(sent)
     lost = info['damaged']['lost_total']  # plus any readable message that does not decode
     assert lost >= sum(h.lost.values())
-    proc = cli('bag', 'info', bag)
+    proc = cli_here(capsys, 'bag', 'info', bag)
     assert proc.returncode == 1 and 'Damaged:' in proc.stdout and 'Traceback' not in proc.stderr
     assert f'{lost} of {len(sent)} messages unreadable' in proc.stdout
-    proc = cli('replay', bag)  # refused before any node starts
+    proc = cli_here(capsys, 'replay', bag)  # refused before any node starts
     assert proc.returncode == 2 and proc.stderr.count('\n') == 1, proc.stderr
     assert str(bag) in proc.stderr and 'is damaged' in proc.stderr
     # Recover keeps the readable part as a clean bag.
@@ -164,11 +164,12 @@ def test_foreign_files_are_refused_with_one_line(tmp_path, capsys, content, suff
         assert main([str(a) for a in args]) == 2, args  # in-process: the CLI's own mapping
         lines = capsys.readouterr().err.strip().splitlines()
         assert len(lines) == 1 and str(path) in lines[0], lines
-    proc = cli('bag', 'info', path)  # and once as a process: no traceback on the way out
-    assert proc.returncode == 2 and proc.stderr.count('\n') == 1, proc.stderr
+    if not content and suffix == '.mcap':  # and once as a process: no traceback on the way out
+        proc = cli('bag', 'info', path)
+        assert proc.returncode == 2 and proc.stderr.count('\n') == 1, proc.stderr
 
 
-def test_offline_training_refuses_a_damaged_bag_unless_allowed(tmp_path):
+def test_offline_training_refuses_a_damaged_bag_unless_allowed(tmp_path, capsys):
     from unilab.prepare import task_info
     info, _ = task_info('arm6_reach')
     bag, sent = rollout_bag(tmp_path / 'bag', 'mcap', chunks=32, obs_dim=info.obs_dim,
@@ -180,7 +181,8 @@ def test_offline_training_refuses_a_damaged_bag_unless_allowed(tmp_path):
     off.write_text('offline: {gradient_steps: 20, eval_every: 20, eval_envs: 2, '
                    'eval_episodes: 2, batch_size: 32}\nlogging: {tensorboard: false}\n'
                    'model: {hidden_sizes: [16]}\n')
-    proc = cli('train', '--offline', bag, '--config', off, '--run-dir', tmp_path / 'r1')
+    proc = cli_here(capsys, 'train', '--offline', bag, '--config', off,
+                    '--run-dir', tmp_path / 'r1')
     assert proc.returncode == 2 and 'Traceback' not in proc.stderr
     line = proc.stderr.strip()
     assert '\n' not in line and str(bag) in line and 'damaged' in line, line

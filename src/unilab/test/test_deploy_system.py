@@ -190,7 +190,7 @@ def _within_limits(values) -> bool:
 
 
 @pytest.mark.system
-def test_on_the_double_nothing_moves_before_arming_and_a_dead_policy_means_hold(
+def test_on_the_double_nothing_moves_before_arming_and_a_silent_policy_means_hold(
         model, operator, tmp_path):
     run, _ = model
     op = operator()
@@ -207,17 +207,23 @@ def test_on_the_double_nothing_moves_before_arming_and_a_dead_policy_means_hold(
         for _, msg in op.commands:
             assert len(msg.data) == 6 and np.all(np.isfinite(msg.data))
             assert _within_limits(msg.data)
-        # The policy process dies: the gate's watchdog holds the last command.
-        os.kill(node_pid(tmp_path / 'd', 'policy_node'), signal.SIGKILL)
-        killed = time.monotonic()
-        deploy.wait(timeout=60)  # the deployment notices and stops its other nodes
+        # The policy process hangs: the gate's watchdog holds the last command.
+        policy = node_pid(tmp_path / 'd', 'policy_node')
+        os.kill(policy, signal.SIGSTOP)
+        stopped = time.monotonic()
+        op.wait(lambda: len([t for t, _ in op.commands if t > stopped + 0.5]) >= 3,
+                proc=deploy)
+        # Then it dies: the deployment notices and stops its other nodes.
+        os.kill(policy, signal.SIGKILL)
+        deploy.wait(timeout=60)
     finally:
         deploy.stop()
         double.stop()
     stats = yaml.safe_load((tmp_path / 'd' / 'safety_stats.json').read_text())
     assert stats['published_fallback'] >= 1 and stats['stale_events'] >= 1, stats
-    after = [m.data for t, m in op.commands if t > killed]
-    assert after, 'no hold reached the robot after the policy died'
+    # Past the in-flight actions, only the hold reaches the robot, unchanged.
+    after = [m.data for t, m in op.commands if t > stopped + 0.5]
+    assert len(after) >= 3, 'no hold reached the robot after the policy hung'
     assert all(np.array_equal(a, after[-1]) for a in after)
     assert deploy.returncode == 1 and 'exited early' in deploy.output()
     assert 'Traceback' not in deploy.output()

@@ -5,7 +5,7 @@
 import json
 import re
 
-from conftest import cli
+from conftest import cli, cli_here
 from doctor_helpers import FakeNvml, healthy_gpu, make_ament_index, make_tree
 from unilab.doctor import report
 from unilab.doctor.checks import FAIL, OK, STATUSES, TorchFacts, WARN
@@ -28,10 +28,10 @@ def test_doctor_on_this_machine():
         f'{sum(c["status"] == FAIL for c in checks)} fail')
 
 
-def test_doctor_bad_config_is_a_user_error(tmp_path):
+def test_doctor_bad_config_is_a_user_error(tmp_path, capsys):
     bad = tmp_path / 'bad.yaml'
     bad.write_text('safety: {rt_priority: 120}\n')
-    proc = cli('doctor', '--config', bad)
+    proc = cli_here(capsys, 'doctor', '--config', bad)
     assert proc.returncode == 2 and 'safety.rt_priority' in proc.stderr
     assert 'Traceback' not in proc.stderr
 

@@ -4,7 +4,7 @@
 
 import json
 
-from conftest import cli
+from conftest import cli, cli_here
 import numpy as np
 import pytest
 from unilab.direct import train_direct
@@ -65,7 +65,7 @@ def test_play_is_deterministic_and_runs_the_real_variant(tiny_run, tmp_path):
     assert real['variant'] == 'real' and np.isfinite(real['mean_return'])
 
 
-def test_play_command_line(tiny_run, tmp_path):
+def test_play_command_line(tiny_run, tmp_path, capsys):
     video = tmp_path / 'cli.mp4'
     proc = cli('play', tiny_run, '--video', video, '--size', f'{W}x{H}')
     if proc.returncode == 1 and 'offscreen rendering unavailable' in proc.stderr:
@@ -76,7 +76,7 @@ def test_play_command_line(tiny_run, tmp_path):
     for args, needle in ((['--size', '100x50'], 'multiple of 16'),
                          (['--size', 'big'], 'WIDTHxHEIGHT'),
                          (['--episodes', '0'], '--episodes')):
-        bad = cli('play', tiny_run, '--video', tmp_path / 'x.mp4', *args)
+        bad = cli_here(capsys, 'play', tiny_run, '--video', tmp_path / 'x.mp4', *args)
         assert bad.returncode == 2 and needle in bad.stderr and 'Traceback' not in bad.stderr
-    bad = cli('play', tmp_path)
+    bad = cli_here(capsys, 'play', tmp_path)
     assert bad.returncode == 2 and 'not a run directory' in bad.stderr

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from conftest import cli
+from conftest import cli, cli_here
 from unilab.graphs import robot_sim_graph
 from unilab.robot_sim import robot_sim_params
 import yaml
@@ -76,12 +76,12 @@ def test_check_robot_passes_on_the_robot_double_and_fails_on_an_empty_graph():
     assert 'no publisher on /imu/data' in empty.stdout
 
 
-def test_robot_side_commands_reject_bad_input_cleanly(tmp_path):
+def test_robot_side_commands_reject_bad_input_cleanly(tmp_path, capsys):
     for args, needle in ((['robot-sim', '--robot', 'arm7'], 'no shipped profile'),
                          (['robot-sim', '--robots', '0'], '`robots`'),
                          (['robot-sim', '--time-scale', '-1'], '`time_scale`'),
                          (['check-robot', '--robot', tmp_path / 'none.yaml'], 'not found')):
-        proc = cli(*args)
+        proc = cli(*args) if args[0] == 'check-robot' else cli_here(capsys, *args)
         assert proc.returncode == 2 and needle in proc.stderr, proc.stderr
         assert 'Traceback' not in proc.stderr
 

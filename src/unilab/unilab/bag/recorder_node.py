@@ -128,6 +128,15 @@ class RecorderNode(Node):
             self.counters['bytes'] += len(raw)
         return on_message
 
+    def drain(self, executor, quiet_s: float = 0.3, limit_s: float = 5.0) -> None:
+        """Write what the subscriptions still hold: spin until ``quiet_s`` brings nothing."""
+        end = time.monotonic() + limit_s
+        seen, quiet_since = self.counters['messages'], time.monotonic()
+        while time.monotonic() < end and time.monotonic() - quiet_since < quiet_s:
+            executor.spin_once(timeout_sec=0.05)
+            if self.counters['messages'] != seen:
+                seen, quiet_since = self.counters['messages'], time.monotonic()
+
     def close(self) -> None:
         """Close the bag cleanly (index, summary, metadata.yaml)."""
         if not self._closed:
@@ -137,23 +146,34 @@ class RecorderNode(Node):
 
 def record(out: str, topics=None, storage: str = 'mcap', duration_s: float = 0.0,
            flush_period_s: float = 1.0, log=print) -> dict[str, int]:
-    """Record until Ctrl-C / SIGTERM (or ``duration_s`` > 0); return counts per topic."""
-    import pathlib
+    """
+    Record until Ctrl-C / SIGTERM (or ``duration_s`` > 0); return counts per topic.
+
+    A stop first writes every message the subscriptions already received (the
+    context stays up until then), then closes the bag.
+    """
+    import signal
 
     import rclpy
+    from rclpy.signals import SignalHandlerOptions
     from unilab.bag.storage import BagError
-    from unilab_core.ros.runtime import _install_sigterm, spin_nodes
+    from unilab_core.ros.runtime import spin_nodes
     if pathlib.Path(out).exists():  # before any node: rosbags would refuse it after start-up
         raise BagError(f'{out}: exists already; record into a new directory')
-    _install_sigterm()
-    rclpy.init()
+    stop = []
+    previous = {s: signal.signal(s, lambda *_: stop.append(True))
+                for s in (signal.SIGINT, signal.SIGTERM)}
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = RecorderNode(out, topics or DEFAULT_TOPICS, storage, flush_period_s)
     log(f'unilab: recording {", ".join(node.wanted)} to {out} ({storage}); Ctrl-C stops')
     end = time.monotonic() + duration_s if duration_s > 0 else None
     try:
         spin_nodes([node], 'single_threaded',
-                   until=(lambda: time.monotonic() >= end) if end else None, tick_s=0.1)
+                   until=lambda: bool(stop) or (end is not None and time.monotonic() >= end),
+                   tick_s=0.1, on_stop=node.drain)
     finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
         node.close()  # spin_nodes closes too; idempotent
         counts = dict(node.writer.counts)
         node.destroy_node()

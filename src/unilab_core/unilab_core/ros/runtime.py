@@ -51,8 +51,15 @@ def _install_sigterm():
 
 def spin_nodes(nodes: list, executor_kind: str = 'events',
                until: Callable[[], bool] | None = None,
-               on_tick: Callable[[], None] | None = None, tick_s: float = 0.5) -> None:
-    """Spin ``nodes`` on one executor until ``until()`` is true or Ctrl-C."""
+               on_tick: Callable[[], None] | None = None, tick_s: float = 0.5,
+               on_stop: Callable[[object], None] | None = None) -> None:
+    """
+    Spin ``nodes`` on one executor until ``until()`` is true or Ctrl-C.
+
+    ``on_stop(executor)`` runs once the loop ended with the context still up
+    (``until`` said stop), before the nodes close: a node can take what is
+    still queued (the recorder writes every message already received).
+    """
     executor = make_executor(executor_kind)
     for n in nodes:
         executor.add_node(n)
@@ -74,6 +81,8 @@ def spin_nodes(nodes: list, executor_kind: str = 'events',
                     on_tick()
                 if until is not None and until():
                     break
+        if on_stop is not None and rclpy.ok():
+            on_stop(executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
