@@ -1,6 +1,6 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""``unilab train --direct --nproc-per-node K``: ranks started by torchrun, one writer."""
+"""``unilab train [--direct] --nproc-per-node K``: ranks started by torchrun, one writer."""
 
 import json
 import os
@@ -15,6 +15,7 @@ from unilab.cli import main
 from unilab.ranks import LAUNCH_OPTIONS, strip_options, torchrun_command
 from unilab_policy.checkpoint import load_checkpoint
 from unilab_policy.trainer import RESUME_KEYS
+import yaml
 
 RANKS, ENVS, STEPS = 2, 8, 32  # the default rollout is 32 steps per env
 
@@ -60,6 +61,33 @@ def test_two_ranks_train_resume_and_write_one_checkpoint(tmp_path):
         ['latest.pt', 'model_000001.pt', 'model_000002.pt']
     rows = (run / 'metrics.csv').read_text().splitlines()
     assert [r.split(',')[0] for r in rows[1:]] == ['1', '2']
+
+
+def test_two_ranks_each_run_their_own_graph_and_rank_0_writes_the_run(tmp_path):
+    """Without --direct: one composed ROS graph per rank, each in its own ROS domain."""
+    run = tmp_path / 'run'
+    per_update = RANKS * ENVS * STEPS
+    cmd = [c for c in _command(tmp_path, '--steps', str(2 * per_update), '--run-dir', str(run))
+           if c != '--direct']
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert 'rank 1 done' in done.stdout, done.stdout[-2000:]
+    summary = json.loads((run / 'summary.json').read_text())
+    assert summary['ranks'] == RANKS and summary['steps'] == 2 * per_update
+    assert summary['process_mode'] == 'composed'
+    rows = (run / 'metrics.csv').read_text().splitlines()
+    assert [r.split(',')[0] for r in rows[1:]] == ['1', '2']  # rank 0 alone writes metrics
+    assert sorted(p.name for p in (run / 'checkpoints').iterdir()) == \
+        ['latest.pt', 'model_000002.pt']
+    # Rank 1 ran its own graph (its gate counted its own commands) and wrote no checkpoint.
+    rank1 = run / 'rank1'
+    assert (rank1 / 'graph_params.yaml').is_file() and not (rank1 / 'checkpoints').exists()
+    for rd in (run, rank1):
+        stats = json.loads((rd / 'safety_stats.json').read_text())
+        assert stats['batches'] >= 2 * ENVS and stats['rejected'] == 0, stats
+    params = [yaml.safe_load((rd / 'graph_params.yaml').read_text()) for rd in (run, rank1)]
+    seeds = [p['bridge']['ros__parameters']['run']['seed'] for p in params]
+    assert seeds == [0, 1]  # the configured seed + rank: the ranks' envs differ
 
 
 def test_a_killed_rank_stops_the_run_and_the_checkpoint_stays_usable(tmp_path):

@@ -163,7 +163,9 @@ def run_composed(run: PreparedRun, progress: bool = True) -> dict:
     with display:
         stats = spin_composed(run.graph, run.params_file, run.cfg.run.executor,
                               until=lambda nodes: trainer_of(nodes).done, on_tick=tick)
-    return merge_summary(run, {'process_mode': 'composed', 'node_counters': stats})
+    from unilab_policy import distributed  # ranks under torchrun: one composed graph each
+    return merge_summary(run, {'process_mode': 'composed', 'node_counters': stats,
+                               'ranks': distributed.world_size()})
 
 
 def run_multiprocess(run: PreparedRun, progress: bool = True) -> dict:

@@ -60,7 +60,7 @@ def test_an_unknown_subset_is_refused_by_name():
     from unilab_core.config import ConfigError
     args = argparse.Namespace(subset='cartpole', seeds='0', steps=None, png=None,
                               no_sb3=True, run_root=None)
-    with pytest.raises(ConfigError, match='--subset cartpole: expected arm6 or one of'):
+    with pytest.raises(ConfigError, match='--subset cartpole: expected arm6, ranks or one of'):
         bench_learn(args)
 
 

@@ -74,8 +74,9 @@ def add_command(sub) -> None:
     b.add_argument('--nominal', default=None, help='transfer: run trained without '
                    'injection (default: train one, preset with disturbances off)')
     b.add_argument('--subset', default=None,
-                   help='learn: arm6 (default; 3 seeds against the IK expert) or a gymnasium '
-                   'task against SB3: hopper, walker, halfcheetah, ant')
+                   help='learn: arm6 (default; 3 seeds against the IK expert), ranks (2 '
+                   'ranks x N/2 envs against 1 rank x N envs, 600000 steps each) or a '
+                   'gymnasium task against SB3: hopper, walker, halfcheetah, ant')
     b.add_argument('--run-root', default=None,
                    help='learn: keep the trained runs here (default runs/bench-learn-<time>)')
     b.add_argument('--no-multiprocess', action='store_true',

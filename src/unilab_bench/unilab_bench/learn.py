@@ -13,6 +13,10 @@ Subsets (``--subset``):
 - ``hopper`` / ``walker`` / ``halfcheetah`` / ``ant``: gymnasium MuJoCo tasks through the
   graph against SB3 PPO with rl-zoo's tuned parameters (Hopper's; the others use
   the same settings unless rl-zoo's are added), per seed, side by side.
+- ``ranks``: data-parallel learning against one rank with all the envs:
+  ``./unilab train --nproc-per-node 2 --num-envs N/2`` (two ranks, each its own
+  graph, gradients all-reduced) against the default one-rank ``--num-envs N``,
+  per seed, both scored as above; ``--steps`` defaults to RANKS_STEPS.
 
 Writes per-seed figures, mean and std, and (``--png``) the learning curves
 against env steps and wall time.
@@ -37,6 +41,9 @@ GYM_TASKS = {'hopper': 'Hopper-v5', 'walker': 'Walker2d-v5', 'halfcheetah': 'Hal
 #: Published PPO figures at 1 M steps (mean episode return): rl-baselines3-zoo's
 #: benchmark table (PPO, *-v3 envs) and CleanRL's ppo_continuous_action report (*-v4).
 PUBLISHED = {'Hopper-v5': {'rl_zoo': 2410.0, 'cleanrl': 2200.0}}
+#: ``ranks`` subset: env steps per run (the default arm run's return still rises there,
+#: so a difference in learning shows) and the data-parallel split compared.
+RANKS_STEPS, RANKS = 600_000, 2
 
 
 class ExpertActor:
@@ -171,6 +178,68 @@ def _gym(task: str, seeds, steps, root: pathlib.Path, no_sb3: bool) -> dict:
     return out
 
 
+def _two_rank_run(overrides: dict, envs_per_rank: int, run_dir: pathlib.Path) -> dict:
+    """Train with RANKS ranks (``unilab train --nproc-per-node``); return the summary."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import yaml
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    config = run_dir.parent / f'{run_dir.name}.yaml'
+    doc: dict = {}
+    for key, value in overrides.items():
+        section, name = key.split('.')
+        doc.setdefault(section, {})[name] = value
+    doc.setdefault('rollout', {})['num_envs'] = envs_per_rank
+    config.write_text(yaml.safe_dump(doc))
+    cmd = [sys.executable, '-m', 'unilab.cli', 'train', '--nproc-per-node', str(RANKS),
+           '--config', str(config), '--run-dir', str(run_dir), '--no-progress']
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f'`{" ".join(cmd)}` failed ({done.returncode}):\n'
+                           f'{(done.stdout + done.stderr)[-2000:]}')
+    return json.loads((run_dir / 'summary.json').read_text())
+
+
+def _ranks(seeds, steps, root: pathlib.Path) -> dict:
+    steps = steps or RANKS_STEPS
+    per_seed, curves = {}, {}
+    for seed in seeds:
+        overrides = {'run.seed': seed, 'run.total_steps': steps,
+                     'logging.tensorboard': False, 'logging.progress': False}
+        rd1, rd2 = root / f'one_rank_s{seed}', root / f'two_ranks_s{seed}'
+        one = _train_graph(overrides, rd1)
+        envs = one['cfg'].rollout.num_envs
+        if envs % RANKS:
+            raise ValueError(f'bench learn --subset ranks: {envs} envs do not split into '
+                             f'{RANKS} ranks')
+        two = _two_rank_run(overrides, envs // RANKS, rd2)
+        entry = {'envs': envs}
+        for name, rd, summary in (('one_rank', rd1, one['summary']), ('two_ranks', rd2, two)):
+            ev = _score(one['cfg'], rd, 'arm6_reach')
+            curves[f'{name} s{seed}'] = _curve(rd)
+            entry[name] = {'run_dir': str(rd), 'eval_return': ev['return'],
+                           'eval_success': ev['success'], 'steps': summary.get('steps'),
+                           'wall_s': summary.get('wall_s'), 'fps': summary.get('fps'),
+                           'ranks': summary.get('ranks', 1)}
+        per_seed[seed] = entry
+    one_r = _stats([s['one_rank']['eval_return'] for s in per_seed.values()])
+    two_r = _stats([s['two_ranks']['eval_return'] for s in per_seed.values()])
+    diff = round(two_r['mean'] - one_r['mean'], 3)
+    spread = max(one_r['std'], two_r['std'])
+    return {'per_seed': per_seed, 'steps': steps, 'ranks': RANKS,
+            'one_rank_return': one_r, 'two_ranks_return': two_r,
+            'one_rank_success': _stats([s['one_rank']['eval_success']
+                                        for s in per_seed.values()]),
+            'two_ranks_success': _stats([s['two_ranks']['eval_success']
+                                         for s in per_seed.values()]),
+            'difference': diff, 'seed_spread': spread,
+            'within_seed_spread': abs(diff) <= spread,
+            '_curves': curves, '_expert_line': None}
+
+
 def _plot(path: str, title: str, result: dict) -> None:
     import matplotlib
     matplotlib.use('Agg')
@@ -179,7 +248,7 @@ def _plot(path: str, title: str, result: dict) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for seed, c in result['_curves'].items():
         for ax, x in zip(axes, ('env_steps', 'wall_s')):
-            ax.plot(c[x], c['return'], label=f'seed {seed}')
+            ax.plot(c[x], c['return'], label=seed if isinstance(seed, str) else f'seed {seed}')
     for ax, label in zip(axes, ('env steps', 'wall time [s]')):
         if result['_expert_line'] is not None:
             ax.axhline(result['_expert_line'], color='k', ls='--', label='IK expert')
@@ -198,8 +267,8 @@ def bench_learn(args) -> dict:
     """Train the subset's task for each seed; score against the baselines; write curves."""
     from unilab_core.config import ConfigError
     subset = getattr(args, 'subset', None) or 'arm6'
-    if subset != 'arm6' and subset not in GYM_TASKS:
-        raise ConfigError(f'bench learn --subset {subset}: expected arm6 or one of '
+    if subset not in ('arm6', 'ranks') and subset not in GYM_TASKS:
+        raise ConfigError(f'bench learn --subset {subset}: expected arm6, ranks or one of '
                           f'{", ".join(GYM_TASKS)}')
     try:
         seeds = [int(x) for x in str(getattr(args, 'seeds', None) or '0,1,2').split(',')
@@ -215,6 +284,9 @@ def bench_learn(args) -> dict:
     if subset == 'arm6':
         result = _arm6(seeds, args.steps, root)
         title = 'arm6_reach: default training through the graph'
+    elif subset == 'ranks':
+        result = _ranks(seeds, args.steps, root)
+        title = f'arm6_reach: {RANKS} ranks x N/{RANKS} envs vs 1 rank x N envs'
     else:
         task = GYM_TASKS[subset]
         result = _gym(task, seeds, args.steps, root, args.no_sb3)

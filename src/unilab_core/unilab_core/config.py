@@ -377,7 +377,8 @@ class AdvantageSection(_Section):
 class PolicyUpdateSection(_Section):
     """PPO update."""
 
-    batch_size: int = Field(512, gt=0, description='Minibatch size (transitions).')
+    batch_size: int = Field(512, gt=0, description=(
+        'Minibatch size (transitions, over all ranks: each of K ranks takes 1/K).'))
     epochs: int = Field(5, gt=0, description='Passes over each rollout.')
     lr: float = Field(1e-3, gt=0.0, lt=1.0, description='Initial learning rate.')
     clip_param: float = Field(0.2, gt=0.0, lt=1.0, description='PPO ratio clip.')

@@ -125,3 +125,15 @@ def test_single_process_helpers_are_the_identity():
     with pytest.raises(ValueError, match='outside 0..101'):
         distributed.rank_domain(100, 2)
     assert distributed.backend_for('cpu') == 'gloo' and distributed.backend_for('cuda') == 'nccl'
+
+
+def test_k_ranks_of_n_envs_take_the_minibatches_of_one_rank_of_k_n_envs():
+    """`policy_update.batch_size` is the minibatch over all ranks (rsl_rl: a count per rank)."""
+    from unilab_core.config import RolloutSection
+    from unilab_policy.factory import ppo_params
+    update, adv = PolicyUpdateSection(batch_size=512), AdvantageSection()
+    one = ppo_params(update, adv, RolloutSection(num_envs=64, rollout_length=32))
+    two = ppo_params(update, adv, RolloutSection(num_envs=32, rollout_length=32), ranks=2)
+    assert one.num_mini_batches == two.num_mini_batches == 4
+    # Rows per minibatch: 2048 / 4 = 512 on one rank; 1024 / 4 = 256 per rank, 512 together.
+    assert 32 * 32 // two.num_mini_batches * 2 == 64 * 32 // one.num_mini_batches == 512

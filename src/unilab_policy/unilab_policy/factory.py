@@ -23,6 +23,7 @@ from unilab_core.config import (AdvantageSection, ConfigError, ModelSection,
 from unilab_core.errors import one_line
 from unilab_core.graph import model_parameters
 
+from unilab_policy import distributed
 from unilab_policy.action_map import ActionMap
 from unilab_policy.actor import PolicyActor
 from unilab_policy.checkpoint import load_checkpoint, restoring
@@ -60,11 +61,19 @@ def bundle_from_params(p: PolicyNetParams, device: torch.device | str = 'cpu',
 
 
 def ppo_params(update: PolicyUpdateSection, advantage: AdvantageSection,
-               rollout: RolloutSection) -> PPOParams:
-    """Return the PPO parameters of the config sections (minibatch count from the size)."""
+               rollout: RolloutSection, ranks: int = 1) -> PPOParams:
+    """
+    Return the PPO parameters of the config sections (minibatch count from the size).
+
+    ``update.batch_size`` is the minibatch over all ``ranks``: each rank splits its
+    own rollout into as many minibatches as one rank with all ranks' envs would,
+    so K ranks of N envs take the same gradient steps, each averaged over the
+    same number of rows, as one rank of K N envs.
+    """
     return PPOParams(update=update, advantage=advantage,
                      num_mini_batches=num_mini_batches_for(
-                         update.batch_size, rollout.rollout_length, rollout.num_envs))
+                         update.batch_size, rollout.rollout_length,
+                         rollout.num_envs * max(1, int(ranks))))
 
 
 def make_actor(p: PolicyNodeParams, device: torch.device | str,
@@ -87,7 +96,8 @@ def make_trainer(p: TrainerNodeParams, device: torch.device,
     """Return the trainer node's core for its parameters (a new seeded bundle by default)."""
     if bundle is None:
         bundle = bundle_from_params(p, device, seed=p.run.seed)
-    return Trainer(bundle, ppo_params(p.policy_update, p.advantage, p.rollout),
+    return Trainer(bundle, ppo_params(p.policy_update, p.advantage, p.rollout,
+                                      distributed.world_size()),
                    p.rollout.rollout_length, p.rollout.num_envs, device, p.run_dir,
                    p.run.total_steps, p.logging.checkpoint_every, p.logging.tensorboard,
                    normalize_obs=p.normalization.observations)
