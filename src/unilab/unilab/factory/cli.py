@@ -1,7 +1,9 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-``unilab factory ...``: render, train-detector, label, review, finetune, score, export.
+``unilab factory ...``: render, train, label (bags or live topics), review, export.
+
+The subcommands: render, train-detector, label, live, review, finetune, score, export.
 
 ``plot`` and ``show`` draw the figures of docs/factory.md.
 
@@ -78,6 +80,21 @@ def _label(args):
     from unilab.factory.label import label_bag
     print(json.dumps(label_bag(args.bag, _detector(args), args.out, args.topic,
                                args.threshold), indent=2))
+
+
+def _live(args):
+    from unilab.factory.live import run_live
+    try:
+        q = tuple(float(v) for v in args.imu_to_camera.split(','))
+    except ValueError:
+        raise ValueError(f'--imu-to-camera {args.imu_to_camera}: expected x,y,z,w') from None
+    if args.duration < 0 or args.imu_tolerance < 0:
+        raise ValueError('--duration and --imu-tolerance must be >= 0')
+    from unilab.factory.capture import FrameQueue, quat_matrix
+    quat_matrix(q), FrameQueue(args.queue)  # refuse bad values before anything starts
+    print(json.dumps(run_live(args.topic, _detector(args), args.out, args.imu,
+                              args.threshold, args.duration, args.queue, q,
+                              args.imu_tolerance, log=_log), indent=2))
 
 
 def _score(args):
@@ -196,6 +213,22 @@ def add_commands(sub) -> None:
     lb.add_argument('--out', required=True, metavar='STORE')
     lb.add_argument('--topic', default='/camera/image_raw')
     detector_opts(lb)
+
+    lv = cmd('live', _live, 'pseudo-label a camera topic while the robot runs (Ctrl-C stops)')
+    lv.add_argument('--out', required=True, metavar='STORE')
+    lv.add_argument('--topic', default='/camera/image_raw',
+                    help='sensor_msgs/Image, or CompressedImage for a topic ending in '
+                    '/compressed')
+    lv.add_argument('--imu', default='/imu/data',
+                    help='sensor_msgs/Imu whose rate is attached to each frame ("" = none)')
+    lv.add_argument('--imu-to-camera', default='0,0,0,1', metavar='X,Y,Z,W',
+                    help='rotation from the IMU frame to the camera frame (identity)')
+    lv.add_argument('--imu-tolerance', type=float, default=0.02,
+                    help='s between a frame and the IMU sample attached to it (0.02)')
+    lv.add_argument('--queue', type=int, default=8,
+                    help='frames waiting for the detector; the oldest is dropped, counted')
+    lv.add_argument('--duration', type=float, default=0.0, help='s to run (0: until Ctrl-C)')
+    detector_opts(lv)
 
     sc = cmd('score', _score, 'pseudo-labels against ground truth, with a simulated review')
     sc.add_argument('stores', nargs='+', metavar='STORE', help='ground-truth stores')

@@ -57,8 +57,8 @@ class Labeller:
         self.counts['skipped'][reason] = self.counts['skipped'].get(reason, 0) + 1
 
     def __call__(self, image: np.ndarray, source: str, topic: str, stamp_ns: int,
-                 frame_id: str) -> dict:
-        """Label and store one rgb8 frame [H, W, 3]; return its manifest."""
+                 frame_id: str, extra: dict | None = None) -> dict:
+        """Label and store one rgb8 frame [H, W, 3]; return its manifest (+ ``extra``)."""
         t0 = time.perf_counter()
         d = self.detector(image[None])
         t1 = time.perf_counter()
@@ -68,7 +68,8 @@ class Labeller:
         manifest = {'source': source, 'topic': topic, 'stamp_ns': int(stamp_ns),
                     'frame_id': frame_id, 'detector_version': self.detector.version,
                     'decision': decision, 'confidence': round(conf, 4),
-                    'classes': list(self.detector.classes), 'threshold': self.threshold}
+                    'classes': list(self.detector.classes), 'threshold': self.threshold,
+                    **(extra or {})}
         sample_id = f'{self.prefix}{self._next:07d}'
         self.store.write(sample_id, image, d.boxes[0][keep], d.labels[0][keep],
                          d.scores[0][keep], manifest)
