@@ -452,10 +452,13 @@ class ModelSection(_Section):
 
 
 class NormalizationSection(_Section):
-    """Observation normalisation."""
+    """Observation normalisation and reward scaling."""
 
     observations: bool = Field(True, description='Running mean/std observation normaliser.')
     clip: float = Field(5.0, gt=0.0, description='Clip of normalised observations.')
+    rewards: bool = Field(False, description=(
+        'Divide rewards by the running std of the discounted return (SB3 VecNormalize).'))
+    reward_clip: float = Field(10.0, gt=0.0, description='Clip of scaled rewards.')
 
 
 class OfflineSection(_Section):

@@ -32,6 +32,7 @@ from unilab_policy.models import make_actor_critic, PolicyBundle
 from unilab_policy.normalizer import EmpiricalNormalization
 from unilab_policy.params import PolicyNetParams, PolicyNodeParams, TrainerNodeParams
 from unilab_policy.ppo import num_mini_batches_for, PPOParams
+from unilab_policy.reward_scale import RewardScaler
 from unilab_policy.trainer import Trainer
 
 
@@ -100,7 +101,10 @@ def make_trainer(p: TrainerNodeParams, device: torch.device,
                                       distributed.world_size()),
                    p.rollout.rollout_length, p.rollout.num_envs, device, p.run_dir,
                    p.run.total_steps, p.logging.checkpoint_every, p.logging.tensorboard,
-                   normalize_obs=p.normalization.observations)
+                   normalize_obs=p.normalization.observations,
+                   reward_scaler=RewardScaler(p.rollout.num_envs, p.advantage.gamma,
+                                              p.normalization.reward_clip)
+                   if p.normalization.rewards else None)
 
 
 @dataclasses.dataclass(frozen=True)

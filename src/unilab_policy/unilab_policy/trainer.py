@@ -29,6 +29,7 @@ from unilab_policy.checkpoint import (capture_rng_state, load_checkpoint,
 from unilab_policy.chunk import CHUNK_FIELDS
 from unilab_policy.models import PolicyBundle
 from unilab_policy.ppo import PPO, PPOParams
+from unilab_policy.reward_scale import RewardScaler
 from unilab_policy.run_log import RunLog
 from unilab_policy.storage import RolloutStorage
 from unilab_policy.weights import flatten_state
@@ -94,7 +95,8 @@ class Trainer:
     def __init__(self, bundle: PolicyBundle, params: PPOParams, num_steps: int, num_envs: int,
                  device: torch.device,
                  run_dir: str | pathlib.Path, total_steps: int, checkpoint_every: int = 20,
-                 tensorboard: bool = True, normalize_obs: bool = True):
+                 tensorboard: bool = True, normalize_obs: bool = True,
+                 reward_scaler: RewardScaler | None = None):
         self.bundle = bundle
         self.device = device
         #: Data-parallel ranks (1 without a process group of several ranks).
@@ -110,6 +112,8 @@ class Trainer:
         self.raw_obs = torch.zeros(num_steps, num_envs, obs_dim, device=device)
         self.num_steps, self.num_envs = num_steps, num_envs
         self.normalize_obs = normalize_obs
+        #: Scales each rollout's rewards before GAE (``normalization.rewards``), or None.
+        self.reward_scaler = reward_scaler.to(device) if reward_scaler is not None else None
         self.run_dir = pathlib.Path(run_dir)
         self.total_steps = total_steps
         self.checkpoint_every = checkpoint_every
@@ -288,6 +292,9 @@ class Trainer:
             nxt = self.bundle.normalize(next_obs_raw) if self.normalize_obs else next_obs_raw
             last_values = self.bundle.actor_critic.value(nxt)
         adv = self.params.advantage
+        if self.reward_scaler is not None:
+            st = self.storage
+            st.rewards.copy_(self.reward_scaler(st.rewards, st.terminated | st.truncated))
         self.storage.compute_returns(last_values, adv.gamma, adv.gae_lambda)
         return dict(self.ppo.update(self.storage))
 
@@ -314,6 +321,8 @@ class Trainer:
             'wall_s': self.wall_s(),
             'episode_returns': torch.tensor(self.episode_returns, dtype=torch.float64),
             'rng': capture_rng_state(),
+            **({'reward_scaler': self.reward_scaler.state_dict()}
+               if self.reward_scaler is not None else {}),
         }
 
     def save_checkpoint(self) -> str:
@@ -357,6 +366,8 @@ class Trainer:
             self.wall_offset = float(state['wall_s'])
             self.episode_returns = [float(x) for x in state['episode_returns']]
             restore_rng_state(state['rng'])
+            if self.reward_scaler is not None and 'reward_scaler' in state:
+                self.reward_scaler.load_state_dict(state['reward_scaler'])
         if distributed.active():
             # Every rank read rank 0's checkpoint: the same weights (broadcast to be sure),
             # but the ranks' sampling noise must differ again.
