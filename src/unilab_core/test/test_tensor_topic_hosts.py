@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 import rclpy
 from rclpy.node import Node
+from unilab_core import two_hosts
 from unilab_core.ros.runtime import detach_and_shutdown
 from unilab_core.ros.tensor_topic import TensorPublisher
 from unilab_core.testing import isolate_ros_domain, spin_until
@@ -165,92 +166,20 @@ def test_reader_with_another_host_identity_gets_every_message_serialised(ros):
         reader.wait(10)
 
 
-#: UDPv4 only (no Fast DDS shared memory: the two "hosts" have separate /dev/shm), discovery by
-#: unicast to the peer's address; each namespace holds only lo and its end of the veth pair, so
-#: traffic stays on that pair. (An interface allowlist, as docs/dds.md shows for real hosts, made
-#: discovery fail between two namespaces of one machine: not used here.)
-FASTDDS_XML = '''<?xml version="1.0" encoding="UTF-8" ?>
-<dds xmlns="http://www.eprosima.com">
-  <profiles>
-    <transport_descriptors>
-      <transport_descriptor>
-        <transport_id>veth_udp</transport_id>
-        <type>UDPv4</type>
-      </transport_descriptor>
-    </transport_descriptors>
-    <participant profile_name="hosts" is_default_profile="true">
-      <rtps>
-        <userTransports><transport_id>veth_udp</transport_id></userTransports>
-        <useBuiltinTransports>false</useBuiltinTransports>
-        <builtin>
-          <initialPeersList>
-            <locator><udpv4><address>{peer}</address></udpv4></locator>
-          </initialPeersList>
-        </builtin>
-      </rtps>
-    </participant>
-  </profiles>
-</dds>
-'''
-
-
-def _namespaces_unavailable() -> str:
-    """Return why the namespace test cannot run here ('' when it can)."""
-    if os.geteuid() != 0:
-        return 'needs root (network, mount and IPC namespaces, a veth pair)'
-    for tool in ('unshare', 'ip', 'nsenter', 'mount'):
-        if shutil.which(tool) is None:
-            return f'`{tool}` is not installed'
-    probe = subprocess.run(
-        ['unshare', '--net', '--mount', '--ipc', 'sh', '-c',
-         'mount -t tmpfs tmpfs /dev/shm && ip link set lo up'],
-        capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f'namespaces not permitted here: {probe.stderr.strip()[:200]}'
-    return ''
-
-
-def _in_namespaces(args: list[str], env: dict) -> subprocess.Popen:
-    """Start ``args`` in new network, mount and IPC namespaces with a tmpfs /dev/shm of its own."""
-    script = 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"'
-    return subprocess.Popen(['unshare', '--net', '--mount', '--ipc', 'sh', '-c', script, 'sh']
-                            + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env)
-
-
-def _ip(*args, pid: int | None = None) -> None:
-    cmd = (['nsenter', '-t', str(pid), '-n'] if pid else []) + ['ip', *args]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-
-
 def test_reader_on_another_host_in_namespaces_gets_every_message_serialised():
-    why = _namespaces_unavailable()
+    why = two_hosts.unavailable()
     if why:
         pytest.skip(f'two hosts on one machine: {why}')
     tmp = tempfile.mkdtemp(prefix='unilab_hosts_')
-    suffix = f'{os.getpid() % 10000}'
-    # a /30 of a block nothing routes here, derived from the pid (parallel runs differ)
-    net = f'10.{200 + os.getpid() % 50}.{os.getpid() % 250}'
-    addr = {'writer': f'{net}.1', 'reader': f'{net}.2'}
-    env = {}
-    for role, peer in (('writer', 'reader'), ('reader', 'writer')):
-        xml = os.path.join(tmp, f'{role}.xml')
-        with open(xml, 'w') as f:
-            f.write(FASTDDS_XML.format(peer=addr[peer]))
-        env[role] = _env(FASTDDS_DEFAULT_PROFILES_FILE=xml,
-                         ROS_AUTOMATIC_DISCOVERY_RANGE='SYSTEM_DEFAULT')
-        env[role].pop(shm.HOST_ID_ENV, None)
-        env[role].pop('ROS_LOCALHOST_ONLY', None)
-    writer = _in_namespaces([sys.executable, '-c', WRITER, str(N), str(ELEMS)], env['writer'])
-    reader = _in_namespaces([sys.executable, '-c', READER, str(N)], env['reader'])
-    veth = (f'ulw{suffix}', f'ulr{suffix}')
+    addr = two_hosts.addresses(('writer', 'reader'))
+    env = {'writer': two_hosts.host_env(tmp, 'writer', addr['reader']),
+           'reader': two_hosts.host_env(tmp, 'reader', addr['writer'])}
+    writer = two_hosts.start([sys.executable, '-c', WRITER, str(N), str(ELEMS)],
+                             env['writer'])
+    reader = two_hosts.start([sys.executable, '-c', READER, str(N)], env['reader'])
+    veth = ''
     try:
-        _ip('link', 'add', veth[0], 'type', 'veth', 'peer', 'name', veth[1])
-        for dev, proc, role in ((veth[0], writer, 'writer'), (veth[1], reader, 'reader')):
-            _ip('link', 'set', dev, 'netns', str(proc.pid))
-            _ip('addr', 'add', f'{addr[role]}/30', 'dev', dev, pid=proc.pid)
-            _ip('link', 'set', dev, 'up', pid=proc.pid)
-            _ip('link', 'set', 'lo', 'up', pid=proc.pid)
+        veth = two_hosts.link({'writer': writer, 'reader': reader}, addr)
         for proc in (reader, writer):
             proc.stdin.write('go\n')
             proc.stdin.flush()
@@ -268,5 +197,6 @@ def test_reader_on_another_host_in_namespaces_gets_every_message_serialised():
         for proc in (writer, reader):
             proc.kill()
             proc.wait(10)
-        subprocess.run(['ip', 'link', 'del', veth[0]], capture_output=True)
+        if veth:
+            two_hosts.unlink(veth)
         shutil.rmtree(tmp, ignore_errors=True)

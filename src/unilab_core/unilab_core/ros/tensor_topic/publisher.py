@@ -266,7 +266,10 @@ class TensorPublisher:
                 self._send_descriptor(desc, remote, self.writer.wake_reader_count())
                 unmapped = self._unmapped(remote)
         plain = self.plain_readers(n_desc)
-        if plain > 0 or unmapped > 0:
+        # A latched topic (weights) also keeps its last message serialised on the standard
+        # topic: a reader on another host that joins later gets it from DDS's history, as
+        # it cannot map the ring the latched descriptor names.
+        if plain > 0 or unmapped > 0 or self.latched:
             as_is = msg is not None and self.to_standard is _default_standard
             self.std_pub.publish(msg if as_is else self.to_standard(batch))
             self._count_serialised(plain, unmapped)
@@ -300,6 +303,8 @@ class TensorPublisher:
             self.stats['unmapped_readers'] = unmapped  # the last count seen (a gauge)
         elif plain > 0:
             self.stats['serialised'] += 1
+        else:
+            self.stats['serialised_latched'] += 1
 
     def _device_writer(self, device):
         """Return the device ring of this topic (created on the first CUDA publish)."""
