@@ -13,7 +13,6 @@ as serialised messages instead of shared memory.
 
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading

@@ -17,8 +17,9 @@ import subprocess
 import sys
 
 #: UDPv4 only (no Fast DDS shared memory: the two "hosts" have separate /dev/shm), discovery
-#: by unicast to the peer's address and to this host's other processes (127.0.0.1). (An interface allowlist, as docs/dds.md shows for real
-#: hosts, made discovery fail between two namespaces of one machine: not used here.)
+#: by unicast to the peer's address and to this host's other processes (127.0.0.1). (An
+#: interface allowlist, as docs/dds.md shows for real hosts, made discovery fail between
+#: two namespaces of one machine: not used here.)
 FASTDDS_XML = '''<?xml version="1.0" encoding="UTF-8" ?>
 <dds xmlns="http://www.eprosima.com">
   <profiles>
