@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: `unilab doctor` with NVML, the tests that need CUDA or
 # NVML (`./unilab test` skips them where there is no GPU), then the transport and
-# perception benchmarks on the device.
+# perception benchmarks on the device, then data-parallel training with one rank per GPU
+# (NCCL; one rank where there is one GPU).
 #   scripts/gpu_checks.sh [OUT_DIR]
-# writes OUT_DIR/doctor.json, gpu_tests.log, bench_transport.json, bench_perception.json.
+# writes OUT_DIR/doctor.json, gpu_tests.log, bench_transport.json, bench_perception.json,
+# ranks_nccl.log and the run ranks_nccl/.
 # torch must be a CUDA build here (requirements.txt pins the CPU build); the doctor's
 # torch_cuda check says so when it is not. cupy (requirements-gpu.txt) is installed when
 # missing: from PyPI, or from wheels in $UNILAB_WHEELS on a machine without a network.
@@ -30,5 +32,12 @@ tail -n 25 "$OUT_DIR/gpu_tests.log"
 ./unilab bench transport --json "$OUT_DIR/bench_transport.json" \
   --png "$OUT_DIR/transport_latency.png"; note $?
 ./unilab bench perception --json "$OUT_DIR/bench_perception.json"; note $?
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if [ "$NGPU" -ge 1 ]; then
+  rm -rf "$OUT_DIR/ranks_nccl"
+  ./unilab train --direct --nproc-per-node "$NGPU" --device cuda --steps 262144 \
+    --run-dir "$OUT_DIR/ranks_nccl" --no-progress > "$OUT_DIR/ranks_nccl.log" 2>&1; note $?
+  tail -n 12 "$OUT_DIR/ranks_nccl.log"
+fi
 echo "gpu_checks: worst exit $worst (logs and figures in $OUT_DIR)"
 exit $worst
