@@ -15,7 +15,6 @@ import json
 import shutil
 import sys
 import tempfile
-import threading
 
 import pytest
 from unilab.prepare import prepare_run
@@ -49,20 +48,6 @@ print('result', json.dumps({n: p.returncode for n, p in procs.items()}), flush=T
 ENVS, STEPS_PER_UPDATE, UPDATES = 4, 4 * 32, 2
 
 
-def _result(proc, timeout: float) -> dict:
-    watchdog = threading.Timer(timeout, proc.kill)
-    watchdog.start()
-    try:
-        out = proc.stdout.read()
-        proc.wait()
-    finally:
-        watchdog.cancel()
-    for line in out.splitlines():
-        if line.startswith('result '):
-            return json.loads(line.split(' ', 1)[1])
-    raise AssertionError(f'no result from the host (rc {proc.returncode}):\n{out[-3000:]}')
-
-
 def test_trainer_on_one_host_control_loop_on_another_train_over_dds():
     why = two_hosts.unavailable()
     if why:
@@ -91,10 +76,10 @@ def test_trainer_on_one_host_control_loop_on_another_train_over_dds():
         for proc in hosts.values():
             proc.stdin.write('go\n')
             proc.stdin.flush()
-        gpu = _result(hosts['gpu'], 240)  # the trainer ends when the step budget is used
+        gpu = two_hosts.result(hosts['gpu'], 240)  # the trainer ends when the step budget is used
         hosts['sim'].stdin.write('stop\n')
         hosts['sim'].stdin.flush()
-        sim = _result(hosts['sim'], 60)
+        sim = two_hosts.result(hosts['sim'], 60)
     finally:
         for proc in hosts.values():
             proc.kill()

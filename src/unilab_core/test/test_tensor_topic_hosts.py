@@ -10,13 +10,11 @@ namespaces of their own with their own ``/dev/shm``, joined by a veth pair
 that DDS discovers across (needs root; skipped with the reason otherwise).
 """
 
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 
 import numpy as np
 import pytest
@@ -87,21 +85,6 @@ def _env(**extra) -> dict:
     return dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), **extra)
 
 
-def _result(proc, timeout=90) -> dict:
-    """Read the child's output to its end (killed after ``timeout``); return its result line."""
-    watchdog = threading.Timer(timeout, proc.kill)
-    watchdog.start()
-    try:
-        out = proc.stdout.read()
-        proc.wait()
-    finally:
-        watchdog.cancel()
-    for line in out.splitlines():
-        if line.startswith('result '):
-            return json.loads(line.split(' ', 1)[1])
-    raise AssertionError(f'no result from child (rc {proc.returncode}):\n{out[-3000:]}')
-
-
 def _check_reader(got: dict, n: int = N) -> None:
     """Every message, in order, intact, all as serialised messages, no segment opened."""
     assert [s for s, _, _, _ in got['seen']] == list(range(1, n + 1))
@@ -153,7 +136,7 @@ def test_reader_with_another_host_identity_gets_every_message_serialised(ros):
         for seq in range(1, N + 1):
             pub.publish('k', seq, {'x': np.arange(ELEMS, dtype=np.float32) + seq})
             ex.spin_once(timeout_sec=0.01)
-        got = _result(reader)
+        got = two_hosts.result(reader)
         _check_reader(got)
         # The writer: its ring was written (descriptors still serve readers on this host)
         # but nobody mapped it; every message also went out serialised, and counted so.
@@ -184,8 +167,8 @@ def test_reader_on_another_host_in_namespaces_gets_every_message_serialised():
             proc.stdin.write('go\n')
             proc.stdin.flush()
         assert reader.stdout.readline().startswith('ready')
-        got = _result(reader)
-        wrote = _result(writer)
+        got = two_hosts.result(reader)
+        wrote = two_hosts.result(writer)
         assert wrote['matched']
         _check_reader(got)
         # The reader's own /dev/shm never saw the writer's segment.

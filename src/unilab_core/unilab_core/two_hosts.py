@@ -115,3 +115,20 @@ def link(procs: dict[str, subprocess.Popen], addrs: dict[str, str]) -> str:
 def unlink(veth: str) -> None:
     """Delete the veth pair (gone already when a namespace ended)."""
     subprocess.run(['ip', 'link', 'del', veth], capture_output=True)
+
+
+def result(proc: subprocess.Popen, timeout: float = 90.0) -> dict:
+    """Read a child's output to its end (killed after ``timeout``); return its result line."""
+    import json
+    import threading
+    watchdog = threading.Timer(timeout, proc.kill)
+    watchdog.start()
+    try:
+        out = proc.stdout.read()
+        proc.wait()
+    finally:
+        watchdog.cancel()
+    for line in out.splitlines():
+        if line.startswith('result '):
+            return json.loads(line.split(' ', 1)[1])
+    raise AssertionError(f'no result from child (rc {proc.returncode}):\n{out[-3000:]}')
