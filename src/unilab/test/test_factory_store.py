@@ -87,3 +87,30 @@ def test_dataset_reads_trainable_samples_and_pads(tmp_path):
     assert batch['image'].shape == (3, 3, 32, 48) and batch['boxes'].shape == (3, 2, 4)
     assert batch['labels'][2].tolist() == [1, -1]  # padding
     assert len(FactoryDataset(tmp_path, decisions=('pending',))) == 1
+
+
+def test_batched_directory_sync_keeps_every_write_atomic_and_syncs_on_flush(tmp_path,
+                                                                            monkeypatch):
+    import unilab.factory.store as store_mod
+    import unilab_core.atomic as atomic_mod
+    synced = []
+    monkeypatch.setattr(atomic_mod, 'fsync_dir', lambda d: synced.append(('write', d)))
+    monkeypatch.setattr(store_mod, 'fsync_dir', lambda d: synced.append(('flush', d)))
+    store = SampleStore(tmp_path / 's', create=True, dir_sync_s=3600.0)
+    img = np.zeros((8, 8, 3), np.uint8)
+    manifest = {'decision': 'auto'}
+    for k in range(5):
+        store.write(f'f{k}', img, np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0),
+                    manifest)
+    assert [w for w, _ in synced] == ['write']  # the first write syncs, the next four wait
+    assert store.ids() == [f'f{k}' for k in range(5)]  # each one complete and readable
+    assert not list((tmp_path / 's' / 'samples').glob('.*.tmp'))
+    store.flush()
+    assert [w for w, _ in synced] == ['write', 'flush']
+    store.flush()  # nothing new: no second sync
+    assert len(synced) == 2
+    every = SampleStore(tmp_path / 'e', create=True)  # the default: a sync per write
+    for k in range(3):
+        every.write(f'g{k}', img, np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0),
+                    manifest)
+    assert len(synced) == 5

@@ -12,13 +12,15 @@ from typing import Iterator
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | pathlib.Path) -> Iterator[pathlib.Path]:
+def atomic_path(path: str | pathlib.Path, sync_dir: bool = True) -> Iterator[pathlib.Path]:
     """
     Yield a temporary path beside ``path``; rename it over ``path`` on success.
 
     The temporary file lives in the same directory so ``os.replace`` is a
     rename within one file system (atomic on POSIX); it is fsynced first so a
-    crash right after the rename cannot leave an empty file.
+    crash right after the rename cannot leave an empty file. ``sync_dir``
+    False leaves the directory's fsync (the rename's durability) to the
+    caller (``fsync_dir``), which may batch it over many files.
     """
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -30,13 +32,14 @@ def atomic_path(path: str | pathlib.Path) -> Iterator[pathlib.Path]:
         with open(tmp_path, 'rb+') as f:
             os.fsync(f.fileno())
         os.replace(tmp_path, path)
-        _fsync_dir(path.parent)
+        if sync_dir:
+            fsync_dir(path.parent)
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
 
 
-def _fsync_dir(directory: pathlib.Path) -> None:
+def fsync_dir(directory: pathlib.Path) -> None:
     """Persist a rename (best effort: not every file system lets a directory be fsynced)."""
     try:
         fd = os.open(directory, os.O_RDONLY)

@@ -34,6 +34,8 @@ from unilab.factory.label import Labeller, to_rgb8
 FRAMES_TOPIC = '/unilab/factory/frames'
 #: the largest frame (height, width) a transport slot holds by default (1080p)
 MAX_SIZE = (1080, 1920)
+#: seconds between the store directory's fsyncs while labelling live
+LIVE_DIR_SYNC_S = 0.5
 
 
 class FrameCaptureNode(Node):
@@ -228,7 +230,9 @@ def run_live(topic: str, detector, out, imu_topic: str = '', threshold: float = 
     from rclpy.signals import SignalHandlerOptions
     from unilab.factory.store import SampleStore
     from unilab_core.ros.runtime import spin_nodes
-    labeller = Labeller(detector, SampleStore(out, create=True), threshold, prefix='live-')
+    # The directory's fsync once per 0.5 s, not per frame (every sample stays atomic).
+    store = SampleStore(out, create=True, dir_sync_s=LIVE_DIR_SYNC_S)
+    labeller = Labeller(detector, store, threshold, prefix='live-')
     # The first inference is slow (allocation, kernel selection): do it before the camera
     # streams in, so it does not hold the interpreter while the first frames arrive.
     detector(np.zeros((1, *detector.input_size, 3), np.uint8))
@@ -249,6 +253,7 @@ def run_live(topic: str, detector, out, imu_topic: str = '', threshold: float = 
                    tick_s=0.1, on_stop=_deliver_in_flight)
         for n in (cap, lab):
             n.destroy_node()
+        store.flush()
     finally:
         rclpy.try_shutdown()
         for s, h in previous.items():
