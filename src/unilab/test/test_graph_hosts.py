@@ -82,8 +82,7 @@ def test_trainer_on_one_host_control_loop_on_another_train_over_dds():
         sim = two_hosts.result(hosts['sim'], 60)
     finally:
         for proc in hosts.values():
-            proc.kill()
-            proc.wait(10)
+            two_hosts.stop(proc)
         if veth:
             two_hosts.unlink(veth)
     text = {n: (logs / f'{n}.log').read_text() for n in specs}

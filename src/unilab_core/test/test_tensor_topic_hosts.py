@@ -178,8 +178,7 @@ def test_reader_on_another_host_in_namespaces_gets_every_message_serialised():
         assert st.get('serialised', 0) == 0
     finally:
         for proc in (writer, reader):
-            proc.kill()
-            proc.wait(10)
+            two_hosts.stop(proc)
         if veth:
             two_hosts.unlink(veth)
         shutil.rmtree(tmp, ignore_errors=True)

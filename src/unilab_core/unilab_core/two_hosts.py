@@ -88,8 +88,19 @@ def start(args: list[str], env: dict, **popen) -> subprocess.Popen:
     popen.setdefault('stdin', subprocess.PIPE)
     popen.setdefault('stdout', subprocess.PIPE)
     popen.setdefault('stderr', subprocess.STDOUT)
+    popen.setdefault('start_new_session', True)  # ``stop`` ends the host and its children
     return subprocess.Popen(['unshare', '--net', '--mount', '--ipc', 'sh', '-c', script, 'sh']
                             + args, text=True, env=env, **popen)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Kill a host and every process it started (its process group)."""
+    import signal
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.wait(10)
 
 
 def ip(*args, pid: int | None = None) -> None:
