@@ -48,8 +48,8 @@ class CameraDriver(threading.Thread):
     """
     Publish ``frames`` at ``rate_hz`` and IMU samples ``imu_per_frame`` times as often.
 
-    Waits until both topics have a subscriber (at most ``wait_s``), then ``started`` is
-    set; a broken frame goes first when ``broken_first``. Odd frames go as rgb8, even as
+    Waits until both topics have a subscriber (at most ``wait_s``) and ``settle_s`` more,
+    then ``started`` is set; a broken frame goes first when ``broken_first``. Odd frames go as rgb8, even as
     bgr8 (channels swapped), so both encodings are exercised. IMU stamps fall between the
     frames' (2 ms before each frame, then every period / ``imu_per_frame``), as a 200 Hz
     IMU beside a 30 Hz camera does.
@@ -57,8 +57,10 @@ class CameraDriver(threading.Thread):
 
     def __init__(self, frames, rate_hz: float = 20.0, gyro=(0.5, 0.0, 0.0),
                  topic: str = '/camera/image_raw', imu_topic: str = '/imu/data',
-                 broken_first: bool = False, wait_s: float = 30.0, imu_per_frame: int = 6):
+                 broken_first: bool = False, wait_s: float = 30.0, imu_per_frame: int = 6,
+                 settle_s: float = 0.5):
         super().__init__(daemon=True)
+        self.settle_s = float(settle_s)
         self.frames, self.period = list(frames), 1.0 / rate_hz
         self.imu_per_frame = max(1, int(imu_per_frame))
         self.gyro, self.topic, self.imu_topic = gyro, topic, imu_topic
@@ -87,7 +89,7 @@ class CameraDriver(threading.Thread):
                     self.error = f'nobody subscribed to {self.topic} and {self.imu_topic}'
                     return
                 time.sleep(0.05)
-            time.sleep(0.5)  # matched both ways
+            time.sleep(self.settle_s)  # matched both ways (and readers further down set up)
             self.started.set()
             if self.broken_first:
                 cam.publish(image_msg(self.frames[0], 1, 'broken', cut=7))

@@ -88,13 +88,16 @@ def _live(args):
         q = tuple(float(v) for v in args.imu_to_camera.split(','))
     except ValueError:
         raise ValueError(f'--imu-to-camera {args.imu_to_camera}: expected x,y,z,w') from None
-    if args.duration < 0 or args.imu_tolerance < 0:
-        raise ValueError('--duration and --imu-tolerance must be >= 0')
+    if args.duration < 0 or args.imu_tolerance < 0 or args.imu_wait < 0:
+        raise ValueError('--duration, --imu-tolerance and --imu-wait must be >= 0')
     from unilab.factory.capture import FrameQueue, quat_matrix
     quat_matrix(q), FrameQueue(args.queue)  # refuse bad values before anything starts
-    print(json.dumps(run_live(args.topic, _detector(args), args.out, args.imu,
-                              args.threshold, args.duration, args.queue, q,
-                              args.imu_tolerance, log=_log), indent=2))
+    if args.role != 'capture' and not (args.out and args.detector):
+        raise ValueError(f'--role {args.role}: needs --out STORE and --detector')
+    detector = _detector(args) if args.role != 'capture' else None
+    print(json.dumps(run_live(args.topic, detector, args.out, args.imu, args.threshold,
+                              args.duration, args.queue, q, args.imu_tolerance, log=_log,
+                              role=args.role, imu_wait_s=args.imu_wait), indent=2))
 
 
 def _score(args):
@@ -167,8 +170,8 @@ def add_commands(sub) -> None:
         p.set_defaults(func=_run, factory_func=func)
         return p
 
-    def detector_opts(p):
-        p.add_argument('--detector', required=True, metavar='DIR|FILE',
+    def detector_opts(p, required=True):
+        p.add_argument('--detector', required=required, metavar='DIR|FILE',
                        help='detector directory (its latest version), a version .pt, a '
                        'TorchScript .ts or an ONNX file')
         p.add_argument('--classes', help='class names, comma-separated (.ts / .onnx)')
@@ -215,7 +218,10 @@ def add_commands(sub) -> None:
     detector_opts(lb)
 
     lv = cmd('live', _live, 'pseudo-label a camera topic while the robot runs (Ctrl-C stops)')
-    lv.add_argument('--out', required=True, metavar='STORE')
+    lv.add_argument('--out', metavar='STORE', help='the store (not with --role capture)')
+    lv.add_argument('--role', choices=('both', 'capture', 'label'), default='both',
+                    help='capture: only camera + IMU -> /unilab/factory/frames (shared '
+                    'memory); label: only that topic -> the store; both (one process)')
     lv.add_argument('--topic', default='/camera/image_raw',
                     help='sensor_msgs/Image, or CompressedImage for a topic ending in '
                     '/compressed')
@@ -225,10 +231,12 @@ def add_commands(sub) -> None:
                     help='rotation from the IMU frame to the camera frame (identity)')
     lv.add_argument('--imu-tolerance', type=float, default=0.02,
                     help='s between a frame and the IMU sample attached to it (0.02)')
+    lv.add_argument('--imu-wait', type=float, default=0.1,
+                    help='s a frame waits at most for an IMU sample after its stamp (0.1)')
     lv.add_argument('--queue', type=int, default=8,
                     help='frames waiting for the detector; the oldest is dropped, counted')
     lv.add_argument('--duration', type=float, default=0.0, help='s to run (0: until Ctrl-C)')
-    detector_opts(lv)
+    detector_opts(lv, required=False)
 
     sc = cmd('score', _score, 'pseudo-labels against ground truth, with a simulated review')
     sc.add_argument('stores', nargs='+', metavar='STORE', help='ground-truth stores')

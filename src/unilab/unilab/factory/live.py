@@ -52,6 +52,7 @@ class FrameCaptureNode(Node):
         self.max_size = tuple(int(v) for v in max_size)
         self._pub = TensorPublisher(self, FRAMES_TOPIC, batch_capacity(
             {'image': (*self.max_size, 3), 'rest': (512,)}, itemsize=1) + 4096, slots=8)
+        self._pub.prepare()  # the segment now, not while the first frames arrive
         # Best effort matches every camera driver (a reliable reader would not match a
         # best-effort writer); ``depth`` frames wait in the reader while the executor is busy.
         qos = QoSProfile(depth=max(1, int(depth)), reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -207,6 +208,7 @@ class FrameLabellerNode(Node):
             item = self.queue.get(0.0)
             if item is not None:
                 self._label(item)
+        self.transport_counters = self.sub.counters()  # how the frames came (shm, inproc)
         self.sub.close()
 
 
@@ -220,48 +222,78 @@ def _pct(values, q):
     return round(float(np.percentile(values, q)), 3) if values else None
 
 
+#: what one ``factory live`` process runs: both nodes, or one end of the transport
+ROLES = ('both', 'capture', 'label')
+
+
 def run_live(topic: str, detector, out, imu_topic: str = '', threshold: float = 0.7,
              duration_s: float = 0.0, queue: int = 8, imu_to_camera=(0.0, 0.0, 0.0, 1.0),
-             imu_tolerance_s: float = 0.02, log=print, until=None) -> dict:
-    """Label ``topic`` live into the store ``out`` until Ctrl-C, ``duration_s`` or ``until()``."""
+             imu_tolerance_s: float = 0.02, log=print, until=None, role: str = 'both',
+             imu_wait_s: float = 0.1) -> dict:
+    """
+    Label ``topic`` live into the store ``out`` until Ctrl-C, ``duration_s`` or ``until()``.
+
+    ``role`` ``capture`` runs only the capture node (no detector, no store: the frames
+    go out on the transport, through shared memory to a labeller in another process on
+    this host), ``label`` only the labeller (reading ``/unilab/factory/frames``).
+    """
     import signal
 
     import rclpy
     from rclpy.signals import SignalHandlerOptions
     from unilab.factory.store import SampleStore
     from unilab_core.ros.runtime import spin_nodes
-    # The directory's fsync once per 0.5 s, not per frame (every sample stays atomic).
-    store = SampleStore(out, create=True, dir_sync_s=LIVE_DIR_SYNC_S)
-    labeller = Labeller(detector, store, threshold, prefix='live-')
-    # The first inference is slow (allocation, kernel selection): do it before the camera
-    # streams in, so it does not hold the interpreter while the first frames arrive.
-    detector(np.zeros((1, *detector.input_size, 3), np.uint8))
+    if role not in ROLES:
+        raise ValueError(f'--role {role}: expected one of {", ".join(ROLES)}')
+    store = labeller = None
+    if role != 'capture':
+        # The directory's fsync once per 0.5 s, not per frame (every sample stays atomic).
+        store = SampleStore(out, create=True, dir_sync_s=LIVE_DIR_SYNC_S)
+        labeller = Labeller(detector, store, threshold, prefix='live-')
+        # The first inference is slow (allocation, kernel selection): do it before the
+        # camera streams in, so it does not hold the interpreter as the first frames arrive.
+        detector(np.zeros((1, *detector.input_size, 3), np.uint8))
     imu = ImuRates(tolerance_ns=int(imu_tolerance_s * 1e9), imu_to_camera=imu_to_camera)
     stop: list[bool] = []
     previous = {s: signal.signal(s, lambda *_: stop.append(True))
                 for s in (signal.SIGINT, signal.SIGTERM)}
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     end = time.monotonic() + duration_s if duration_s > 0 else None
+    cap = lab = None
     try:
-        cap = FrameCaptureNode(topic, imu_topic, imu, depth=queue)
-        lab = FrameLabellerNode(labeller, f'live:{topic}', queue, cap.received_at)
-        log(f'factory live: {topic}' + (f' + {imu_topic}' if imu_topic else '')
-            + f' -> {out} (detector {detector.version}); Ctrl-C stops')
-        spin_nodes([cap, lab], 'single_threaded',
+        if role != 'label':
+            cap = FrameCaptureNode(topic, imu_topic, imu, depth=queue, imu_wait_s=imu_wait_s)
+        if role != 'capture':
+            lab = FrameLabellerNode(labeller, f'live:{topic}', queue,
+                                    cap.received_at if cap is not None else None)
+        what = {'both': f'-> {out}', 'capture': f'-> {FRAMES_TOPIC}',
+                'label': f'{FRAMES_TOPIC} -> {out}'}[role]
+        log(f'factory live ({role}): {topic}' + (f' + {imu_topic}' if imu_topic else '')
+            + f' {what}; Ctrl-C stops')
+        nodes = [n for n in (cap, lab) if n is not None]
+        spin_nodes(nodes, 'single_threaded',
                    until=lambda: bool(stop) or (end is not None and time.monotonic() >= end)
                    or (until is not None and until()),
                    tick_s=0.1, on_stop=_deliver_in_flight)
-        for n in (cap, lab):
+        for n in nodes:
             n.destroy_node()
-        store.flush()
+        if store is not None:
+            store.flush()
     finally:
         rclpy.try_shutdown()
         for s, h in previous.items():
             signal.signal(s, h)
-    summary = labeller.summary()
-    return {'store': str(out), 'detector': detector.version, 'topic': topic,
-            'imu_topic': imu_topic, 'capture': dict(cap.counts),
+    out_summary = {'role': role, 'topic': topic, 'imu_topic': imu_topic}
+    if cap is not None:
+        out_summary['capture'] = dict(cap.counts)
+    if lab is not None:
+        summary = labeller.summary()
+        out_summary.update({
+            'store': str(out), 'detector': detector.version,
             'queue_dropped': lab.queue.dropped, 'bad_frames': lab.counts['bad_frames'],
-            'stored': summary['auto'] + summary['pending'], **summary,
+            'transport': getattr(lab, 'transport_counters', {}),
+            'stored': summary['auto'] + summary['pending'],
+            **summary,
             'capture_to_store_p50_ms': _pct(lab.capture_to_store_ms, 50),
-            'capture_to_store_p99_ms': _pct(lab.capture_to_store_ms, 99)}
+            'capture_to_store_p99_ms': _pct(lab.capture_to_store_ms, 99)})
+    return out_summary

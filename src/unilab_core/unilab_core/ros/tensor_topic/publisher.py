@@ -153,6 +153,16 @@ class TensorPublisher:
         self._unmapped_logged = False
         self._lock = threading.Lock()
 
+    def prepare(self) -> None:
+        """
+        Create the shared-memory writer now rather than at the first remote write.
+
+        For a node whose first messages must not wait for a large segment to be made
+        (a camera at frame rate): that write would hold the node's executor meanwhile.
+        """
+        with self._lock:
+            self._writer()
+
     def _writer(self):
         if self.writer is None:
             if self.backend == 'iceoryx2':
