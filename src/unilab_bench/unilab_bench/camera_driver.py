@@ -49,8 +49,8 @@ class CameraDriver(threading.Thread):
     Publish ``frames`` at ``rate_hz`` and IMU samples ``imu_per_frame`` times as often.
 
     Waits until both topics have a subscriber (at most ``wait_s``) and ``settle_s`` more,
-    then ``started`` is set; a broken frame goes first when ``broken_first``. Odd frames go as rgb8, even as
-    bgr8 (channels swapped), so both encodings are exercised. IMU stamps fall between the
+    then ``started`` is set; a broken frame goes first when ``broken_first``. Odd frames
+    go as rgb8, even as bgr8 (channels swapped), so both encodings are exercised. IMU stamps fall between the
     frames' (2 ms before each frame, then every period / ``imu_per_frame``), as a 200 Hz
     IMU beside a 30 Hz camera does.
     """
