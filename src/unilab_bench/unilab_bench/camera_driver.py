@@ -50,9 +50,9 @@ class CameraDriver(threading.Thread):
 
     Waits until both topics have a subscriber (at most ``wait_s``) and ``settle_s`` more,
     then ``started`` is set; a broken frame goes first when ``broken_first``. Odd frames
-    go as rgb8, even as bgr8 (channels swapped), so both encodings are exercised. IMU stamps fall between the
-    frames' (2 ms before each frame, then every period / ``imu_per_frame``), as a 200 Hz
-    IMU beside a 30 Hz camera does.
+    go as rgb8, even as bgr8 (channels swapped), so both encodings are exercised. IMU
+    stamps fall between the frames' (2 ms before each frame, then every period /
+    ``imu_per_frame``), as a 200 Hz IMU beside a 30 Hz camera does.
     """
 
     def __init__(self, frames, rate_hz: float = 20.0, gyro=(0.5, 0.0, 0.0),
