@@ -62,6 +62,12 @@ def test_compressed_images_decode_to_rgb8():
     np.testing.assert_array_equal(decode_compressed(buf.getvalue(), 'png'), img)
     with pytest.raises(ValueError, match='does not decode'):
         decode_compressed(b'not an image', 'jpeg')
+    Image.MAX_IMAGE_PIXELS, limit = 100, Image.MAX_IMAGE_PIXELS  # a "bomb" for this test
+    try:
+        with pytest.raises(ValueError, match='does not decode'):
+            decode_compressed(buf.getvalue(), 'png')  # 32 x 48 > 2 x 100 pixels
+    finally:
+        Image.MAX_IMAGE_PIXELS = limit
 
 
 def test_live_labels_every_frame_of_a_driver_topic_with_its_imu_rate(tmp_path):

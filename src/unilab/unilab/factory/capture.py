@@ -133,7 +133,8 @@ def decode_compressed(data: bytes, fmt: str) -> np.ndarray:
     try:
         with Image.open(io.BytesIO(bytes(data))) as im:
             return np.asarray(im.convert('RGB'), np.uint8)
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError,
+            Image.DecompressionBombError) as exc:  # any bytes a sender may put there
         raise ValueError(f'compressed image (format `{fmt}`) does not decode: {exc}') from None
 
 

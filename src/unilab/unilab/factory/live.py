@@ -198,7 +198,16 @@ class FrameLabellerNode(Node):
         while not self._stop.is_set():
             item = self.queue.get(0.1)
             if item is not None:
-                self._label(item)
+                self._label_counted(item)
+
+    def _label_counted(self, item) -> None:
+        """Label one frame; a failure (store full, detector error) is counted, never fatal."""
+        try:
+            self._label(item)
+        except Exception as exc:  # noqa: BLE001 - the worker must outlive one bad frame
+            self.counts['label_errors'] += 1
+            if self.counts['label_errors'] == 1:
+                self.get_logger().error(f'frame not labelled or stored: {exc}')
 
     def close(self) -> None:
         """Stop the worker, then label every frame still queued (nothing dropped on stop)."""
@@ -207,7 +216,7 @@ class FrameLabellerNode(Node):
         while len(self.queue):
             item = self.queue.get(0.0)
             if item is not None:
-                self._label(item)
+                self._label_counted(item)
         self.transport_counters = self.sub.counters()  # how the frames came (shm, inproc)
         self.sub.close()
 
@@ -291,6 +300,7 @@ def run_live(topic: str, detector, out, imu_topic: str = '', threshold: float = 
         out_summary.update({
             'store': str(out), 'detector': detector.version,
             'queue_dropped': lab.queue.dropped, 'bad_frames': lab.counts['bad_frames'],
+            'label_errors': lab.counts['label_errors'],
             'transport': getattr(lab, 'transport_counters', {}),
             'stored': summary['auto'] + summary['pending'],
             **summary,
