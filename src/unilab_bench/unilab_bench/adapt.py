@@ -26,6 +26,10 @@ The same two versions are also scored deterministically
 ``adapt.hold_after_rollback`` (default) the fuse holds the last good version
 after the rollback, so the run ends on it.
 ``--png FILE`` draws robot success per round with deployments and rollbacks.
+
+Last, the control latency with and without the adapter beside the robot, over
+the ROS path (``unilab_bench.adapt_latency``: ``deploy_p99_ms``,
+``deploy_p99_ms_during_adapt``, ``--latency-cycles`` cycles each, 0 skips it).
 """
 
 from __future__ import annotations
@@ -160,7 +164,13 @@ def bench_adapt(args) -> dict:
             _plot(args.png, {f'adaptation on `{VARIANT}`': hist_main,
                              'sabotaged (sign flip, simulation test off)':
                              _history(tmp / 'sabotage')})
-    out['deploy_p99_ms_during_adapt'] = None  # measured by the ROS path only (not yet)
+        cycles = getattr(args, 'latency_cycles', None)
+        if cycles is None:
+            from unilab_bench.adapt_latency import DEFAULT_CYCLES as cycles
+        if cycles:
+            from unilab_bench.adapt_latency import latency_during_adapt
+            (tmp / 'latency').mkdir()
+            out.update(latency_during_adapt(str(model), cycles, tmp / 'latency'))
     out['success_gain_points'] = round(100 * (out['success_after'] - out['success_before']),
                                        1)
     return out

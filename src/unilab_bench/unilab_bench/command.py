@@ -79,6 +79,9 @@ def add_command(sub) -> None:
                    'gymnasium task against SB3: hopper, walker, halfcheetah, ant')
     b.add_argument('--run-root', default=None,
                    help='learn: keep the trained runs here (default runs/bench-learn-<time>)')
+    b.add_argument('--latency-cycles', type=int, default=None,
+                   help='adapt: control cycles timed without and with the adapter (5000; '
+                   '0 skips the latency part)')
     b.add_argument('--no-multiprocess', action='store_true',
                    help='deploy: skip the one-process-per-node graph')
     b.set_defaults(func=_bench)

@@ -16,12 +16,18 @@ processes, each against a fresh double:
 - ``deploy_multiprocess``: the same with ``--multiprocess`` (one process per node);
 - ``rclpy``: the baseline, a plain rclpy node doing the bare job
   (``unilab_bench.deploy_baseline``: subscribe, torch forward of the same network,
-  clamp, publish ``Float64MultiArray``), no gate.
+  clamp, publish ``Float64MultiArray``), no gate;
+- ``echo``: the floor, the same plain node doing no work (``--echo``: the measured
+  positions back), i.e. DDS in and out and the executors of both sides.
 
 Reports ``<name>_p50_ms`` / ``_p99_ms`` / ``_max_ms`` / ``_mean_ms``, each one's
 ``deadline_misses`` (cycles whose command did not come within the control period;
 ``deadline_misses`` alone is the composed graph's), and the ratios of the deploy
-graph's percentiles to the baseline's. ``--model`` is a run directory or an
+graph's percentiles to the baseline's. Per hop (p50, ms): ``floor`` (echo),
+``policy_work`` (rclpy - echo: observation, forward, clamp), ``<name>_gate_p50_ms``
+(the safety gate, action received -> command published, from its statistics)
+and ``<name>_graph_p50_ms`` (the rest: deploy - rclpy - gate, the hand-overs
+between the graph's nodes). ``--model`` is a run directory or an
 exported model (default: a freshly initialised network of the default
 configuration for the profile's task; latency does not depend on the weights).
 """
@@ -46,18 +52,20 @@ GOAL_XYZ = (0.35, 0.15, 0.35)
 START_S = 90.0
 
 
-def _double_command(profile: pathlib.Path, cycles: int, out: pathlib.Path,
-                    tmp: pathlib.Path) -> list[str]:
+def robot_commands(profile: pathlib.Path, cycles: int, out: pathlib.Path, tmp: pathlib.Path,
+                   goals: int = 0, goal_timeout_s: float | None = None) -> list[list[str]]:
+    """Return the commands of the probe double and, with ``goals``, of a scenario beside it."""
     from unilab.graphs import robot_sim_graph
     from unilab.robot_sim import robot_sim_params
     from unilab.runner import node_command
-    double, _ = robot_sim_params(str(profile))
+    double, scenario = robot_sim_params(str(profile), goals=goals,
+                                        goal_timeout_s=goal_timeout_s)
     double = double.model_copy(update={'latency_probe_cycles': cycles,
                                        'latency_probe_file': str(out),
                                        'publish_description': False})
-    graph = robot_sim_graph(double)
-    params = graph.write_params(tmp / 'double_params.yaml')
-    return node_command(graph.nodes[0], params, graph)
+    graph = robot_sim_graph(double, scenario)
+    params = graph.write_params(tmp / f'{out.stem}_robot_params.yaml')
+    return [node_command(node, params, graph) for node in graph.nodes]
 
 
 class _GoalPublisher:
@@ -90,14 +98,20 @@ class _GoalPublisher:
         self.context.try_shutdown()
 
 
-def _measure(name: str, controller: list[str], profile, source: pathlib.Path, cycles: int,
-             tmp: pathlib.Path) -> dict:
-    """Run one controller against a fresh double in probe mode; return the probe's figures."""
+def measure(name: str, controller: list[str], profile, source: pathlib.Path, cycles: int,
+            tmp: pathlib.Path, goals: int = 0, goal_timeout_s: float | None = None) -> dict:
+    """
+    Run one controller against a fresh double in probe mode; return the probe's figures.
+
+    ``goals``: a scenario beside the double gives that many goals, one every
+    ``goal_timeout_s`` at most (episodes for a learner); otherwise the caller gives one.
+    """
     out = tmp / f'{name}_probe.json'
     log = tmp / f'{name}.log'
     period = 1.0 / profile.control_rate_hz
     with open(log, 'w') as logf, open(tmp / f'{name}_double.log', 'w') as dlog:
-        double = start(_double_command(source, cycles, out, tmp), dlog)
+        double, *others = [start(cmd, dlog) for cmd in robot_commands(
+            source, cycles, out, tmp, goals, goal_timeout_s)]
         ctrl = start(controller, logf)
         try:
             deadline = time.monotonic() + START_S + cycles * period * 2.0
@@ -111,6 +125,8 @@ def _measure(name: str, controller: list[str], profile, source: pathlib.Path, cy
                 time.sleep(0.5)
         finally:
             stop(ctrl)
+            for p in others:
+                stop(p)
             stop(double)
     if not out.is_file():
         raise RuntimeError(f'bench deploy: {name}: the double wrote no figures; see '
@@ -118,7 +134,7 @@ def _measure(name: str, controller: list[str], profile, source: pathlib.Path, cy
     return json.loads(out.read_text())
 
 
-def _figures(name: str, probe: dict) -> dict:
+def figures(name: str, probe: dict) -> dict:
     lat = np.asarray(probe['latency_ms'], np.float64)
     out = {f'{name}_cycles': probe['cycles'],
            f'{name}_deadline_misses': probe['deadline_misses']}
@@ -127,6 +143,29 @@ def _figures(name: str, probe: dict) -> dict:
                     f'{name}_p99_ms': round(float(np.percentile(lat, 99)), 3),
                     f'{name}_max_ms': round(float(lat.max()), 3),
                     f'{name}_mean_ms': round(float(lat.mean()), 3)})
+    return out
+
+
+def gate_figures(name: str, run_dir: pathlib.Path) -> dict:
+    """Return the safety gate's own hop (action in -> command out, ms) from its statistics."""
+    stats = run_dir / 'safety_stats.json'
+    if not stats.is_file():
+        return {}
+    s = json.loads(stats.read_text())
+    return {f'{name}_gate_{q}_ms': round(s[f'action_latency_{q}_us'] / 1e3, 3)
+            for q in ('p50', 'p99') if f'action_latency_{q}_us' in s}
+
+
+def breakdown(result: dict, names: list[str]) -> dict:
+    """Split each deploy run's p50 into floor, policy work, gate and graph hand-overs."""
+    floor, plain = result.get('echo_p50_ms'), result.get('rclpy_p50_ms')
+    if floor is None or plain is None:
+        return {}
+    out = {'floor_p50_ms': floor, 'policy_work_p50_ms': round(plain - floor, 3)}
+    for name in names:
+        total, gate = result.get(f'{name}_p50_ms'), result.get(f'{name}_gate_p50_ms')
+        if total is not None and gate is not None:
+            out[f'{name}_graph_p50_ms'] = round(total - plain - gate, 3)
     return out
 
 
@@ -155,23 +194,26 @@ def bench_deploy(args) -> dict:
         runs = [('deploy', cli + ['--run-dir', str(tmp / 'deploy')])]
         if multiprocess:
             runs.append(('deploy_multiprocess',
-                         cli + ['--multiprocess', '--run-dir', str(tmp / 'deploy_mp')]))
-        runs.append(('rclpy', [sys.executable, '-m', 'unilab_bench.deploy_baseline', model,
-                               str(source)]))
+                         cli + ['--multiprocess', '--run-dir',
+                                str(tmp / 'deploy_multiprocess')]))
+        baseline = [sys.executable, '-m', 'unilab_bench.deploy_baseline', model, str(source)]
+        runs += [('rclpy', baseline), ('echo', baseline + ['--echo'])]
         goal = _GoalPublisher(profile.task_inputs.goal_topic) \
             if profile.task_inputs.kind == 'reach' else None
         try:
             for name, command in runs:
-                result.update(_figures(name, _measure(name, command, profile, source, cycles,
-                                                      tmp)))
+                result.update(figures(name, measure(name, command, profile, source, cycles,
+                                                    tmp)))
+                result.update(gate_figures(name, tmp / name))
         finally:
             if goal is not None:
                 goal.close()
     result['deadline_misses'] = result['deploy_deadline_misses']
-    for name in [n for n, _ in runs if n != 'rclpy']:
+    for name in [n for n, _ in runs if n.startswith('deploy')]:
         for q in ('p50', 'p99'):
             a, b = result.get(f'{name}_{q}_ms'), result.get(f'rclpy_{q}_ms')
             if a is not None and b:
                 result[f'{name}_{q}_vs_rclpy'] = round(a / b, 3)
+    result.update(breakdown(result, [n for n, _ in runs if n.startswith('deploy')]))
     result['target'] = 'deploy p50 <= 1 ms, p99 <= 3 ms, not slower than the rclpy node'
     return result

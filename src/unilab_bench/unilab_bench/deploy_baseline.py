@@ -10,6 +10,10 @@ takes them), one torch forward of the same network (normaliser included, the
 mean action, its action map to joint units), clamp to the task's action range,
 publish ``std_msgs/Float64MultiArray`` in the controller's joint order. Run:
 ``python -m unilab_bench.deploy_baseline MODEL PROFILE``.
+
+``--echo``: the floor of any rclpy controller on this machine: the same node with
+no work at all (the measured positions are published back, a hold), so what is
+left is DDS in and out and the executors on both sides.
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ import torch
 class PlainPolicyNode(Node):
     """Joint states in, the policy's clamped action out, in the controller's order."""
 
-    def __init__(self, model: str, profile_file: str):
+    def __init__(self, model: str, profile_file: str, echo: bool = False):
         super().__init__('plain_policy')
+        self.echo = echo
         from unilab_core.robot_profile import load_profile
         from unilab_perception.task_inputs import MissingInput, ReachInputs
         from unilab_policy.action_map import ActionMap
@@ -64,6 +69,10 @@ class PlainPolicyNode(Node):
     def _on_state(self, msg: JointState) -> None:
         if self.index is None or len(msg.name) != len(self.index):
             self.index = [list(msg.name).index(j) for j in self.names]
+        if self.echo:
+            self.pub.publish(Float64MultiArray(data=[msg.position[self.index[i]]
+                                                     for i in self.out_index]))
+            return
         q = np.asarray(msg.position, np.float32)[self.index][None, :]
         qd = np.asarray(msg.velocity, np.float32)[self.index][None, :]
         parts = [q, qd]
@@ -87,9 +96,11 @@ def main(args=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[1])
     parser.add_argument('model')
     parser.add_argument('profile')
+    parser.add_argument('--echo', action='store_true',
+                        help='no work: publish the measured positions back (the floor)')
     ns, ros_args = parser.parse_known_args(args)
     rclpy.init(args=ros_args)
-    node = PlainPolicyNode(ns.model, ns.profile)
+    node = PlainPolicyNode(ns.model, ns.profile, ns.echo)
     try:
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):

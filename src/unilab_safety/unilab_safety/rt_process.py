@@ -11,7 +11,7 @@ Here the loop runs in a child interpreter that imports numpy and the pure
 gate modules only (no rclpy, no torch) and talks to the node through one
 shared mapping (shm_slots.py) and two eventfds:
 
-- node -> loop: the action slot (seqlock) and, in lock-step mode, an eventfd
+- node -> loop: the action slot (seqlock) and an eventfd
   that wakes the loop at once (``WakeableSleeper``: timerfd + eventfd poll);
 - loop -> node: the output ring, committed after the counters are written,
   and an eventfd that wakes the node's publisher thread.
@@ -167,7 +167,8 @@ class RtProcess:
         self.reader = sh.ShmOutputReader(self.block)
         self.stats = PeriodStats(stats_size, buffer=self.block.errors)
         self.period_ns = int(round(1e9 / spec.safety.rate_hz))
-        self.wake_in = os.eventfd(0, os.EFD_NONBLOCK) if spec.lockstep else None
+        # An action wakes the loop at once (answered now, not at the next tick).
+        self.wake_in = os.eventfd(0, os.EFD_NONBLOCK)
         self.wake_out = os.eventfd(0, os.EFD_NONBLOCK)
         self.granted = None
         self.proc = None

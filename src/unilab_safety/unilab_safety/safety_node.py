@@ -62,7 +62,7 @@ from unilab_safety.slots import LatestSlot, OutputRing
 from unilab_safety.thread_backend import ThreadBackend
 
 
-#: lock-step only: how long the action callback waits for the loop's answer and publishes it
+#: how long the action callback waits for the loop's answer and publishes it
 #: itself (``_answer_inline``); the loop answers within one cycle of its wake-up
 ANSWER_WAIT_S = 0.002
 
@@ -116,7 +116,7 @@ class SafetyNode(Node):
         # Actions through the zero-copy transport (or a plain TensorBatch publisher).
         self.action_sub = TensorSubscription(self, topics.ACTION, self._on_action, qos=qos,
                                              on_error=self._bad_action)
-        # Output entries are taken by the publisher thread and, in lock-step mode, by the
+        # Output entries are taken by the publisher thread and by the
         # action callback (``_answer_inline``): one at a time, in order.
         self._out_lock = threading.Lock()
         self.create_service(Trigger, '~/reset_estop', self._on_reset)
@@ -204,7 +204,7 @@ class SafetyNode(Node):
 
     def _answer_inline(self, seq: int) -> None:
         """
-        Lock-step: wait for the loop's answer to action ``seq`` and publish it on this thread.
+        Wait for the loop's answer to action ``seq`` and publish it on this thread.
 
         The loop is woken at once and answers within one cycle; publishing from here
         instead of the publisher thread saves that thread's wake-up and, for a consumer
@@ -300,8 +300,7 @@ class SafetyNode(Node):
             return
         self.rt.put(ActionIn(batch.seq, batch.version, batch.stamp_ns, action, reset_mask,
                              shape_ok, recv_ns))
-        if self.spec.lockstep:
-            self._answer_inline(batch.seq)
+        self._answer_inline(batch.seq)
 
     def _bad_joint_state(self, exc: Exception) -> None:
         self.bad_joint_states += 1

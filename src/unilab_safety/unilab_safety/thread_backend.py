@@ -33,8 +33,9 @@ class ThreadBackend:
         self.ring = OutputRing(capacity, spec.num_envs, len(spec.joint_names))
         self.loop = build_loop(spec, self.slot, self.ring, self.state)
         self.gate = self.loop.gate
-        # Lock-step training waits for every answer: an action wakes the loop at once.
-        self.wake_in = os.eventfd(0, os.EFD_NONBLOCK) if spec.lockstep else None
+        # An action wakes the loop at once: answered now, not at the next tick (lock-step
+        # training waits for every answer; on a robot it is control latency).
+        self.wake_in = os.eventfd(0, os.EFD_NONBLOCK)
         self.wake_out = os.eventfd(0, os.EFD_NONBLOCK)
         self.rt = RtLoop(self._tick, s.rate_hz, s.busy_wait_us, s.rt_priority,
                          s.cpu_affinity, s.mlockall, wake_fd=self.wake_in)

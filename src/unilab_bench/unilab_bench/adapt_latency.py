@@ -1,0 +1,74 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+``bench adapt``'s latency part: does a learner beside the robot slow its control loop?
+
+The same probe as ``bench deploy`` (the robot double times each ``/joint_states``
+leaving -> the command arriving back, ``--latency-cycles`` cycles at the
+profile's rate), with a scenario beside the double giving a new goal every
+``GOAL_TIMEOUT_S`` (episodes for the learner), run twice against fresh doubles:
+
+- ``deploy``: ``unilab deploy MODEL --robot arm6 --armed`` (no learner);
+- ``during_adapt``: ``unilab adapt MODEL --robot arm6 --armed`` (the deploy graph
+  plus the recorder and the adapter, one process per node, the adapter at its
+  configured niceness and threads), with rounds due every ``PERIOD_S`` after
+  ``MIN_EPISODES`` episodes, so that fine-tuning and simulation tests run during
+  most of the measured cycles; ``adapt_rounds_during_latency`` says how many ran.
+
+Reported: ``deploy_p50_ms`` / ``deploy_p99_ms`` / ``deploy_max_ms`` and
+``deploy_p50_ms_during_adapt`` / ``deploy_p99_ms_during_adapt`` /
+``deploy_max_ms_during_adapt``, with each run's ``deadline_misses``.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+import yaml
+
+ROBOT = 'arm6'
+#: Cycles per run (at 50 Hz: 100 s).
+DEFAULT_CYCLES = 5000
+#: Wall seconds per scenario goal: one robot episode.
+GOAL_TIMEOUT_S = 1.0
+#: The adapter's rounds: as often as its work allows.
+PERIOD_S = 2.0
+MIN_EPISODES = 4
+
+
+def _rounds(run_dir: pathlib.Path) -> int:
+    history = run_dir / 'adapt' / 'history.jsonl'
+    if not history.is_file():
+        return 0
+    return sum(json.loads(line)['kind'] == 'candidate' for line in open(history))
+
+
+def latency_during_adapt(model: str, cycles: int, tmp: pathlib.Path) -> dict:
+    """Measure the control latency without and with the adapter (see the module doc)."""
+    from unilab.paths import profile_path
+    from unilab_bench.deploy import figures, measure
+    from unilab_core.robot_profile import load_profile
+    source = profile_path(ROBOT).resolve()
+    profile = load_profile(source)
+    fast = tmp / 'adapt_rounds.yaml'
+    fast.write_text(yaml.safe_dump({'adapt': {'period_s': PERIOD_S,
+                                              'min_episodes': MIN_EPISODES}}))
+    cli = [sys.executable, '-m', 'unilab.cli']
+    robot = ['--robot', str(source), '--armed']
+    runs = {'deploy': cli + ['deploy', model, *robot, '--run-dir', str(tmp / 'deploy')],
+            'during_adapt': cli + ['adapt', model, *robot, '--config', str(fast),
+                                   '--run-dir', str(tmp / 'during_adapt')]}
+    goals = int(cycles / profile.control_rate_hz / GOAL_TIMEOUT_S) + 1000
+    out: dict = {'latency_cycles': cycles}
+    for name, command in runs.items():
+        probe = measure(name, command, profile, source, cycles, tmp, goals=goals,
+                        goal_timeout_s=GOAL_TIMEOUT_S)
+        suffix = '' if name == 'deploy' else '_during_adapt'
+        out.update({k + suffix: v for k, v in figures('deploy', probe).items()})
+    out['adapt_rounds_during_latency'] = _rounds(tmp / 'during_adapt')
+    p99, p99_adapt = out.get('deploy_p99_ms'), out.get('deploy_p99_ms_during_adapt')
+    if p99 is not None and p99_adapt is not None:
+        out['deploy_p99_ms_adapt_increase'] = round(p99_adapt - p99, 3)
+    return out
