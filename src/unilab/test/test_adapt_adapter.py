@@ -122,3 +122,20 @@ def test_a_chunk_of_another_width_is_refused_counted_and_changes_nothing(tmp_pat
     feed(a, 0, [0.01] * 4)
     a.step()
     assert a.window.size == 0 and a.window.dropped_steps == 7
+
+
+def test_the_adapter_runs_under_sched_idle_and_its_threads_inherit_it():
+    # In a child: a thread cannot leave SCHED_IDLE without privileges.
+    import subprocess
+    import sys
+    code = ('import os, threading\n'
+            'from unilab.adapt.adapter_node import sched_idle\n'
+            'said = sched_idle()\n'
+            'got = []\n'
+            't = threading.Thread(target=lambda: got.append(os.sched_getscheduler(0)))\n'
+            't.start(); t.join()\n'
+            'print(said, os.sched_getscheduler(0) == os.SCHED_IDLE, got[0] == os.SCHED_IDLE)\n')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ['SCHED_IDLE', 'True', 'True']

@@ -14,7 +14,7 @@ def test_bench_deploy_times_every_controller_and_compares_with_the_baseline():
     args = argparse.Namespace(steps=20, model=None, robot='arm6', no_multiprocess=False)
     out = bench_deploy(args)
     assert out['cycles'] == 20 and out['control_rate_hz'] == 50.0
-    for name in ('deploy', 'deploy_multiprocess', 'rclpy', 'echo'):
+    for name in ('deploy', 'deploy_rt_thread', 'deploy_multiprocess', 'rclpy', 'echo'):
         # Every cycle either timed a command or counted a miss.
         assert out[f'{name}_cycles'] == 20
         assert 0 <= out[f'{name}_deadline_misses'] < 20
@@ -24,9 +24,10 @@ def test_bench_deploy_times_every_controller_and_compares_with_the_baseline():
     assert 'deploy_multiprocess_p50_vs_rclpy' in out
     # The breakdown: the floor, the policy's work, the gate's own hop (from its statistics)
     # and the rest, adding up to each deploy run's p50.
-    for name in ('deploy', 'deploy_multiprocess'):
+    for name in ('deploy', 'deploy_rt_thread', 'deploy_multiprocess'):
         assert 0 < out[f'{name}_gate_p50_ms'] <= out[f'{name}_gate_p99_ms']
         parts = (out['floor_p50_ms'] + out['policy_work_p50_ms'] + out[f'{name}_gate_p50_ms']
                  + out[f'{name}_graph_p50_ms'])
         assert abs(parts - out[f'{name}_p50_ms']) < 0.01
     assert out['floor_p50_ms'] == out['echo_p50_ms']
+    assert out['deploy_rt_mode'] == 'process' and out['deploy_rt_thread_rt_mode'] == 'thread'

@@ -8,10 +8,11 @@ leaving -> the command arriving back, ``--latency-cycles`` cycles at the
 profile's rate), with a scenario beside the double giving a new goal every
 ``GOAL_TIMEOUT_S`` (episodes for the learner), run twice against fresh doubles:
 
-- ``deploy``: ``unilab deploy MODEL --robot arm6 --armed`` (no learner);
+- ``deploy``: ``unilab deploy MODEL --robot arm6 --armed --multiprocess`` (no
+  learner; one process per node, as ``unilab adapt`` runs the deploy graph);
 - ``during_adapt``: ``unilab adapt MODEL --robot arm6 --armed`` (the deploy graph
-  plus the recorder and the adapter, one process per node, the adapter at its
-  configured niceness and threads), with rounds due every ``PERIOD_S`` after
+  plus the recorder and the adapter, one process per node, the adapter under
+  SCHED_IDLE with its configured threads), with rounds due every ``PERIOD_S`` after
   ``MIN_EPISODES`` episodes, so that fine-tuning and simulation tests run during
   most of the measured cycles; ``adapt_rounds_during_latency`` says how many ran.
 
@@ -57,7 +58,8 @@ def latency_during_adapt(model: str, cycles: int, tmp: pathlib.Path) -> dict:
                                               'min_episodes': MIN_EPISODES}}))
     cli = [sys.executable, '-m', 'unilab.cli']
     robot = ['--robot', str(source), '--armed']
-    runs = {'deploy': cli + ['deploy', model, *robot, '--run-dir', str(tmp / 'deploy')],
+    runs = {'deploy': cli + ['deploy', model, *robot, '--multiprocess',
+                             '--run-dir', str(tmp / 'deploy')],
             'during_adapt': cli + ['adapt', model, *robot, '--config', str(fast),
                                    '--run-dir', str(tmp / 'during_adapt')]}
     goals = int(cycles / profile.control_rate_hz / GOAL_TIMEOUT_S) + 1000

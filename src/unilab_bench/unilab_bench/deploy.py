@@ -14,6 +14,8 @@ processes, each against a fresh double:
 - ``deploy``: ``unilab deploy MODEL --robot PROFILE --armed``, the graph composed
   in one process (perception, policy, safety gate with its real-time loop);
 - ``deploy_multiprocess``: the same with ``--multiprocess`` (one process per node);
+- ``deploy_rt_thread``: composed, the gate's loop a thread of the node's process
+  (``safety.rt_mode: thread``) instead of its own SCHED_FIFO process;
 - ``rclpy``: the baseline, a plain rclpy node doing the bare job
   (``unilab_bench.deploy_baseline``: subscribe, torch forward of the same network,
   clamp, publish ``Float64MultiArray``), no gate;
@@ -152,8 +154,10 @@ def gate_figures(name: str, run_dir: pathlib.Path) -> dict:
     if not stats.is_file():
         return {}
     s = json.loads(stats.read_text())
-    return {f'{name}_gate_{q}_ms': round(s[f'action_latency_{q}_us'] / 1e3, 3)
-            for q in ('p50', 'p99') if f'action_latency_{q}_us' in s}
+    out = {f'{name}_gate_{q}_ms': round(s[f'action_latency_{q}_us'] / 1e3, 3)
+           for q in ('p50', 'p99') if f'action_latency_{q}_us' in s}
+    out[f'{name}_rt_mode'] = s.get('rt_mode')
+    return out
 
 
 def breakdown(result: dict, names: list[str]) -> dict:
@@ -191,7 +195,11 @@ def bench_deploy(args) -> dict:
             result['model'] = 'a fresh network of the default configuration'
         cli = [sys.executable, '-m', 'unilab.cli', 'deploy', model, '--robot', str(source),
                '--armed']
-        runs = [('deploy', cli + ['--run-dir', str(tmp / 'deploy')])]
+        thread = tmp / 'rt_thread.yaml'
+        thread.write_text('safety: {rt_mode: thread}\n')
+        runs = [('deploy', cli + ['--run-dir', str(tmp / 'deploy')]),
+                ('deploy_rt_thread', cli + ['--config', str(thread), '--run-dir',
+                                            str(tmp / 'deploy_rt_thread')])]
         if multiprocess:
             runs.append(('deploy_multiprocess',
                          cli + ['--multiprocess', '--run-dir',

@@ -84,13 +84,14 @@ def test_inproc_same_object_no_serialisation_then_interop(ros):
     pub.close()
 
 
-def test_inproc_deliver_thread_runs_the_callback_inside_publish(ros):
+@pytest.mark.parametrize('deliver', ['thread', 'inline'])
+def test_inproc_deliver_thread_runs_the_callback_inside_publish(ros, deliver):
     import threading
     a, b, ex = ros
     pub = TensorPublisher(a, '/t/inline', 1 << 16)
     got = []
     sub = TensorSubscription(b, '/t/inline', lambda batch: got.append(
-        (batch, threading.get_ident())), deliver='thread')
+        (batch, threading.get_ident())), deliver=deliver)
     queued = []
     later = TensorSubscription(b, '/t/inline', queued.append)  # default: the executor
     obs = np.ones((2, 2), np.float32)
@@ -182,8 +183,9 @@ def _publish_until_child_reports(pub, ex, child, may_publish) -> tuple[list, dic
     return lines, counters
 
 
-@pytest.mark.parametrize('options', [{}, {'deliver': 'thread', 'prewake_us': 50000.0}],
-                         ids=['default', 'thread_prewake'])
+@pytest.mark.parametrize('options', [{}, {'deliver': 'thread', 'prewake_us': 50000.0},
+                                     {'deliver': 'inline'}],
+                         ids=['default', 'thread_prewake', 'inline'])
 def test_cross_process_through_shared_memory(ros, options):
     a, b, ex = ros
     child = subprocess.Popen([sys.executable, '-c', CHILD, json.dumps(options)],

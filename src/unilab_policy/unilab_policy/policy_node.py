@@ -68,8 +68,9 @@ class PolicyNode(Node):
                                 'next_obs': (n, o)}),
                 policy='latest' if on_robot else 'reliable', slots=16,
                 qos=QoSProfile(depth=64), timeout_s=60.0)
+        # In one process the policy acts inside perception's publish (no executor round).
         self.obs_sub = TensorSubscription(self, topics.OBSERVATION, self._on_obs, qos=qos,
-                                          on_error=self._bad_obs)
+                                          on_error=self._bad_obs, deliver='inline')
         self.weights_sub = TensorSubscription(self, topics.WEIGHTS, self._on_weights,
                                               policy='reliable', depth=4, qos=WEIGHTS_QOS)
         self._inference_ns: list[int] = []

@@ -114,8 +114,9 @@ class SafetyNode(Node):
         self.health = NodeDiagnostics(self, spec.health, self.health_counters,
                                       errors=self._health_errors, timer=False)
         # Actions through the zero-copy transport (or a plain TensorBatch publisher).
+        # In one process the action is gated inside the policy's publish (no executor round).
         self.action_sub = TensorSubscription(self, topics.ACTION, self._on_action, qos=qos,
-                                             on_error=self._bad_action)
+                                             on_error=self._bad_action, deliver='inline')
         # Output entries are taken by the publisher thread and by the
         # action callback (``_answer_inline``): one at a time, in order.
         self._out_lock = threading.Lock()

@@ -4,8 +4,8 @@
 Adapter node: the robot's rollout chunks in, fine-tuned weight versions out, a fuse between.
 
 Wiring only; the work is ``unilab.adapt.adapter.Adapter``. The node runs in
-its own process at a lower priority (``adapt.nice``) with few torch threads
-(``adapt.torch_threads``), and a round (fine-tuning plus the simulation test,
+its own process at a lower priority (``adapt.sched_idle``, ``adapt.nice``) with
+few torch threads (``adapt.torch_threads``), and a round (fine-tuning plus the simulation test,
 seconds of CPU) runs on a worker thread, so chunks keep arriving meanwhile.
 The policy never waits for it: it acts with whatever weights it has and
 swaps versions between two control steps. Every round's decision is logged;
@@ -61,6 +61,20 @@ def make_sim_test(cfg, bundle, task_name: str, run_dir, adapt):
     return sim_test
 
 
+def sched_idle() -> str:
+    """
+    Move the calling thread, and the threads it starts later, to SCHED_IDLE; say how it went.
+
+    The node's executor, the rounds' worker and torch's threads then run only on a core no
+    other process wants; the DDS threads rclpy started before keep their priority.
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError) as exc:
+        return f'nice only (SCHED_IDLE refused: {exc})'
+    return 'SCHED_IDLE'
+
+
 def build_adapter(run_dir, model: str, adapt, log=print) -> Adapter:
     """Return the adapter of a deployment (its run directory's config, the trained policy)."""
     from unilab.deploy import describe_model
@@ -88,6 +102,7 @@ class AdapterNode(Node):
         self.params = p = declare_params(self, AdapterNodeParams)
         if p.adapt.nice:
             os.nice(p.adapt.nice)
+        self.sched = sched_idle() if p.adapt.sched_idle else f'nice {p.adapt.nice}'
         torch.set_num_threads(p.adapt.torch_threads)
         try:
             self.core = build_adapter(p.run_dir, p.model, p.adapt, log=self.get_logger().info)
@@ -121,7 +136,7 @@ class AdapterNode(Node):
         self.get_logger().info(
             f'adapting: running version {f.running}, last good {f.last_good}, a round every '
             f'{p.adapt.period_s:g} s after {p.adapt.min_episodes} robot episodes; '
-            f'files in {self.core.dir}')
+            f'scheduling {self.sched}; files in {self.core.dir}')
 
     def _on_resume(self, request, response):
         with self._lock:

@@ -27,6 +27,11 @@ runs on the node's executor (the waiter's thread only schedules it:
 itself, one thread hop less, for callbacks that are thread-safe. In-process,
 ``deliver='thread'`` runs the callback on the publishing thread, inside
 ``publish()`` (a callback must then not publish on the topic it receives).
+``deliver='inline'`` does that in-process only: ring messages still run on the
+executor. It is for the control chain of a composed graph (observation ->
+action -> command in one executor call, no executor round per hop): the
+publisher is then itself a callback of the same executor, so nothing runs
+concurrently with the node's other callbacks.
 A descriptor that names an iceoryx2 service (the publisher's backend is
 ``iceoryx2``, ``transport.backend``) subscribes to that service instead of
 mapping a ring; its waiter sleeps on the service's event listener and the
@@ -62,6 +67,9 @@ from unilab_core.transport.shm import host_identity
 from unilab_core.transport.waiter import RingWaiter
 from unilab_interfaces.msg import TensorBatch, TensorDescriptor
 
+#: Which thread runs the callback (see the module docstring).
+DELIVER = ('executor', 'thread', 'inline')
+
 
 class TensorSubscription:
     """Receive named arrays from TensorPublishers, in this process or others."""
@@ -73,8 +81,8 @@ class TensorSubscription:
                  on_error: Callable[[Exception], None] | None = None,
                  wake: bool = True, deliver: str = 'executor', spin_us: float = 0.0,
                  prewake_us: float = 0.0):
-        if deliver not in ('executor', 'thread'):
-            raise ValueError(f"deliver must be 'executor' or 'thread', got `{deliver}`")
+        if deliver not in DELIVER:
+            raise ValueError(f'deliver must be one of {", ".join(DELIVER)}, got `{deliver}`')
         if not 0.0 <= spin_us <= 1e6:
             raise ValueError(f'spin_us must be in [0, 1e6] µs, got {spin_us}')
         if not 0.0 <= prewake_us <= 1e6:
@@ -169,9 +177,9 @@ class TensorSubscription:
     def _notify(self) -> None:
         # Run the callbacks later on our node's executor, like a subscription callback
         # (a task, not a guard condition: rclpy's EventsExecutor supports no guard
-        # conditions). Without an executor yet, deliver at once; with deliver='thread',
-        # on the publishing thread inside publish() (no executor wake-up).
-        if self.deliver == 'thread':
+        # conditions). Without an executor yet, deliver at once; with deliver='thread' or
+        # 'inline', on the publishing thread inside publish() (no executor wake-up).
+        if self.deliver != 'executor':
             self.stats['inproc_inline'] += 1
             self._drain()
             return
