@@ -1,7 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-``bench adapt``'s latency part: does a learner beside the robot slow its control loop?
+``bench adapt``'s latency part: the control loop timed without and with the adapter.
 
 The same probe as ``bench deploy`` (the robot double times each ``/joint_states``
 leaving -> the command arriving back, ``--latency-cycles`` cycles at the
