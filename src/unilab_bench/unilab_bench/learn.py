@@ -39,8 +39,11 @@ EXPERT_SHARE_TARGET, RETURN_TARGET, SUCCESS_TARGET = 0.9, 63.0, 0.95
 GYM_TASKS = {'hopper': 'Hopper-v5', 'walker': 'Walker2d-v5', 'halfcheetah': 'HalfCheetah-v5',
              'ant': 'Ant-v5'}
 #: Published PPO figures at 1 M steps (mean episode return): rl-baselines3-zoo's
-#: benchmark table (PPO, *-v3 envs) and CleanRL's ppo_continuous_action report (*-v4).
-PUBLISHED = {'Hopper-v5': {'rl_zoo': 2410.0, 'cleanrl': 2200.0}}
+#: benchmark table (benchmark.md: PPO, *-v3 envs, one run each, deterministic evaluation)
+#: and CleanRL's ppo_continuous_action report (*-v4).
+PUBLISHED = {'Hopper-v5': {'rl_zoo': 2410.0, 'cleanrl': 2200.0},
+             'Walker2d-v5': {'rl_zoo': 3478.8}, 'HalfCheetah-v5': {'rl_zoo': 5819.1},
+             'Ant-v5': {'rl_zoo': 1327.2}}
 #: ``ranks`` subset: env steps per run (the default arm run's return still rises there,
 #: so a difference in learning shows) and the data-parallel split compared.
 RANKS_STEPS, RANKS = 600_000, 2
