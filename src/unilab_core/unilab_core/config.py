@@ -220,6 +220,10 @@ class SafetySection(_Section):
         1000.0, gt=0.0, le=20000.0, description='Rate of the real-time safety loop.')
     watchdog_timeout_s: float = Field(
         0.02, gt=0.0, description='Fallback when no fresh action arrives within this time.')
+    jitter_allowance: float = Field(
+        0.25, ge=0.0, le=1.0, description='Robot: the change limits are per control step of '
+        'time; an action may come this share of a step early without losing slew when an '
+        'earlier one was late (at most 1 + this many steps of motion in a burst).')
     watchdog_fallback: Literal['hold', 'zero', 'estop'] = Field(
         'hold', description='Watchdog output: hold, zero (velocity/effort) or estop '
         '(latches until the ~/reset_estop service is called).')

@@ -172,6 +172,37 @@ def test_single_row_input():
     np.testing.assert_array_equal(r.command, [[1.0, 1.0]])
 
 
+def test_a_command_sooner_than_dt_moves_at_most_vel_max_times_the_time_passed():
+    g = _gate(dt=0.1)  # j0: 1 rad/s (0.1 per step), 2 rad/s^2; j1 unlimited rate
+    g.filter(np.array([0.0, 1.0]), state_position=S)
+    g.filter(np.array([0.0, 1.0]))  # at rest: two outputs, so the acceleration limit acts
+    # Ten commands 10 ms apart (a publisher ten times the control rate): j0 may move
+    # 1 rad/s * 0.1 s in all, not ten full steps; the acceleration limit applies per
+    # time too (from rest: 2 rad/s^2 * t^2 per command, the velocity builds up).
+    positions, velocity = [0.0], 0.0
+    for _ in range(10):
+        cmd = g.filter(np.array([1.0, 1.5]), step_share=0.1).command[0]
+        v = (cmd[0] - positions[-1]) / 0.01
+        assert v <= velocity + 2.0 * 0.01 + 1e-9 and v <= 1.0 + 1e-9
+        velocity = v
+        positions.append(cmd[0])
+        assert cmd[1] == 1.5
+    # Full acceleration from rest: x = sum_k 2 * (0.01 k) * 0.01 = 0.011 after 0.1 s.
+    np.testing.assert_allclose(positions[-1], sum(2.0 * 0.01 * k * 0.01 for k in range(1, 11)),
+                               rtol=1e-9)
+    # A full share again: the full steps come back: v_prev + acc * dt within vel.
+    cmd = g.filter(np.array([1.0, 1.5]), step_share=1.0).command[0]
+    np.testing.assert_allclose(cmd[0] - positions[-1], min(0.1, (velocity + 0.2) * 0.1))
+    # Without a time (lock-step simulation) every command is one full step.
+    g2 = _gate(dt=0.1)
+    g2.filter(np.array([0.0, 1.0]), state_position=S)
+    g2.filter(np.array([0.0, 1.0]))
+    assert g2.filter(np.array([1.0, 1.0])).command[0, 0] == pytest.approx(0.02)
+    # A share of 0 moves nothing (and makes no NaN of an unlimited joint's infinite step).
+    cmd = g.filter(np.array([-1.0, 0.5]), step_share=0.0).command[0]
+    assert np.all(np.isfinite(cmd)) and cmd[1] == 0.5 and abs(cmd[0] - positions[-1]) < 0.2
+
+
 def test_no_allocation_on_same_batch_size():
     g = _gate(dt=0.1, max_delta=0.5)
     a = np.random.default_rng(0).normal(size=(4096, 2))
@@ -180,7 +211,7 @@ def test_no_allocation_on_same_batch_size():
     first = g.filter(a, state_position=state)
     buf = first.command
     tracemalloc.start()
-    second = g.filter(a, state_position=state)
+    second = g.filter(a, state_position=state, step_share=0.3)  # a scaled step too
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     # The caller must copy a result it keeps: the next call overwrites it.

@@ -24,8 +24,8 @@ MEASURED = np.array([[0.5, 1.0], [0.0, 0.5]])
 
 
 def _loop(fallback='hold', lockstep=True, interface='position', limits=LIMITS,
-          measured=MEASURED):
-    gate = SafetyGate(limits, interface, 0.1)
+          measured=MEASURED, dt=0.1):
+    gate = SafetyGate(limits, interface, dt)
     slot, ring, state = LatestSlot(), OutputRing(64, N, 2), LatestArray()
     if measured is not None:
         state.put(np.array(measured, dtype=np.float64))
@@ -109,8 +109,9 @@ def test_zero_fallback_in_lockstep_leaves_the_reference_alone():
     limits = load_joint_limits({'joint_limits': {
         'j0': {'max_velocity': 1.0, 'max_acceleration': 1.0},
         'j1': {'max_velocity': 1.0, 'max_acceleration': 1.0}}}, ['j0', 'j1'])
-    for lockstep, expected in ((True, 0.2), (False, 0.1)):
-        loop, slot, ring = _loop('zero', lockstep, 'velocity', limits)
+    for lockstep, expected in ((True, 0.04), (False, 0.02)):
+        # dt = the watchdog timeout: the next action (22 ms later) is a full step away.
+        loop, slot, ring = _loop('zero', lockstep, 'velocity', limits, dt=TIMEOUT_S)
         slot.put(_action(0, [[0.5, 0.5], [0.5, 0.5]]))
         loop.cycle(0)
         for k in range(1, 22):
@@ -119,9 +120,9 @@ def test_zero_fallback_in_lockstep_leaves_the_reference_alone():
         loop.cycle(22 * PERIOD)
         cmd, fb, nxt = _drain(ring)
         assert fb.kind == 'fallback' and np.all(fb.command == 0.0)
-        # Velocity is rate-limited by max_acceleration * dt = 0.1 from the reference:
-        # the first command went 0 -> 0.1; next the reference is that last command in
-        # lock-step (0.1 -> 0.2), the applied zero on a robot (0 -> 0.1).
+        # Velocity is rate-limited by max_acceleration * dt = 0.02 from the reference:
+        # the first command went 0 -> 0.02; next the reference is that last command in
+        # lock-step (0.02 -> 0.04), the applied zero on a robot (0 -> 0.02).
         np.testing.assert_allclose(nxt.command, expected, rtol=1e-6)
 
 
@@ -289,3 +290,44 @@ def test_stale_joint_states_stop_the_answers_and_the_watchdog_holds():
     holds = [k for k, kind in kinds if kind == 'fallback']
     assert commands and max(commands) <= 50 and holds and min(holds) > max(commands)
     assert loop.counters()['stale_state_actions'] > 0
+
+
+@pytest.mark.parametrize('lockstep', [False, True])
+def test_on_a_robot_an_action_sooner_than_dt_gets_a_step_scaled_to_the_time(lockstep):
+    loop, slot, ring = _loop(lockstep=lockstep, dt=TIMEOUT_S)  # 20 ms control step
+    slot.put(_action(0, MEASURED))
+    loop.cycle(0)
+    # 2 ms later (a publisher ten times the control rate): a tenth of a step.
+    slot.put(_action(1, MEASURED + 1.0))
+    loop.cycle(2 * PERIOD)
+    first, early = _drain(ring)
+    moved = early.command - first.command
+    full = 1.0 * TIMEOUT_S  # max_velocity * dt
+    if lockstep:  # one command per simulated step: always a full step
+        np.testing.assert_allclose(moved[:, 0], full)
+        assert loop.counters()['early_actions'] == 0
+    else:
+        np.testing.assert_allclose(moved[:, 0], full * 0.1)
+        assert loop.counters()['early_actions'] == 1
+    # A control step after it, a full step again.
+    slot.put(_action(2, MEASURED + 1.0))
+    loop.cycle(22 * PERIOD)
+    (late,) = _drain(ring)
+    np.testing.assert_allclose((late.command - early.command)[:, 0], full)
+    assert loop.counters()['early_actions'] == (0 if lockstep else 1)
+
+
+def test_on_a_robot_a_late_answer_makes_up_for_the_next_early_one_within_the_allowance():
+    loop, slot, ring = _loop(lockstep=False, dt=TIMEOUT_S)
+    full = 1.0 * TIMEOUT_S
+    times = [0, 22, 40, 60, 200, 200, 200]  # ms: late, early, on time, a pause, a burst
+    for seq, t in enumerate(times):
+        slot.put(_action(seq, MEASURED - 1.0))
+        loop.cycle(t * PERIOD)
+    moved = -np.diff([e.command[0, 0] for e in _drain(ring)])
+    # 1.1 steps earned a full step and 0.1 kept; 0.9 + 0.1 is a full step again; after the
+    # pause 1.25 steps are kept (1 + jitter_allowance): a full step, then a quarter, then
+    # nothing until time passes.
+    np.testing.assert_allclose(moved, [full, full, full, full, 0.25 * full, 1e-6 * full],
+                               rtol=1e-6)
+    assert loop.counters()['early_actions'] == 2

@@ -13,7 +13,10 @@ reference is its last command, or the measured position (clamped to the
 range) at start, after an episode start, after an applied fallback and after
 an e-stop release. Every output must be finite, inside the hard range, and at
 most one step (``max_velocity * dt``) from that reference; a fallback must be
-the hold and is never sent when there is nothing to hold.
+the hold and is never sent when there is nothing to hold. On a robot the
+step is per control step of wall time: a command sooner than ``dt`` after the
+last one moves at most ``max_velocity * elapsed`` (no publishing rate moves a
+joint faster than its limit).
 """
 
 from hypothesis import given, settings
@@ -38,6 +41,7 @@ STEP = LIMITS.vel_max * DT
 EPS = 1e-9
 PERIOD = 1_000_000
 TIMEOUT_S = 0.01
+JITTER = 0.25  # the loop's default jitter_allowance
 
 values = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
                    st.sampled_from([1e300, -1e300, 1e-300, 0.0]),
@@ -59,7 +63,10 @@ events = st.lists(st.one_of(
 class Contract:
     """The reference rules of docs/safety.md, kept independently of the gate's code."""
 
-    def __init__(self):
+    def __init__(self, lockstep):
+        self.lockstep = lockstep
+        self.gated_at = None  # robot: loop time (ns) of the last gated command
+        self.credit = 0.0  # robot: control steps of motion earned and not used yet
         self.last = np.full((N, J), np.nan)  # NaN: no command (start, reset): measured
         self.remeasure = np.zeros(N, bool)  # after an applied fallback: measured
         self.measured = None
@@ -73,15 +80,26 @@ class Contract:
             ref[use] = np.clip(self.measured[use], LO, HI)
         return ref
 
-    def check_command(self, cmd):
+    def check_command(self, cmd, t):
         if self.next_is_hold:
             self.next_is_hold = False
             self.check_fallback(cmd, applied=True)  # every consumer applies a command
             return
         ref = self.ref()
         assert np.all(np.isfinite(ref)), 'a command was sent for a row without reference'
-        assert np.all(np.abs(cmd - ref) <= STEP + EPS), (ref, cmd)
+        # On a robot the motion is paid for with time: dt earns one step, at most
+        # 1 + JITTER steps are kept, a command uses at most one.
+        step, share = STEP, 1.0
+        if not self.lockstep and self.gated_at is not None:
+            credit = min(self.credit + (t - self.gated_at) * 1e-9 / DT, 1.0 + JITTER)
+            share = min(credit, 1.0)
+            self.credit = credit - share
+        else:
+            self.credit = 0.0
+        step = STEP * share
+        assert np.all(np.abs(cmd - ref) <= step + EPS), (ref, cmd, step)
         self.last, self.remeasure = cmd.copy(), np.zeros(N, bool)
+        self.gated_at = t
 
     def check_fallback(self, cmd, applied):
         hold = np.where(np.isnan(self.last), self.ref(), self.last)
@@ -97,7 +115,7 @@ def test_no_command_leaves_the_limits_or_jumps_from_its_reference(lockstep, evts
     gate = SafetyGate(LIMITS, 'position', DT)
     slot, ring, state = LatestSlot(), OutputRing(1024, N, J), LatestArray()
     loop = SafetyLoop(gate, N, slot, ring, TIMEOUT_S, 'hold', lockstep=lockstep, state=state)
-    model = Contract()
+    model = Contract(lockstep)
     t, seq, start = 0, 0, None
 
     def tick():
@@ -110,7 +128,7 @@ def test_no_command_leaves_the_limits_or_jumps_from_its_reference(lockstep, evts
             assert cmd.shape == (N, J) and np.all(np.isfinite(cmd))
             assert np.all(cmd >= LO) and np.all(cmd <= HI)
             if out.kind == 'command':
-                model.check_command(cmd)
+                model.check_command(cmd, t)
             else:
                 model.check_fallback(cmd, applied=not lockstep)
 
@@ -123,6 +141,7 @@ def test_no_command_leaves_the_limits_or_jumps_from_its_reference(lockstep, evts
         elif kind == 'estop_reset':
             loop.request_reset()
             model.last[:] = np.nan  # forgotten: the robot is wherever it stopped
+            model.gated_at = None
             tick()
         elif kind == 'silence':
             for _ in range(value):

@@ -5,6 +5,7 @@
 import json
 import os
 import signal
+import time
 
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
@@ -66,6 +67,7 @@ class Probe(Node):
                                  10)
         self.js_pub = self.create_publisher(JointState, names.joint_states, qos)
         self.node = None  # the safety node under test (set by the fixture)
+        self.answered_at = None  # monotonic time of the last answer
 
     def measured(self, executor, positions, stamp_ns=0):
         """Publish measured joint positions [N, J] and wait until the node took them."""
@@ -78,22 +80,38 @@ class Probe(Node):
         self.js_pub.publish(msg)
         assert spin_until(executor, lambda: self.node.joint_states > before, 5.0), 'no state'
 
-    def send(self, executor, seq, action, state=None, **extra):
-        """Publish (the measured ``state`` and) an action; return the command answering it."""
+    def send(self, executor, seq, action, state=None, paced=True, **extra):
+        """
+        Publish (the measured ``state`` and) an action; return the command answering it.
+
+        ``paced``: like a policy at the control rate, send at least one control step
+        after the last answer (sooner, the gate scales its change limits down).
+        """
         if state is not None:
             self.measured(executor, state)
+        if paced and self.answered_at is not None:
+            time.sleep(max(0.0, self.answered_at + DT - time.monotonic()))
         before = len(self.commands)
         tensors = {'action': action, **extra}
         self.action_pub.publish(make_batch('action', seq, tensors, version=3,
                                            stamp_ns=seq * 20_000_000))
-        assert spin_until(executor, lambda: len(self.commands) > before, 5.0), 'no command'
-        return read_batch(self.commands[-1])
+        # The answer is the first output carrying this seq (watchdog outputs in between
+        # carry the last one's).
+
+        def answer():
+            return next((b for b in map(read_batch, self.commands[before:]) if b.seq == seq),
+                        None)
+        assert spin_until(executor, lambda: answer() is not None, 5.0), 'no command'
+        self.answered_at = time.monotonic()
+        return answer()
 
 
 def _params(limits_file, run_dir, **extra):
     values = {'joint_limits_file': str(limits_file), 'joint_names': JOINTS,
               'interface': 'position', 'dt': DT, 'num_envs': N, 'run_dir': str(run_dir),
-              'diagnostics_period_s': 0.1, 'mlockall': False, 'rt_priority': 0, **extra}
+              'diagnostics_period_s': 0.1, 'mlockall': False, 'rt_priority': 0,
+              # Longer than the paced sends' control step (tests of the watchdog set theirs).
+              'watchdog_timeout_s': 1.0, **extra}
     return node_parameters(**values)
 
 
@@ -170,6 +188,25 @@ def test_second_batch_is_rate_limited_from_last_command(graph):
                                   'commands', 'published_command')} == {
         'passed': 2, 'clamped': 1, 'rejected': 1, 'batches': 2, 'bad_messages': 0,
         'commands': 2, 'published_command': 2}
+
+
+def test_an_action_sooner_than_one_control_step_gets_a_smaller_step(graph):
+    node, probe, executor = graph
+    probe.send(executor, 0, np.float32(M), state=M)
+    target = np.float32([[0.9, 1.9, 0.0], [0.9, 1.9, 0.0]])
+    t0 = time.monotonic()
+    command = probe.send(executor, 1, target, paced=False).tensors['command']
+    elapsed = time.monotonic() - t0
+    assert elapsed < DT / 2  # the answer came well within one control step
+    moved = command - M
+    # A publisher faster than the control rate cannot move a joint faster than its limit:
+    # the step shrinks with the time since the last command (at most the full step).
+    assert np.all(moved[:, :2] > 0) and np.all(moved[:, :2] < STEP[:2] * 0.5 + 1e-6)
+    assert node.stats()['early_actions'] == 1
+    # One control step later the full step is allowed again (from the last command).
+    again = probe.send(executor, 2, target).tensors['command']
+    np.testing.assert_allclose(again[:, :2] - command[:, :2], [STEP[:2]] * N, rtol=1e-5)
+    assert node.stats()['early_actions'] == 1
 
 
 def test_a_reset_in_the_action_cannot_lift_the_rate_limit(graph):

@@ -72,4 +72,5 @@ def build_loop(spec, slot, ring, state=None):
     s = spec.safety
     return SafetyLoop(build_gate(spec), spec.num_envs, slot, ring, s.watchdog_timeout_s,
                       s.watchdog_fallback, spec.lockstep, state=state,
-                      state_timeout_s=spec.state_timeout_s, armed=spec.armed)
+                      state_timeout_s=spec.state_timeout_s, armed=spec.armed,
+                      jitter_allowance=s.jitter_allowance)

@@ -11,6 +11,13 @@ row has two outputs), stops rows whose predicted motion would leave the
 workspace (optional look-ahead, see lookahead.py) and then clamps to the hard
 range of the interface, which always wins.
 
+The change limits are per control step ``dt``. A command given a
+``step_share`` below 1 (on a robot the loop passes the time since the last
+command over dt, see loop.py: an action publisher faster than the control
+rate) gets them scaled to it (slew ``vel_max * share * dt``; the acceleration
+limit is the velocity change ``acc_max * share * dt`` with velocities taken
+per share), so no publishing rate moves a joint faster than its limits.
+
 The reference is the row's last output; a row without one (at start, after
 ``reset``: an episode start, an e-stop release, a fallback) takes the measured
 joint position (``state_position``, clamped to the hard range) for the position
@@ -208,7 +215,7 @@ class SafetyGate:
         self._fill_ref(b, self._load_state(b, state_position))
         return bool(b.has_ref.all())
 
-    def filter(self, action, state_position=None, measured=None):
+    def filter(self, action, state_position=None, measured=None, step_share=None):
         """
         Return the safe GateResult for ``action`` ([N, J] or [J]); never modify the input.
 
@@ -218,9 +225,16 @@ class SafetyGate:
         NoReferenceError before anything changes.
         ``measured`` ([N, J]) is the measured joint position for the optional PID
         compensation (ignored without a PID; no compensation when None).
+        ``step_share`` is the share of one control step this command may use
+        (robot: the time since the last command over ``dt``, see the loop); the
+        change limits shrink with it (see the module doc). None (lock-step
+        simulation: one command per simulated step) means one full step.
         """
         a = self._check(action)
         b = self._buffers(a.shape[0])
+        # The floor keeps the scale positive (an infinite step limit times 0 is NaN);
+        # a millionth of a step per action is no motion at any real publishing rate.
+        scale = 1.0 if step_share is None else min(1.0, max(float(step_share), 1e-6))
         self._fill_ref(b, self._load_state(b, state_position))
         if not b.has_ref.all():
             raise NoReferenceError(
@@ -231,7 +245,7 @@ class SafetyGate:
         np.all(b.fin, axis=1, out=b.row_ok)
         np.logical_not(b.row_ok, out=b.rejected)
         np.copyto(b.cmd, b.inp)
-        self._clamp(b)
+        self._clamp(b, scale)
         pid = self.pid is not None and measured is not None
         if pid:
             m = np.asarray(measured)
@@ -243,7 +257,7 @@ class SafetyGate:
             self.pid_rows += self.pid.apply(b.cmd, m, b.row_ok)
             np.copyto(b.comp, b.cmd)
             # Compensate the checked command, then clamp again: PID never passes a limit.
-            self._clamp(b)
+            self._clamp(b, scale)
         if self.lookahead is not None:
             # Rows whose predicted motion leaves the workspace are stopped (held at ref).
             self.workspace_stops += self.lookahead.stop_rows(b.cmd, b.ref, b.row_ok, b.prev,
@@ -262,27 +276,39 @@ class SafetyGate:
             b.ref.fill(0.0)
         np.copyto(b.cmd, b.ref, where=b.rejected[:, None])
         np.copyto(b.has_prev, b.has_last)
+        b.prev_scale = scale  # the time (in steps) between prev and this command
         np.copyto(b.last, b.cmd)
         b.has_last[:] = True
         b.remeasure[:] = False
         self._count(b)
         return GateResult(b.cmd, b.clamped, b.rejected)
 
-    def _clamp(self, b):
-        """Apply the change, acceleration and hard-range limits to ``b.cmd`` in place."""
+    def _clamp(self, b, scale=1.0):
+        """
+        Apply the change, acceleration and hard-range limits to ``b.cmd`` in place.
+
+        ``scale`` is the time since the last command in control steps (0, 1]: the
+        change limit is ``step * scale``; the acceleration limit keeps the
+        velocity (change per time) within ``acc_max * elapsed`` of the last one.
+        At scale 1 (every lock-step command) both are the per-step limits exactly.
+        """
         if self._step is not None:
-            np.subtract(b.ref, b.step, out=b.lo)
-            np.add(b.ref, b.step, out=b.hi)
+            np.multiply(b.step, scale, out=b.hi)
+            np.subtract(b.ref, b.hi, out=b.lo)
+            np.add(b.ref, b.hi, out=b.hi)
             np.logical_not(b.has_ref, out=b.no_ref)
             np.copyto(b.lo, -np.inf, where=b.no_ref[:, None])
             np.copyto(b.hi, np.inf, where=b.no_ref[:, None])
             np.maximum(b.cmd, b.lo, out=b.cmd)
             np.minimum(b.cmd, b.hi, out=b.cmd)
         if self._acc is not None:
-            # v_prev = last - prev; the new change must stay within v_prev +- acc*dt^2.
+            # v_prev = (last - prev) / prev_scale steps; the new change over ``scale``
+            # steps must stay within (v_prev +- acc*dt^2*scale) * scale.
             np.subtract(b.ref, b.prev, out=b.lo)
-            np.add(b.lo, b.acc, out=b.hi)
-            np.subtract(b.lo, b.acc, out=b.lo)
+            np.multiply(b.lo, scale / b.prev_scale, out=b.lo)
+            np.multiply(b.acc, scale * scale, out=b.acc_s)
+            np.add(b.lo, b.acc_s, out=b.hi)
+            np.subtract(b.lo, b.acc_s, out=b.lo)
             np.add(b.lo, b.ref, out=b.lo)
             np.add(b.hi, b.ref, out=b.hi)
             np.logical_not(b.has_prev, out=b.no_ref)

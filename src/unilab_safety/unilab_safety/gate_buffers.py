@@ -38,3 +38,5 @@ class Buffers:
         self.lo_hard, self.hi_hard, self.step, self.acc = (
             None if v is None else np.ascontiguousarray(np.broadcast_to(v, (n, j)))
             for v in (lo_hard, hi_hard, step, acc))
+        self.acc_s = None if acc is None else f()  # the acceleration bound at this step's scale
+        self.prev_scale = 1.0  # the time between ``prev`` and ``last`` in control steps

@@ -31,6 +31,15 @@ simulator steps on), ``fallback`` (watchdog hold / zero) and ``estop``. In
 they do not become the rows' reference; on a robot (``lockstep`` false) the
 driver applies them, so the next command is rate-limited from the measured
 position after the fallback.
+
+On a robot the gate's change limits are per control step of wall time: each
+gated command earns ``elapsed / dt`` of step credit since the last one (kept
+up to ``1 + jitter_allowance`` steps) and may use at most one step of it. An
+action publisher faster than the control rate thus gets its limits scaled to
+the time that passed (counted as ``early_actions``) and cannot move a joint
+faster than its limits, while a policy whose answers jitter around ``dt``
+makes up an early answer from a late one before it. In lock-step every
+command is one simulated step.
 Nothing here allocates arrays or logs; the counters are plain ints.
 """
 
@@ -62,7 +71,7 @@ class SafetyLoop:
 
     def __init__(self, gate, num_envs, slot, ring, watchdog_timeout_s,
                  watchdog_fallback='hold', lockstep=False, state=None, state_timeout_s=0.0,
-                 armed=True):
+                 armed=True, jitter_allowance=0.25):
         if watchdog_fallback not in WATCHDOG_FALLBACKS:
             raise ValueError(f'watchdog_fallback must be one of {WATCHDOG_FALLBACKS}, got '
                              f'{watchdog_fallback!r}')
@@ -85,6 +94,15 @@ class SafetyLoop:
         gate.size(self.n)  # allocate the gate's buffers before the loop runs
         self.batches = self.commands = self.fallbacks = self.resent = 0
         self.unreferenced = 0  # actions dropped: no reference for some row in time
+        # Robot mode: when the last gated command was sent and the step credit left (the
+        # change limits of the next one scale with the time since, see the module doc).
+        if not 0.0 <= jitter_allowance <= 1.0:
+            raise ValueError(f'jitter_allowance must be in [0, 1], got {jitter_allowance}')
+        self._credit_max = 1.0 + float(jitter_allowance)
+        self._step_ns = None if gate.dt is None else gate.dt * 1e9
+        self._gated_ns = None  # None: the next command gets a full step
+        self._credit = 0.0
+        self.early_actions = 0  # actions gated sooner than one control step after the last
         # Joint states older than this make actions wait unanswered (the watchdog then
         # holds): they are both the reference and what the policy saw. 0 = not checked.
         self.state_timeout_ns = int(round(state_timeout_s * 1e9))
@@ -130,6 +148,7 @@ class SafetyLoop:
             # After an e-stop the robot is wherever it stopped: the next command is
             # limited from its measured position, not from the last command.
             self.gate.reset()
+            self._gated_ns = None
         if self.armed_request != self.armed:
             self.armed = self.armed_request
             # Arming: nothing was sent while disarmed, so start from where the joints are.
@@ -137,6 +156,7 @@ class SafetyLoop:
             self.watchdog.reset()
             self.last_action_ns = None
             self._waiting = None
+            self._gated_ns = None
         item = self.slot.take()
         if item is not None:
             self._waiting = None  # a newer action replaces one that waited
@@ -231,8 +251,19 @@ class SafetyLoop:
         self._waiting = None
         self.batches += 1
         if item.shape_ok:
+            share = None
+            if not self.lockstep and self._gated_ns is not None and self._step_ns:
+                credit = min(self._credit + (now_ns - self._gated_ns) / self._step_ns,
+                             self._credit_max)
+                share = min(credit, 1.0)
+                if share < 1.0:
+                    self.early_actions += 1
+                self._credit = credit - share
+            else:
+                self._credit = 0.0  # a full step, nothing left over
             command = gate.filter(item.action, state_position=measured,
-                                  measured=measured).command
+                                  measured=measured, step_share=share).command
+            self._gated_ns = now_ns
         else:
             gate.reject_batch(self.n)
             # Answered as a 'command', so every consumer applies it: it becomes the
@@ -260,5 +291,5 @@ class SafetyLoop:
             'superseded_actions': self.slot.superseded, 'output_overruns': self.ring.overruns,
             'resent_actions': self.resent, 'unreferenced_actions': self.unreferenced,
             'stale_state_actions': self.stale_state_actions, 'armed': int(self.armed),
-            'unarmed_actions': self.unarmed_actions,
+            'unarmed_actions': self.unarmed_actions, 'early_actions': self.early_actions,
         }

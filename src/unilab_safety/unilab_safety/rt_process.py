@@ -90,6 +90,7 @@ class _ChildTicker:
         ctrl[base + 14] = loop.stale_state_actions
         ctrl[base + 15] = int(loop.armed)
         ctrl[base + 16] = loop.unarmed_actions
+        ctrl[base + 17] = loop.early_actions
         ctrl[sh.C_FALLBACK_DELAY_MAX] = loop.fallback_delay_max_ns
         ctrl[sh.C_CYCLES] = rt.cycles
         ctrl[sh.C_MISSES] = rt.deadline_misses

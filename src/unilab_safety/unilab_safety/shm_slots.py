@@ -51,7 +51,7 @@ C_COUNTERS = 32
 COUNTER_NAMES = ('passed', 'clamped', 'rejected', 'batches', 'commands', 'fallbacks',
                  'stale_events', 'estop_events', 'estop_rows', 'estopped', 'workspace_stops',
                  'pid_active_rows', 'resent_actions', 'unreferenced_actions',
-                 'stale_state_actions', 'armed', 'unarmed_actions')
+                 'stale_state_actions', 'armed', 'unarmed_actions', 'early_actions')
 N_CTRL = 64
 # Loop states (C_STATE).
 STARTING, RUNNING, STOPPED, FAILED = 0, 1, 2, 3
