@@ -28,5 +28,9 @@ def test_bench_deploy_times_every_controller_and_compares_with_the_baseline():
         assert 0 < out[f'{name}_gate_p50_ms'] <= out[f'{name}_gate_p99_ms']
         assert out[f'{name}_gate_p50_ms'] < out[f'{name}_p50_ms']
         assert f'{name}_graph_p50_ms' in out
+        # Every timed cycle's command passed the gate; those limited for coming early
+        # (sooner than a control step after the last) are counted among them.
+        assert out[f'{name}_gate_commands'] >= 20 - out[f'{name}_deadline_misses']
+        assert 0 <= out[f'{name}_gate_early_actions'] <= out[f'{name}_gate_commands']
     assert out['floor_p50_ms'] == out['echo_p50_ms']
     assert out['deploy_rt_mode'] == 'process' and out['deploy_rt_thread_rt_mode'] == 'thread'

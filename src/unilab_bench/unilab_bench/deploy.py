@@ -27,7 +27,8 @@ Reports ``<name>_p50_ms`` / ``_p99_ms`` / ``_max_ms`` / ``_mean_ms``, each one's
 ``deadline_misses`` alone is the composed graph's), and the ratios of the deploy
 graph's percentiles to the baseline's. Per hop (p50, ms): ``floor`` (echo),
 ``policy_work`` (rclpy - echo: observation, forward, clamp), ``<name>_gate_p50_ms``
-(the safety gate, action received -> command published, from its statistics)
+(the safety gate, action received -> command published, from its statistics;
+``<name>_gate_commands`` / ``_clamped`` / ``_early_actions`` beside it)
 and ``<name>_graph_p50_ms`` (the rest: deploy - rclpy - gate, the hand-overs
 between the graph's nodes). ``--model`` is a run directory or an
 exported model (default: a freshly initialised network of the default
@@ -157,6 +158,12 @@ def gate_figures(name: str, run_dir: pathlib.Path) -> dict:
     out = {f'{name}_gate_{q}_ms': round(s[f'action_latency_{q}_us'] / 1e3, 3)
            for q in ('p50', 'p99') if f'action_latency_{q}_us' in s}
     out[f'{name}_rt_mode'] = s.get('rt_mode')
+    # Commands the gate limited for coming sooner than one control step after the last
+    # (docs/safety.md, "Per time"): a policy answering each joint state once gets none
+    # beyond its jitter allowance.
+    for key in ('early_actions', 'commands', 'clamped'):
+        if key in s:
+            out[f'{name}_gate_{key}'] = s[key]
     return out
 
 

@@ -277,6 +277,20 @@ def test_diagnostics_carry_the_counters(graph, tmp_path):
     assert json.loads((tmp_path / 'safety_stats.json').read_text())['rejected'] == 1
 
 
+def test_a_publisher_faster_than_the_control_rate_is_a_diagnostics_warning(graph):
+    node, probe, executor = graph
+    probe.send(executor, 0, np.float32(M), state=M)
+    for seq in range(1, 6):  # five actions back to back: far faster than one per 0.1 s
+        probe.send(executor, seq, np.float32(M), paced=False)
+    assert node.stats()['early_actions'] == 5
+
+    def warned():
+        # (How the six commands split over diagnostics periods is up to the timer.)
+        return any('early actions:' in s.message and 'limited per time' in s.message
+                   and s.level == s.WARN for d in probe.diagnostics for s in d.status)
+    assert spin_until(executor, warned, 10.0), 'no early-actions warning'
+
+
 def test_close_writes_stats(context, limits_file, tmp_path):
     run_dir = tmp_path / 'run'
     run_dir.mkdir()

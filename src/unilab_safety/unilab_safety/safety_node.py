@@ -102,6 +102,7 @@ class SafetyNode(Node):
         self.actions_received = 0
         self._period_start = (0, 0)  # (received, superseded) at the last diagnostics
         self.overload_periods = 0
+        self._early_start = (0, 0)  # (commands, early_actions) at the last diagnostics
         self.published = {'command': 0, 'fallback': 0, 'estop': 0}
         self.latency = PeriodStats(1 << 14)  # action received -> command published, ns
         self._logged: set[str] = set()
@@ -424,9 +425,24 @@ class SafetyNode(Node):
             return [f'overload: {d_sup} of {d_recv} actions superseded (drop-oldest)']
         return []
 
+    def _early(self, stats: dict) -> list[str]:
+        # More than half of this period's commands came sooner than one control step after
+        # the last (their limits scaled to the time, docs/safety.md): a publisher faster
+        # than the control rate, or answers jittering beyond safety.jitter_allowance.
+        commands, early = stats['commands'], stats['early_actions']
+        d_cmd, d_early = commands - self._early_start[0], early - self._early_start[1]
+        self._early_start = (commands, early)
+        if d_cmd and d_early > d_cmd // 2:
+            self._log_once('early', f'{d_early} of {d_cmd} actions in one diagnostics period '
+                           'came sooner than one control step after the last (dt '
+                           f'{self.spec.dt} s): their change limits were scaled down')
+            return [f'early actions: {d_early} of {d_cmd} limited per time (faster than '
+                    'the control rate)']
+        return []
+
     def _publish_diagnostics(self) -> None:
         stats = self.stats()
-        overload = self._overload(stats)
+        overload = self._overload(stats) + self._early(stats)
         stats['overload_periods'] = self.overload_periods
         self.health.publish(self.health_counters(stats), overload)
         self._write_stats(stats)
