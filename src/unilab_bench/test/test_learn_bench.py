@@ -72,3 +72,35 @@ def test_seeds_that_are_not_integers_are_refused_by_name(seeds):
                               no_sb3=True, run_root=None)
     with pytest.raises(ConfigError, match='bench learn --seeds'):
         bench_learn(args)
+
+
+def test_a_gymnasium_run_is_scored_both_ways_and_a_finished_run_is_not_trained_again(tmp_path):
+    from unilab_bench.learn import bench_learn, GYM_EVAL_EPISODES
+    args = argparse.Namespace(subset='hopper', seeds='0', steps=1024, png=None, no_sb3=True,
+                              run_root=str(tmp_path))
+    first = bench_learn(args)
+    seed = first['per_seed'][0]
+    # Training episodes (stochastic, CleanRL's protocol) and deterministic evaluation
+    # episodes (rl-zoo's protocol), each against the published figure of its protocol.
+    assert seed['unilab_eval_return'] is not None and seed['unilab_eval_return_std'] >= 0.0
+    assert first['eval_episodes'] == GYM_EVAL_EPISODES
+    zoo, clean = first['vs_published']['rl_zoo'], first['vs_published']['cleanrl']
+    assert zoo['ours'] == first['unilab_eval_return']['mean']
+    assert clean['ours'] == first['unilab_return']['mean']
+    assert zoo['ratio'] == round(zoo['ours'] / zoo['published'], 3)
+    summary = tmp_path / 'Hopper-v5_s0' / 'summary.json'
+    stamp = summary.stat().st_mtime_ns
+    again = bench_learn(args)  # the same run root: scored again, not trained again
+    assert summary.stat().st_mtime_ns == stamp
+    assert again['per_seed'][0]['unilab_return'] == seed['unilab_return']
+    # Deterministic: the same policy on the same evaluation episodes scores the same.
+    assert again['per_seed'][0]['unilab_eval_return'] == seed['unilab_eval_return']
+
+
+def test_sb3_is_scored_deterministically_with_its_normalisation_frozen():
+    pytest.importorskip('stable_baselines3', reason='stable-baselines3 not installed '
+                        '(requirements-bench.txt)')
+    from unilab_bench.train import _sb3_hopper
+    out = _sb3_hopper('Hopper-v5', 512, 0, eval_episodes=2, eval_seed=1)
+    assert out['return'] is not None and np.isfinite(out['eval_return'])
+    assert out['eval_return_std'] >= 0.0

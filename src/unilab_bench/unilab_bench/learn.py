@@ -12,7 +12,13 @@ Subsets (``--subset``):
   episodes. Targets: return >= 63 and >= 90 % of the expert's, reach success >= 95 %.
 - ``hopper`` / ``walker`` / ``halfcheetah`` / ``ant``: gymnasium MuJoCo tasks through the
   graph against SB3 PPO with rl-zoo's tuned parameters (Hopper's; the others use
-  the same settings unless rl-zoo's are added), per seed, side by side.
+  the same settings unless rl-zoo's are added), per seed, side by side. Two figures
+  each: the training return (the last training episodes, exploration noise included,
+  as CleanRL reports) and the evaluation return (GYM_EVAL_EPISODES deterministic
+  episodes, the policy mean, observation normalisation frozen, as rl-zoo's
+  benchmark reports), so each published figure is compared with its own protocol.
+  With ``--run-root`` of an earlier run, finished runs (their ``summary.json``, and
+  SB3's ``sb3_<task>_s<seed>.json``) are scored again instead of trained again.
 - ``ranks``: data-parallel learning against one rank with all the envs:
   ``./unilab train --nproc-per-node 2 --num-envs N/2`` (two ranks, each its own
   graph, gradients all-reduced) against the default one-rank ``--num-envs N``,
@@ -44,6 +50,8 @@ GYM_TASKS = {'hopper': 'Hopper-v5', 'walker': 'Walker2d-v5', 'halfcheetah': 'Hal
 PUBLISHED = {'Hopper-v5': {'rl_zoo': 2410.0, 'cleanrl': 2200.0},
              'Walker2d-v5': {'rl_zoo': 3478.8}, 'HalfCheetah-v5': {'rl_zoo': 5819.1},
              'Ant-v5': {'rl_zoo': 1327.2}}
+#: Gymnasium tasks: deterministic evaluation episodes per policy (one per env, one seed).
+GYM_EVAL_EPISODES = 10
 #: ``ranks`` subset: env steps per run (the default arm run's return still rises there,
 #: so a difference in learning shows) and the data-parallel split compared.
 RANKS_STEPS, RANKS = 600_000, 2
@@ -110,6 +118,16 @@ def _score(cfg, run_dir, task: str, actor=None) -> dict:
                            EVAL_EPISODES_PER_ENV, actor=actor)
 
 
+def _score_gym(cfg, run_dir, task: str) -> dict:
+    """Return the deterministic evaluation of a gymnasium run (GYM_EVAL_EPISODES episodes)."""
+    from unilab.evaluation import evaluate_policy
+    from unilab_policy.factory import load_trained
+    trained = load_trained(run_dir)
+    cfg = cfg.model_copy(update={'model': trained.params.model})
+    return evaluate_policy(cfg, trained.bundle, task, str(run_dir), None, GYM_EVAL_EPISODES,
+                           EVAL_SEED, 1)
+
+
 def _stats(values) -> dict:
     v = np.asarray([x for x in values if x is not None], float)
     if not v.size:
@@ -154,30 +172,73 @@ def _arm6(seeds, steps, root: pathlib.Path) -> dict:
             '_curves': curves, '_expert_line': expert['return']}
 
 
-def _gym(task: str, seeds, steps, root: pathlib.Path, no_sb3: bool) -> dict:
+def _gym_run(task: str, seed: int, steps: int, rd: pathlib.Path) -> tuple:
+    """Train ``task`` through the graph into ``rd`` (or reuse a finished run there)."""
+    import json
+    overrides = {'run.task': task, 'run.total_steps': steps, 'run.seed': seed,
+                 'logging.tensorboard': False, 'logging.progress': False}
+    if (rd / 'summary.json').is_file():
+        from unilab.prepare import prepare_run
+        cfg = prepare_run([], overrides, run_dir=str(rd.parent / f'.score_{rd.name}')).cfg
+        return cfg, json.loads((rd / 'summary.json').read_text())
+    t = _train_graph(overrides, rd)
+    return t['cfg'], t['summary']
+
+
+def _gym_sb3(task: str, seed: int, steps: int, root: pathlib.Path) -> dict:
+    """Run SB3 (rl-zoo settings) once per task and seed; the result is kept in ``root``."""
+    import json
     from unilab_bench.train import _sb3_hopper
+    from unilab_core.atomic import atomic_write_text
+    path = root / f'sb3_{task}_s{seed}.json'
+    if path.is_file():
+        kept = json.loads(path.read_text())
+        if kept.get('steps') == steps and 'eval_return' in kept:
+            return kept
+    out = {'steps': steps, **_sb3_hopper(task, steps, seed, eval_episodes=GYM_EVAL_EPISODES,
+                                         eval_seed=EVAL_SEED)}
+    root.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(out, indent=1))
+    return out
+
+
+def _gym(task: str, seeds, steps, root: pathlib.Path, no_sb3: bool) -> dict:
     steps = steps or 1_000_000
     per_seed, curves = {}, {}
     for seed in seeds:
         rd = root / f'{task}_s{seed}'
-        t = _train_graph({'run.task': task, 'run.total_steps': steps, 'run.seed': seed,
-                          'logging.tensorboard': False, 'logging.progress': False}, rd)
+        cfg, summary = _gym_run(task, seed, steps, rd)
+        ev = _score_gym(cfg, rd, task)
         curves[seed] = _curve(rd)
-        entry = {'run_dir': str(rd), 'unilab_return': t['summary'].get('return_last'),
-                 'unilab_fps': t['summary'].get('fps')}
+        entry = {'run_dir': str(rd), 'unilab_return': summary.get('return_last'),
+                 'unilab_eval_return': ev['return'], 'unilab_eval_return_std': ev['return_std'],
+                 'unilab_fps': summary.get('fps')}
         if not no_sb3:
             try:
-                sb3 = _sb3_hopper(task, steps, seed)
-                entry.update({'sb3_return': sb3['return'], 'sb3_fps': round(sb3['fps'], 1)})
+                sb3 = _gym_sb3(task, seed, steps, root)
+                entry.update({'sb3_return': sb3['return'], 'sb3_fps': round(sb3['fps'], 1),
+                              'sb3_eval_return': sb3['eval_return'],
+                              'sb3_eval_return_std': sb3['eval_return_std']})
             except ImportError:
                 entry['sb3_note'] = 'stable-baselines3 not installed (requirements-bench.txt)'
         per_seed[seed] = entry
-    ours = _stats([s['unilab_return'] for s in per_seed.values()])
-    sb3 = _stats([s.get('sb3_return') for s in per_seed.values()])
-    out = {'per_seed': per_seed, 'unilab_return': ours, 'sb3_return': sb3, 'steps': steps,
+    out = {'per_seed': per_seed, 'steps': steps, 'eval_episodes': GYM_EVAL_EPISODES,
            'published': PUBLISHED.get(task, {}), '_curves': curves, '_expert_line': None}
-    if ours['mean'] is not None and sb3['mean'] is not None:
-        out['unilab_vs_sb3'] = round(ours['mean'] - sb3['mean'], 1)
+    for key in ('unilab_return', 'sb3_return', 'unilab_eval_return', 'sb3_eval_return'):
+        out[key] = _stats([s.get(key) for s in per_seed.values()])
+    for kind in ('', 'eval_'):
+        ours, sb3 = out[f'unilab_{kind}return'], out[f'sb3_{kind}return']
+        if ours['mean'] is not None and sb3['mean'] is not None:
+            out[f'unilab_vs_sb3{"_" + kind[:-1] if kind else ""}'] = round(
+                ours['mean'] - sb3['mean'], 1)
+    # Each published figure against the figure of the same protocol: rl-zoo's benchmark
+    # evaluates deterministically, CleanRL reports training episodes.
+    protocol = {'rl_zoo': 'unilab_eval_return', 'cleanrl': 'unilab_return'}
+    out['vs_published'] = {
+        name: {'published': value, 'ours': out[protocol[name]]['mean'],
+               'ratio': round(out[protocol[name]]['mean'] / value, 3)
+               if out[protocol[name]]['mean'] is not None else None}
+        for name, value in PUBLISHED.get(task, {}).items()}
     return out
 
 

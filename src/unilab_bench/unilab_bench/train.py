@@ -17,9 +17,19 @@ ZOO_HOPPER = dict(n_steps=512, batch_size=32, gamma=0.999, learning_rate=9.80828
                   max_grad_norm=0.7, vf_coef=0.835671)
 
 
-def _sb3_hopper(task: str, steps: int, seed: int, monitor_file: str | None = None) -> dict:
+def _sb3_hopper(task: str, steps: int, seed: int, monitor_file: str | None = None,
+               eval_episodes: int = 0, eval_seed: int = 0) -> dict:
+    """
+    Train SB3 PPO with rl-zoo's Hopper settings; return fps, training return and wall time.
+
+    ``eval_episodes`` > 0 also scores the trained policy as rl-zoo's benchmark does:
+    deterministic actions (the mean), the training run's observation normalisation frozen,
+    raw episode returns, on fresh envs seeded from ``eval_seed``
+    (``eval_return`` / ``eval_return_std``).
+    """
     import gymnasium as gym
     from stable_baselines3 import PPO
+    from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
     import torch
@@ -32,8 +42,17 @@ def _sb3_hopper(task: str, steps: int, seed: int, monitor_file: str | None = Non
     model.learn(total_timesteps=steps)
     wall = time.perf_counter() - t0
     episodes = [e['r'] for e in model.ep_info_buffer]
-    return {'fps': steps / wall, 'return': float(np.mean(episodes)) if episodes else None,
-            'wall_s': wall}
+    out = {'fps': steps / wall, 'return': float(np.mean(episodes)) if episodes else None,
+           'wall_s': wall}
+    if eval_episodes > 0:
+        test = VecNormalize(DummyVecEnv([lambda: Monitor(gym.make(task))]), gamma=0.999,
+                            training=False, norm_reward=False)
+        test.obs_rms = env.obs_rms
+        test.seed(eval_seed)
+        mean, std = evaluate_policy(model, test, n_eval_episodes=eval_episodes,
+                                    deterministic=True)
+        out.update({'eval_return': float(mean), 'eval_return_std': float(std)})
+    return out
 
 
 def bench_train(args) -> dict:
