@@ -625,13 +625,32 @@ def _deep_merge(base: dict, extra: dict) -> dict:
     return out
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (YAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.setdefault(key, key_node.start_mark.line + 1)
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+            if first != key_node.start_mark.line + 1:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f'key `{key}` appears twice (lines {first} and '
+                    f'{key_node.start_mark.line + 1}); the first would be ignored',
+                    key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_yaml(path: str | pathlib.Path) -> dict:
-    """Read a YAML mapping; errors name the file."""
+    """Read a YAML mapping; errors name the file (and a key given twice)."""
     path = pathlib.Path(path)
     if not path.is_file():
         raise ConfigError(f'{path}: config file not found')
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader) or {}  # noqa: S506
     except yaml.YAMLError as exc:
         raise ConfigError(f'{path}: not valid YAML: {exc}') from None
     except (UnicodeDecodeError, OSError, RecursionError) as exc:  # binary, unreadable, too deep
