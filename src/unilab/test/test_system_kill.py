@@ -92,3 +92,49 @@ def test_kill_9_trainer_then_resume(tmp_path, tiny_config):
     acc.Reload()
     tb_steps = [e.step for e in acc.Scalars('charts/env_steps')]
     assert tb_steps == sorted(set(tb_steps)) and tb_steps[-1] == summary['steps']
+
+
+def _node_pids(run_dir: pathlib.Path) -> list[int]:
+    """Return the pids of the node processes started for this run (by their params file)."""
+    needle = str(run_dir / 'graph_params.yaml')
+    pids = []
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = pathlib.Path(f'/proc/{pid}/cmdline').read_bytes().split(b'\0')
+            state = pathlib.Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != 'Z' and needle in [c.decode(errors='replace') for c in cmd]:
+            pids.append(int(pid))
+    return pids
+
+
+@pytest.mark.system
+def test_kill_9_of_the_launcher_stops_every_node_process(tmp_path, tiny_config):
+    run_dir = tmp_path / 'run'
+    train = subprocess.Popen(
+        [sys.executable, '-m', 'unilab.cli', 'train', '--steps', '5000000', '--run-dir',
+         str(run_dir), '--config', str(tiny_config), '--multiprocess', *TINY],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and _rows(run_dir) < 1:
+            time.sleep(0.05)
+        nodes = _node_pids(run_dir)
+        assert len(nodes) >= 4, 'the graph did not start'
+        # SIGKILL: the launcher cannot stop its nodes itself; the kernel tells them.
+        os.kill(train.pid, signal.SIGKILL)
+        train.wait(10)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and _node_pids(run_dir):
+            time.sleep(0.1)
+        assert _node_pids(run_dir) == [], 'node processes outlived their launcher'
+    finally:
+        if train.poll() is None:
+            train.kill()
+        for pid in _node_pids(run_dir):
+            os.kill(pid, signal.SIGKILL)
+    # They stopped on their clean path: the trainer's summary says it was stopped.
+    assert (run_dir / 'summary.json').is_file()

@@ -104,7 +104,9 @@ def spin_processes(graph, params_file: pathlib.Path, logs: pathlib.Path,
         signal.signal(signal.SIGINT, signal.default_int_handler)
     procs = {}
     gone: set[str] = set()
-    env = dict(os.environ)
+    # Each node asks the kernel to stop it when this process dies, even by SIGKILL
+    # (unilab_core.ros.runtime.stop_with_parent).
+    env = dict(os.environ, UNILAB_PARENT_PID=str(os.getpid()))
     try:
         for spec in graph.nodes:
             out = open(logs / f'{spec.name}.log', 'w')

@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import ctypes
 import importlib
+import os
 import signal
 import sys
 import time
@@ -43,10 +45,43 @@ def detach_and_shutdown(executor, nodes: Iterable, timeout_sec: float | None = 1
 
 def _install_sigterm():
     # launch and our CLI stop children with SIGINT then SIGTERM; turn SIGTERM
-    # into the same clean path as Ctrl-C so nodes flush stats and checkpoints.
+    # into the same clean path as Ctrl-C so nodes flush stats and checkpoints. Once
+    # that path runs, a further SIGTERM (a launcher and the kernel's parent-death
+    # signal may both send one) must not break off the checkpoint it is writing.
+    stopping = []
+
     def handler(signum, frame):
+        if stopping:
+            return
+        stopping.append(signum)
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, handler)
+
+
+#: Set by a parent that starts nodes as child processes (``unilab.runner``): its pid.
+PARENT_PID_ENV = 'UNILAB_PARENT_PID'
+_PR_SET_PDEATHSIG = 1
+
+
+def stop_with_parent() -> bool:
+    """
+    Ask the kernel for SIGTERM when the parent in ``UNILAB_PARENT_PID`` dies; False if gone.
+
+    A parent killed with SIGKILL cannot stop its node processes itself: without this
+    they would run on (a bridge stepping, a gate commanding) with nobody to stop them.
+    SIGTERM takes the node's clean path (stats and checkpoints flushed). The variable is
+    taken out of the environment so this process's own children do not inherit it.
+    """
+    want = os.environ.pop(PARENT_PID_ENV, '')
+    if not want.isdigit():
+        return True
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the parent stops us as before
+        return True
+    # The parent may have died before the request: then we were re-parented already.
+    return os.getppid() == int(want)
 
 
 def spin_nodes(nodes: list, executor_kind: str = 'events',
@@ -96,6 +131,9 @@ def spin_nodes(nodes: list, executor_kind: str = 'events',
 def spin_node(node_cls, args=None) -> None:
     """Entry point body for a node's console script (one node per process)."""
     _install_sigterm()
+    if not stop_with_parent():
+        print('error: the process that started this node is gone', file=sys.stderr)
+        sys.exit(1)
     rclpy.init(args=args)
     try:
         node = node_cls()
