@@ -139,3 +139,45 @@ def test_the_adapter_runs_under_sched_idle_and_its_threads_inherit_it():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ['SCHED_IDLE', 'True', 'True']
+
+
+def test_a_restarted_adapter_rebuilds_its_window_from_the_closed_recorded_bags(tmp_path):
+    from bag_helpers import tensor_batch_bytes, TB
+    from unilab.adapt.params import RECORDINGS
+    from unilab.bag.rotating import RotatingBagWriter
+    from unilab_core import topics
+    a = make_adapter(tmp_path)
+    size = len(tensor_batch_bytes('rollout', 0, episodes_chunk([0.3] * 4), version=0))
+    # A new bag after every second chunk: the first bag holds chunks 0 and 1.
+    rec = RotatingBagWriter(tmp_path / RECORDINGS, rotate_bytes=2 * size - 1,
+                            keep_bytes=1 << 30)
+    rec.add_topic(topics.ROLLOUT, TB)
+
+    def record(seq, t_ns, finals):
+        chunk = episodes_chunk([0.3] + list(finals))
+        rec.write(topics.ROLLOUT, t_ns, tensor_batch_bytes('rollout', seq, chunk, version=0))
+        feed(a, 0, finals)  # the live adapter gets the same chunk
+
+    # Round one scores four episodes; what it took in was recorded before t = 1000 ns.
+    record(0, 100, [0.01] * 4)
+    assert a.step(taken_ns=1000).kind == 'deployed'
+    # Then three more episodes of version 0 (message 0) arrive and the adapter dies.
+    record(1, 2000, [0.3] * 3)
+    record(2, 3000, [0.3] * 3)  # into the second bag, still open
+    live = a.window.size
+    b = make_adapter(tmp_path, sim=lambda flat: pytest.fail('no new simulation test'))
+    got = b.replay_recordings(tmp_path / RECORDINGS, topics.ROLLOUT)
+    # Of the closed bag only the chunk after the scored round comes back (chunk 0 was
+    # scored); the bag still being written is not read, and is counted.
+    assert got['chunks'] == 1 and got['open_bags'] == 1 and got['bad_chunks'] == 0
+    assert got['bags'] == 1 and b.window.size == live // 2
+    rec.close()
+    c = make_adapter(tmp_path, sim=lambda flat: pytest.fail('no new simulation test'))
+    got = c.replay_recordings(tmp_path / RECORDINGS, topics.ROLLOUT)
+    assert got['chunks'] == 2 and got['open_bags'] == 0 and got['bags'] == 2
+    assert c.window.size == live
+    # Nothing scored twice: version 0's six new episodes (3 + 3, each chunk's leading
+    # partial one cut) are all the window holds.
+    steps = c.window.steps()
+    assert set(steps.version.tolist()) == {0} and c.running_episodes() == 0
+    assert json.loads((tmp_path / 'adapt' / 'window.json').read_text()) == {'consumed_ns': 1000}

@@ -216,7 +216,7 @@ def adapt_graph(deploy: Graph, cfg: RunConfig, model: str | pathlib.Path,
     rotating rosbag2 bags (bounded disk use), and the adapter fine-tunes on
     the chunks and publishes the versions its fuse allows on the weights topic.
     """
-    from unilab.adapt.params import AdapterNodeParams
+    from unilab.adapt.params import AdapterNodeParams, RECORDINGS
     from unilab.bag.recorder_params import RecorderNodeParams
     a = cfg.adapt
     params = dict(deploy.parameters)
@@ -225,7 +225,7 @@ def adapt_graph(deploy: Graph, cfg: RunConfig, model: str | pathlib.Path,
     recorded = [topics.ROLLOUT, topics.WEIGHTS, topics.OBSERVATION, topics.SAFE_COMMAND,
                 topics.JOINT_STATES, safety.output.topic]
     params['recorder'] = RecorderNodeParams(
-        out=str(pathlib.Path(run_dir) / 'recordings'), topics=list(dict.fromkeys(recorded)),
+        out=str(pathlib.Path(run_dir) / RECORDINGS), topics=list(dict.fromkeys(recorded)),
         rotate_mb=a.record_rotate_mb, keep_mb=a.record_keep_mb)
     # The adapter reports as part of the robot; it needs the deploy graph's nodes (they do
     # not need it).

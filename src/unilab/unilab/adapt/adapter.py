@@ -14,7 +14,10 @@ The adapter's core without ROS (``adapter_node`` wires it). Its run directory
   topic, always increasing, as the policy requires) carried which fuse
   version, so chunks tagged with a message version are attributed correctly,
   also after a rollback re-publishes an old version;
-- ``history.jsonl``: one line per round (time, versions, scores, decision).
+- ``history.jsonl``: one line per round (time, versions, scores, decision);
+- ``window.json``: up to when (wall clock, ns) the recorded steps were scored, so a
+  restarted adapter rebuilds its window from the recorder's closed bags
+  (``replay_recordings``) without scoring an episode twice.
 
 A round (``step``) runs when the running version has ``min_episodes`` complete
 robot episodes it acted alone: its robot success goes to the fuse (which may
@@ -65,6 +68,9 @@ class Adapter:
         self.fuse = Fuse(self.dir / 'fuse.json', cfg.sim_tolerance, cfg.drop_tolerance,
                          cfg.consecutive_drops, cfg.drop_z, cfg.hold_after_rollback)
         self.window = Window(cfg.window_steps)
+        state = self.dir / 'window.json'
+        # Wall-clock time (ns) up to which recorded steps were taken into a scored round.
+        self.consumed_ns = json.loads(state.read_text())['consumed_ns'] if state.is_file() else 0
         self.rounds = 0
         self.bad_chunks = 0
         self.unknown_version_steps = 0
@@ -129,6 +135,59 @@ class Adapter:
             self.unknown_version_steps += len(steps)
         self.window.add(steps)
 
+    def replay_recordings(self, recordings, topic: str) -> dict:
+        """
+        Rebuild the window from the recorder's closed bags after a restart; return counts.
+
+        Only rollout chunks recorded after the last scored round (``consumed_ns``) are
+        taken, newest bags first until the window is full, then added oldest first: the
+        window ends as it would have if the adapter had run on. The bag being written
+        (no ``metadata.yaml`` yet) is not read: its chunks are lost to the window, and
+        counted as ``open_bags``. A chunk that does not decode or fit is counted.
+        """
+        from unilab.bag.dataset import batch_tensors
+        from unilab.bag.storage import BagError, BagReader
+        root = pathlib.Path(recordings)
+        out = {'bags': 0, 'open_bags': 0, 'chunks': 0, 'steps': 0, 'bad_chunks': 0,
+               'unreadable_bags': 0}
+        if not root.is_dir():
+            return out
+        bags = sorted(p for p in root.iterdir() if p.name.isdigit() and p.is_dir())
+        picked, steps = [], 0
+        for bag in reversed(bags):
+            if steps >= self.window.max_steps:
+                break
+            if not (bag / 'metadata.yaml').is_file():
+                out['open_bags'] += 1
+                continue
+            chunks = []
+            try:
+                with BagReader(bag, allow_damaged=True) as reader:
+                    if topic in reader.topics:
+                        for m, msg in reader.decoded([topic]):
+                            if m.timestamp > self.consumed_ns:
+                                try:
+                                    chunks.append((batch_tensors(msg), int(msg.version)))
+                                except BagError:
+                                    out['bad_chunks'] += 1
+                    out['bad_chunks'] += sum(reader.health.undecodable.values())
+            except (BagError, OSError):
+                out['unreadable_bags'] += 1
+                continue
+            out['bags'] += 1
+            picked.append(chunks)
+            steps += sum(t['rewards'].size for t, _ in chunks if 'rewards' in t)
+        for chunks in reversed(picked):
+            for tensors, version in chunks:
+                try:
+                    self.add_chunk(tensors, version)
+                except AdaptDataError:
+                    out['bad_chunks'] += 1
+                    continue
+                out['chunks'] += 1
+                out['steps'] += int(tensors['rewards'].size)
+        return out
+
     def running_episodes(self) -> int:
         """Return the complete robot episodes the running version acted alone."""
         steps = self.window.steps()
@@ -144,8 +203,14 @@ class Adapter:
         return decision.reason
 
     # ------------------------------------------------------------------- rounds
-    def step(self, seed: int | None = None) -> RoundResult:
-        """Run one round if the running version has enough episodes (see the module doc)."""
+    def step(self, seed: int | None = None, taken_ns: int | None = None) -> RoundResult:
+        """
+        Run one round if the running version has enough episodes (see the module doc).
+
+        ``taken_ns``: wall-clock time the window's newest chunk was taken in (the node's
+        inbox drain); what was recorded before it counts as scored once this round
+        scores the window (``window.json``).
+        """
         running = self.fuse.running
         steps = self.window.steps()
         score = score_versions(steps).get(running) if steps is not None else None
@@ -158,8 +223,12 @@ class Adapter:
         self._history('robot', decision.reason, version=running,
                       robot_success=score.success, episodes=score.episodes)
         mine = _only_version(steps, running)
-        # Scored episodes are not scored again: the window restarts after them.
+        # Scored episodes are not scored again: the window restarts after them (and a
+        # restarted adapter replays only what was recorded after this round).
         self.window.clear()
+        self.consumed_ns = int(time.time_ns() if taken_ns is None else taken_ns)
+        atomic_write_text(self.dir / 'window.json',
+                          json.dumps({'consumed_ns': self.consumed_ns}))
         if decision.deploy != running:
             self.log(f'adapt: ALERT: {decision.reason}')
             self._history('rollback', decision.reason, version=decision.deploy, alert=True)

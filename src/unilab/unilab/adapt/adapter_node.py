@@ -19,6 +19,7 @@ import os
 import pathlib
 import queue
 import threading
+import time
 
 import numpy as np
 from rclpy.node import Node
@@ -27,7 +28,7 @@ from std_srvs.srv import Trigger
 import torch
 from unilab.adapt.adapter import Adapter, RoundResult
 from unilab.adapt.finetune import AdaptDataError, ROBOT_REWARD_TASKS
-from unilab.adapt.params import AdapterNodeParams
+from unilab.adapt.params import AdapterNodeParams, RECORDINGS
 from unilab_core import topics
 from unilab_core.config import ConfigError, load_run_config
 from unilab_core.ros.diagnostics import NodeDiagnostics
@@ -117,6 +118,9 @@ class AdapterNode(Node):
         self._inbox: queue.Queue = queue.Queue(maxsize=max(64, p.adapt.window_steps))
         self._worker: threading.Thread | None = None
         self._alert = ''
+        # After a restart: the window from what the recorder wrote since the last round.
+        recordings = pathlib.Path(p.run_dir) / RECORDINGS
+        self.replayed = self.core.replay_recordings(recordings, topics.ROLLOUT)
         n = self.core.load_weights(0).size
         self.weights_pub = TensorPublisher(self, topics.WEIGHTS, batch_capacity({'flat': (n,)}),
                                            policy='reliable', slots=4, qos=WEIGHTS_QOS,
@@ -137,6 +141,13 @@ class AdapterNode(Node):
             f'adapting: running version {f.running}, last good {f.last_good}, a round every '
             f'{p.adapt.period_s:g} s after {p.adapt.min_episodes} robot episodes; '
             f'scheduling {self.sched}; files in {self.core.dir}')
+        r = self.replayed
+        if r['bags'] or r['open_bags'] or r['unreadable_bags']:
+            self.get_logger().info(
+                f'window rebuilt from {r["bags"]} recorded bag(s): {r["chunks"]} chunks, '
+                f'{r["steps"]} steps after the last scored round ({r["bad_chunks"]} bad '
+                f'chunks, {r["open_bags"]} bag(s) still open, {r["unreadable_bags"]} '
+                'unreadable)')
 
     def _on_resume(self, request, response):
         with self._lock:
@@ -168,12 +179,14 @@ class AdapterNode(Node):
         self._worker = threading.Thread(target=self._round, daemon=True)
         self._worker.start()
 
-    def _take_inbox(self) -> None:
+    def _take_inbox(self) -> int:
+        """Move the queued chunks into the window; return the wall-clock time (ns) of it."""
+        taken_ns = time.time_ns()
         while True:
             try:
                 tensors, version = self._inbox.get_nowait()
             except queue.Empty:
-                return
+                return taken_ns
             try:
                 self.core.add_chunk(tensors, version)
                 self.counters['chunks'] += 1
@@ -182,9 +195,9 @@ class AdapterNode(Node):
 
     def _round(self) -> None:
         with self._lock:
-            self._take_inbox()
+            taken_ns = self._take_inbox()
             try:
-                result = self.core.step()
+                result = self.core.step(taken_ns=taken_ns)
             except Exception as exc:  # noqa: BLE001 - a failed round must not end the node
                 result = RoundResult('failed', f'adaptation round failed: '
                                      f'{type(exc).__name__}: {exc}')
@@ -230,7 +243,9 @@ class AdapterNode(Node):
         return {**self.counters, 'running_version': f.running, 'last_good': f.last_good,
                 'versions': len(f.versions), 'fuse_rollbacks': f.rollbacks,
                 'held': int(f.held), 'window_steps': self.core.window.size,
-                'window_dropped_steps': self.core.window.dropped_steps}
+                'window_dropped_steps': self.core.window.dropped_steps,
+                'replayed_chunks': self.replayed['chunks'],
+                'replayed_bad_chunks': self.replayed['bad_chunks']}
 
     def destroy_node(self):
         """Release transport endpoints (unlink shared memory), then destroy the node."""

@@ -8,6 +8,9 @@ from pydantic import Field
 from unilab_core.config import _Section, AdaptSection
 from unilab_core.health import HealthParams
 
+#: The recorder's folder in an adaptation run directory: rotating bags ``00000``, ...
+RECORDINGS = 'recordings'
+
 
 class AdapterNodeParams(_Section):
     """Parameters of the adapter node (``unilab.adapt.adapter_node``) in the adapt graph."""
