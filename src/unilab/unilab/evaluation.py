@@ -54,16 +54,23 @@ def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, 
     with make_task(task_name, num_envs, seed=seed, disturbances=variant,
                    **(task_options or {})) as task:
 
+        # The first ``episodes_per_env`` episodes of each env count, each once: an env
+        # whose episodes end early (a fall) must not weigh more than one that runs on.
+        done_per_env = np.zeros(num_envs, np.int64)
+
         def on_step(state):
             finished = state.terminated | state.truncated
-            returns.extend(state.episode_return[finished].tolist())
-            dist = final_distance(task, finished)
+            take = finished & (done_per_env < episodes_per_env)
+            done_per_env[finished] += 1
+            returns.extend(state.episode_return[take].tolist())
+            dist = final_distance(task, take)
             if dist is not None:
                 final_dist.extend(dist.tolist())
 
         loop = SimLoop(task, actor, gate, on_step=on_step)
         loop.reset(seed=seed)
-        # A reach episode lasts max_episode_steps unless the simulation diverges.
+        # No episode is longer than max_episode_steps: by then every env has finished
+        # its first episodes_per_env episodes.
         steps = episodes_per_env * task.max_episode_steps
         loop.run(until=lambda: loop.seq >= steps)
         stats = list(getattr(getattr(task, 'inner', task), 'episode_stats', ()))

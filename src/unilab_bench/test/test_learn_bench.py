@@ -104,3 +104,12 @@ def test_sb3_is_scored_deterministically_with_its_normalisation_frozen():
     out = _sb3_hopper('Hopper-v5', 512, 0, eval_episodes=2, eval_seed=1)
     assert out['return'] is not None and np.isfinite(out['eval_return'])
     assert out['eval_return_std'] >= 0.0
+
+
+def test_evaluation_counts_the_first_episode_of_each_env_once(tmp_path):
+    from unilab.evaluation import evaluate_policy
+    # The zero action lets the hopper fall within a few dozen steps: each env would run
+    # many short episodes in the evaluation's time budget; only its first one counts.
+    cfg = _cfg().model_copy(update={'run': _cfg().run.model_copy(update={'task': 'Hopper-v5'})})
+    res = evaluate_policy(cfg, None, 'Hopper-v5', str(tmp_path), None, 3, 0, 1)
+    assert res['episodes'] == 3 and res['return'] < 500.0  # three falls, counted once each
