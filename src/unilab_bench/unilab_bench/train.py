@@ -18,7 +18,7 @@ ZOO_HOPPER = dict(n_steps=512, batch_size=32, gamma=0.999, learning_rate=9.80828
 
 
 def _sb3_hopper(task: str, steps: int, seed: int, monitor_file: str | None = None,
-               eval_episodes: int = 0, eval_seed: int = 0) -> dict:
+                eval_episodes: int = 0, eval_seed: int = 0) -> dict:
     """
     Train SB3 PPO with rl-zoo's Hopper settings; return fps, training return and wall time.
 
