@@ -120,7 +120,11 @@ def test_kill_9_of_the_launcher_stops_every_node_process(tmp_path, tiny_config):
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and _rows(run_dir) < 1:
+        log = run_dir / 'logs' / 'trainer.log'
+        # The trainer's start line and the gate's first statistics: the graph is up.
+        while time.monotonic() < deadline and not (
+                (run_dir / 'safety_stats.json').is_file() and log.is_file()
+                and 'training on' in log.read_text()):
             time.sleep(0.05)
         nodes = _node_pids(run_dir)
         assert len(nodes) >= 4, 'the graph did not start'
