@@ -66,14 +66,34 @@ def _train(args):
 def _finetune(args):
     import pathlib
     from unilab.factory.train import latest_version, train_detector
-    init = latest_version(args.detector) if pathlib.Path(args.detector).is_dir() \
-        else args.detector
-    out = args.detector if pathlib.Path(args.detector).is_dir() else \
-        pathlib.Path(args.detector).parent
-    rec = train_detector(list(args.reviewed) + list(args.replay), out, args.eval,
-                         args.epochs, args.batch, lr=args.lr, seed=args.seed, init=str(init),
-                         decisions=('ground_truth', 'accepted', 'corrected'), log=_log)
-    print(json.dumps(rec, indent=2))
+    is_dir = pathlib.Path(args.detector).is_dir()
+    out = args.detector if is_dir else pathlib.Path(args.detector).parent
+
+    def train(init, extra=None):
+        return train_detector(list(args.reviewed) + list(args.replay), out, args.eval,
+                              args.epochs, args.batch, lr=args.lr, seed=args.seed, init=init,
+                              decisions=('ground_truth', 'accepted', 'corrected'), log=_log,
+                              extra=extra)
+    if args.every is None:
+        if args.watch:
+            raise ValueError('--watch needs --every N (new reviewed samples per version)')
+        init = latest_version(args.detector) if is_dir else args.detector
+        print(json.dumps(train(str(init)), indent=2))
+        return
+    if not is_dir:
+        raise ValueError(f'--every: {args.detector} must be a detector directory (its '
+                         'versions are compared with the reviewed samples)')
+    from unilab.factory.schedule import finetune_if_due, watch
+    if args.watch:
+        if args.duration < 0:
+            raise ValueError(f'--duration {args.duration}: must be >= 0')
+        records = watch(args.detector, args.reviewed, args.every, train, args.poll,
+                        args.duration, log=_log)
+    else:
+        record = finetune_if_due(args.detector, args.reviewed, args.every, train, log=_log)
+        records = [record] if record is not None else []
+    print(json.dumps({'versions': [r['version'] for r in records], 'records': records},
+                     indent=2))
 
 
 def _label(args):
@@ -95,9 +115,22 @@ def _live(args):
     if args.role != 'capture' and not (args.out and args.detector):
         raise ValueError(f'--role {args.role}: needs --out STORE and --detector')
     detector = _detector(args) if args.role != 'capture' else None
+    reload = None
+    if args.reload is not None:
+        import pathlib
+        from unilab.factory.detector import load_detector
+        from unilab.factory.schedule import Reloader
+        if args.role == 'capture' or not pathlib.Path(args.detector).is_dir():
+            raise ValueError('--reload: needs --detector DIR (a detector directory) and a '
+                             'labelling role')
+        classes = args.classes.split(',') if args.classes else None
+        size = _size(args.input_size) if args.input_size else None
+        reload = Reloader(args.detector, args.reload,
+                          lambda path: load_detector(path, classes=classes, input_size=size))
     print(json.dumps(run_live(args.topic, detector, args.out, args.imu, args.threshold,
                               args.duration, args.queue, q, args.imu_tolerance, log=_log,
-                              role=args.role, imu_wait_s=args.imu_wait), indent=2))
+                              role=args.role, imu_wait_s=args.imu_wait, reload=reload),
+                     indent=2))
 
 
 def _score(args):
@@ -210,6 +243,14 @@ def add_commands(sub) -> None:
     ft.add_argument('--batch', type=int, default=64)
     ft.add_argument('--lr', type=float, default=5e-4)
     ft.add_argument('--seed', type=int, default=0)
+    ft.add_argument('--every', type=int, metavar='N',
+                    help='only when N or more reviewed samples are new since the latest '
+                    'version (the scheduler; DIR must be a detector directory)')
+    ft.add_argument('--watch', action='store_true',
+                    help='with --every: keep checking every --poll s (Ctrl-C stops)')
+    ft.add_argument('--poll', type=float, default=30.0, help='--watch: s between checks')
+    ft.add_argument('--duration', type=float, default=0.0,
+                    help='--watch: s to run (0: until Ctrl-C)')
 
     lb = cmd('label', _label, 'pseudo-label a bag\'s images; unsure frames go to review')
     lb.add_argument('bag')
@@ -236,6 +277,9 @@ def add_commands(sub) -> None:
     lv.add_argument('--queue', type=int, default=8,
                     help='frames waiting for the detector; the oldest is dropped, counted')
     lv.add_argument('--duration', type=float, default=0.0, help='s to run (0: until Ctrl-C)')
+    lv.add_argument('--reload', type=float, metavar='S',
+                    help='check the detector directory every S s and label with a newer '
+                    'version from the next frame (`finetune --every N --watch` writes them)')
     detector_opts(lv, required=False)
 
     sc = cmd('score', _score, 'pseudo-labels against ground truth, with a simulated review')

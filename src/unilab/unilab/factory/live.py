@@ -157,10 +157,14 @@ class FrameLabellerNode(Node):
     """Frames from the transport into a bounded queue; a worker labels and stores them."""
 
     def __init__(self, labeller: Labeller, source: str, queue: int = 8,
-                 received_at: dict | None = None, **kwargs):
+                 received_at: dict | None = None, reload=None, **kwargs):
         from unilab_core.ros.tensor_topic import TensorSubscription
         super().__init__('factory_labeller', **kwargs)
         self.labeller, self.source = labeller, source
+        # ``reload`` (schedule.Reloader): a newer version replaces the detector between
+        # two frames.
+        self.reload = reload
+        self.versions = [labeller.detector.version]
         self.queue = FrameQueue(queue)
         self.counts: collections.Counter = collections.Counter()
         self.capture_to_store_ms: list[float] = []
@@ -196,9 +200,25 @@ class FrameLabellerNode(Node):
 
     def _work(self) -> None:
         while not self._stop.is_set():
+            self._maybe_reload()
             item = self.queue.get(0.1)
             if item is not None:
                 self._label_counted(item)
+
+    def _maybe_reload(self) -> None:
+        """Take a newer detector version (``factory finetune --every``) between frames."""
+        if self.reload is None:
+            return
+        errors = self.reload.errors
+        detector = self.reload.check(self.labeller.detector)
+        if self.reload.errors != errors:
+            self.counts['reload_errors'] += 1
+            self.get_logger().error(self.reload.last_error)
+        if detector is not None:
+            self.labeller.detector = detector
+            self.versions.append(detector.version)
+            self.get_logger().info(f'detector {detector.version} takes over from the next '
+                                   'frame')
 
     def _label_counted(self, item) -> None:
         """Label one frame; a failure (store full, detector error) is counted, never fatal."""
@@ -238,13 +258,14 @@ ROLES = ('both', 'capture', 'label')
 def run_live(topic: str, detector, out, imu_topic: str = '', threshold: float = 0.7,
              duration_s: float = 0.0, queue: int = 8, imu_to_camera=(0.0, 0.0, 0.0, 1.0),
              imu_tolerance_s: float = 0.02, log=print, until=None, role: str = 'both',
-             imu_wait_s: float = 0.1) -> dict:
+             imu_wait_s: float = 0.1, reload=None) -> dict:
     """
     Label ``topic`` live into the store ``out`` until Ctrl-C, ``duration_s`` or ``until()``.
 
     ``role`` ``capture`` runs only the capture node (no detector, no store: the frames
     go out on the transport, through shared memory to a labeller in another process on
     this host), ``label`` only the labeller (reading ``/unilab/factory/frames``).
+    ``reload`` (``schedule.Reloader``): take newer detector versions as they appear.
     """
     import signal
 
@@ -274,7 +295,8 @@ def run_live(topic: str, detector, out, imu_topic: str = '', threshold: float = 
             cap = FrameCaptureNode(topic, imu_topic, imu, depth=queue, imu_wait_s=imu_wait_s)
         if role != 'capture':
             lab = FrameLabellerNode(labeller, f'live:{topic}', queue,
-                                    cap.received_at if cap is not None else None)
+                                    cap.received_at if cap is not None else None,
+                                    reload=reload)
         what = {'both': f'-> {out}', 'capture': f'-> {FRAMES_TOPIC}',
                 'label': f'{FRAMES_TOPIC} -> {out}'}[role]
         log(f'factory live ({role}): {topic}' + (f' + {imu_topic}' if imu_topic else '')
@@ -298,7 +320,8 @@ def run_live(topic: str, detector, out, imu_topic: str = '', threshold: float = 
     if lab is not None:
         summary = labeller.summary()
         out_summary.update({
-            'store': str(out), 'detector': detector.version,
+            'store': str(out), 'detector': labeller.detector.version,
+            'detector_versions': lab.versions, 'reload_errors': lab.counts['reload_errors'],
             'queue_dropped': lab.queue.dropped, 'bad_frames': lab.counts['bad_frames'],
             'label_errors': lab.counts['label_errors'],
             'transport': getattr(lab, 'transport_counters', {}),

@@ -127,11 +127,11 @@ def latest_version(out) -> pathlib.Path:
 
 def train_detector(train_roots, out, eval_roots=(), epochs: int = 30, batch: int = 64,
                    lr: float = 2e-3, seed: int = 0, init: str = '', width: int = 32,
-                   decisions=TRAINABLE, log=print) -> dict:
+                   decisions=TRAINABLE, log=print, extra: dict | None = None) -> dict:
     """
     Train (or, with ``init``, fine-tune) a detector version; save it with its scores.
 
-    Returns the version's record (also in ``v<NNNN>.json``).
+    Returns the version's record (also in ``v<NNNN>.json``; ``extra`` keys added to it).
     """
     torch.manual_seed(seed)
     out = pathlib.Path(out)
@@ -178,7 +178,8 @@ def train_detector(train_roots, out, eval_roots=(), epochs: int = 30, batch: int
               'train': [str(r) for r in train_roots], 'samples': len(images),
               'decisions': list(decisions), 'epochs': epochs, 'seed': seed,
               'train_s': round(time.perf_counter() - t0, 1),
-              'scores': {str(r): evaluate(detector, [r]) for r in eval_roots}}
+              'scores': {str(r): evaluate(detector, [r]) for r in eval_roots},
+              **(extra or {})}
     buf = io.BytesIO()
     torch.save({'version': version, 'classes': list(classes), 'input_size': size,
                 'width': width, 'state_dict': model.state_dict()}, buf)
