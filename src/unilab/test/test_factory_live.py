@@ -164,6 +164,7 @@ def test_capture_and_labeller_in_two_processes_hand_frames_over_shared_memory(tm
     (('--queue', '0'), '--queue 0'),
     (('--duration', '-1'), '--duration'),
     (('--role', 'label', '--detector', ''), 'needs --out STORE and --detector'),
+    (('--reload', '5'), '--reload: needs --detector DIR'),
 ])
 def test_live_refuses_bad_options_in_one_line(tmp_path, capsys, args, needle):
     import torch
