@@ -100,16 +100,19 @@ def _steps():
     return chunk_steps(chunk, 0)
 
 
+@pytest.mark.parametrize('method', ['ppo', 'iql'])
 @pytest.mark.parametrize('layers', ['last', 'all'])
-def test_finetune_changes_only_the_chosen_layers_of_a_copy(layers):
+def test_finetune_changes_only_the_chosen_layers_of_a_copy(layers, method):
     torch.manual_seed(0)
     bundle = _bundle()
     flat0, _ = flatten_state(bundle)
     flat0 = flat0.numpy().copy()
-    cfg = AdaptSection(layers=layers, last_layers=1, lr=1e-2, batch_size=16)
+    cfg = AdaptSection(layers=layers, last_layers=1, lr=1e-2, batch_size=16, method=method)
     new, metrics = finetune(bundle, flat0, _steps(), cfg, AdvantageSection(),
                             PolicyUpdateSection())
     assert np.all(np.isfinite(new)) and metrics['steps'] == 64
+    # IQL (the offline learner) reports its own losses: value, twin Q, policy.
+    assert ('losses/iql_policy' in metrics) == (method == 'iql')
     np.testing.assert_array_equal(flatten_state(bundle)[0].numpy(), flat0)  # template kept
     tuned = _bundle()
     unflatten_into(tuned, torch.from_numpy(new), flatten_state(tuned)[1])

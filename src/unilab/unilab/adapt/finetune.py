@@ -219,7 +219,7 @@ def finetune(bundle: PolicyBundle, flat: np.ndarray, steps: Steps, cfg: AdaptSec
              advantage: AdvantageSection, update: PolicyUpdateSection,
              seed: int = 0) -> tuple[np.ndarray, dict]:
     """
-    Return the flat weights of ``flat`` fine-tuned on ``steps`` by PPO, and the metrics.
+    Return the flat weights of ``flat`` fine-tuned on ``steps`` (``cfg.method``), and metrics.
 
     ``bundle`` is a template (its layout); it is not changed. The observation
     normaliser stays as trained. ``cfg.sabotage`` (bench and tests only) makes
@@ -240,6 +240,9 @@ def finetune(bundle: PolicyBundle, flat: np.ndarray, steps: Steps, cfg: AdaptSec
     t = len(steps)
     params = PPOParams(update=upd, advantage=advantage,
                        num_mini_batches=num_mini_batches_for(cfg.batch_size, t, 1))
+    if cfg.method == 'iql':
+        metrics = _iql(work, steps, cfg, advantage, lr, seed)
+        return _result(work, steps, metrics)
     ppo = PPO(ac, params, 'cpu')
     ppo.optimizer = torch.optim.Adam(trainable, lr=lr)
     storage = RolloutStorage(t, 1, ac.obs_dim, ac.act_dim, 'cpu')
@@ -262,10 +265,41 @@ def finetune(bundle: PolicyBundle, flat: np.ndarray, steps: Steps, cfg: AdaptSec
     storage.compute_returns(last_value, advantage.gamma, advantage.gae_lambda)
     if cfg.sabotage == 'sign_flip':
         storage.advantages.neg_()
-    metrics = dict(ppo.update(storage))
+    return _result(work, steps, dict(ppo.update(storage)))
+
+
+def _result(work: PolicyBundle, steps: Steps, metrics: dict) -> tuple[np.ndarray, dict]:
+    """Return the fine-tuned flat weights (finite, else AdaptDataError) and the metrics."""
     new, _ = flatten_state(work)
     new = new.numpy()
     if not np.all(np.isfinite(new)):
         raise AdaptDataError('fine-tuning produced non-finite weights; candidate discarded')
-    metrics.update({'steps': float(t), 'mean_reward': float(np.mean(steps.reward))})
+    metrics.update({'steps': float(len(steps)), 'mean_reward': float(np.mean(steps.reward))})
     return new, metrics
+
+
+def _iql(work: PolicyBundle, steps: Steps, cfg: AdaptSection, advantage: AdvantageSection,
+         lr: float, seed: int) -> dict:
+    """
+    Fine-tune ``work`` in place by IQL on the window as a fixed dataset; return the losses.
+
+    The offline learner of ``train --offline`` (``unilab_policy.offline.iql``) with the
+    round's trainable layers (``_trainable`` already set them): V is the policy's critic,
+    the twin Q starts fresh. An episode's last step does not bootstrap into the next goal's
+    observation (the dataset's time-out rule: next_obs = obs). ``sign_flip`` (bench and
+    tests only) negates the rewards.
+    """
+    from unilab_policy.offline.dataset import TransitionTensors
+    from unilab_policy.offline.iql import IQL
+    ends = steps.ends.astype(bool)
+    rewards = -steps.reward if cfg.sabotage == 'sign_flip' else steps.reward
+    data = TransitionTensors.from_arrays({
+        'obs': steps.obs, 'actions': steps.actions, 'rewards': rewards,
+        'next_obs': np.where(ends[:, None], steps.obs, steps.next_obs),
+        'terminated': np.zeros(len(steps), np.float32), 'truncated': ends.astype(np.float32)})
+    iql = IQL(work, lr=lr, gamma=advantage.gamma)
+    gen = torch.Generator().manual_seed(seed)
+    losses: dict = {}
+    for _ in range(cfg.epochs * max(1, len(steps) // cfg.batch_size)):
+        losses = iql.update(data, cfg.batch_size, gen)
+    return losses
