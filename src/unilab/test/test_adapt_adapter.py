@@ -181,3 +181,11 @@ def test_a_restarted_adapter_rebuilds_its_window_from_the_closed_recorded_bags(t
     steps = c.window.steps()
     assert set(steps.version.tolist()) == {0} and c.running_episodes() == 0
     assert json.loads((tmp_path / 'adapt' / 'window.json').read_text()) == {'consumed_ns': 1000}
+
+
+@pytest.mark.parametrize('text', ['{', '{"other": 1}', '{"consumed_ns": -5}', '[1]'])
+def test_a_damaged_window_state_is_refused_naming_the_file(tmp_path, text):
+    make_adapter(tmp_path)
+    (tmp_path / 'adapt' / 'window.json').write_text(text)
+    with pytest.raises(ValueError, match='window.json'):
+        make_adapter(tmp_path)

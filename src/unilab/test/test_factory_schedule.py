@@ -102,8 +102,17 @@ def test_watch_trains_as_reviews_come_in_and_live_labelling_takes_the_new_versio
 def test_scheduler_options_are_refused_in_one_line(tmp_path, capsys, setup):
     for args, needle in ((('--watch',), '--watch needs --every'),
                          (('--every', '0'), '--every 0'),
-                         (('--every', '2', '--watch', '--poll', '0'), '--poll 0')):
+                         (('--every', '2', '--watch', '--poll', '0'), '--poll 0'),
+                         (('--every', '2', '--watch', '--poll', 'nan'), '--poll nan'),
+                         (('--every', '2', '--watch', '--duration', 'inf'),
+                          '--duration inf')):
         code = main(['factory', 'finetune', str(tmp_path / 'det'), '--reviewed',
                      str(tmp_path / 'reviewed'), *args])
         err = capsys.readouterr().err
         assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize('every', [0.0, float('nan'), float('inf')])
+def test_a_reload_period_that_is_not_a_finite_positive_time_is_refused(tmp_path, every):
+    with pytest.raises(ValueError, match='--reload'):
+        Reloader(tmp_path, every, open_detector)

@@ -68,9 +68,8 @@ class Adapter:
         self.fuse = Fuse(self.dir / 'fuse.json', cfg.sim_tolerance, cfg.drop_tolerance,
                          cfg.consecutive_drops, cfg.drop_z, cfg.hold_after_rollback)
         self.window = Window(cfg.window_steps)
-        state = self.dir / 'window.json'
         # Wall-clock time (ns) up to which recorded steps were taken into a scored round.
-        self.consumed_ns = json.loads(state.read_text())['consumed_ns'] if state.is_file() else 0
+        self.consumed_ns = _consumed_ns(self.dir / 'window.json')
         self.rounds = 0
         self.bad_chunks = 0
         self.unknown_version_steps = 0
@@ -257,6 +256,20 @@ class Adapter:
             return RoundResult('rejected', f'version {version}: {decision.reason}')
         return RoundResult('deployed', f'version {version}: {decision.reason}',
                            self._deploy(version))
+
+
+def _consumed_ns(path: pathlib.Path) -> int:
+    """Return ``consumed_ns`` of ``window.json`` (0 without one); ValueError naming a bad one."""
+    if not path.is_file():
+        return 0
+    try:
+        value = json.loads(path.read_text())['consumed_ns']
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f'{path}: not a window state ({type(exc).__name__}: {exc}); remove '
+                         'it to replay every recorded step') from None
+    if not isinstance(value, int) or value < 0:
+        raise ValueError(f'{path}: consumed_ns must be an integer >= 0, got {value!r}')
+    return value
 
 
 def _only_version(steps: Steps, version: int) -> Steps:

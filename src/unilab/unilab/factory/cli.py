@@ -85,8 +85,6 @@ def _finetune(args):
                          'versions are compared with the reviewed samples)')
     from unilab.factory.schedule import finetune_if_due, watch
     if args.watch:
-        if args.duration < 0:
-            raise ValueError(f'--duration {args.duration}: must be >= 0')
         records = watch(args.detector, args.reviewed, args.every, train, args.poll,
                         args.duration, log=_log)
     else:

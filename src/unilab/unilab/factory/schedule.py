@@ -15,6 +15,7 @@ each new version up between two frames. Every version is kept with its record an
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 import time
 from typing import Callable
@@ -64,8 +65,10 @@ def finetune_if_due(detector_dir, reviewed, every: int, train: Callable[..., dic
 def watch(detector_dir, reviewed, every: int, train: Callable[..., dict], poll_s: float,
           duration_s: float = 0.0, log=print, sleep=time.sleep) -> list[dict]:
     """Check every ``poll_s`` (for ``duration_s``; 0: until Ctrl-C); return the new records."""
-    if poll_s <= 0:
-        raise ValueError(f'--poll {poll_s}: must be > 0')
+    if not (math.isfinite(poll_s) and poll_s > 0):
+        raise ValueError(f'--poll {poll_s}: must be a finite number > 0')
+    if not (math.isfinite(duration_s) and duration_s >= 0):
+        raise ValueError(f'--duration {duration_s}: must be a finite number >= 0')
     end = time.monotonic() + duration_s if duration_s > 0 else None
     records = []
     try:
@@ -94,8 +97,9 @@ class Reloader:
     """Every ``every_s``, open a newer version of ``directory`` (``open(path)`` -> Detector)."""
 
     def __init__(self, directory, every_s: float, open_detector: Callable, clock=time.monotonic):
-        if every_s <= 0:
-            raise ValueError(f'--reload {every_s}: must be > 0 (s between checks)')
+        if not (math.isfinite(every_s) and every_s > 0):
+            raise ValueError(f'--reload {every_s}: must be a finite number > 0 (s between '
+                             'checks)')
         self.directory, self.every_s, self.open = directory, float(every_s), open_detector
         self.clock = clock
         self._checked = clock()
