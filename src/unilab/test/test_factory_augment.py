@@ -68,6 +68,19 @@ def test_no_rate_no_blur_and_seed_determinism():
     assert float(a.min()) >= 0 and float(a.max()) <= 1
 
 
+def test_colour_gain_scales_each_channel_by_its_drawn_factor():
+    img = torch.full((2, 3, 4, 4), 0.5)
+    only_colour = AugmentConfig(exposure_s=0, brightness=0, contrast=0, saturation=0,
+                                noise_std=0, color=0.2)
+    out, params = Augmenter(only_colour, seed=3)(img)
+    gains = torch.tensor(params['color'])
+    assert gains.shape == (2, 3) and float((gains - 1).abs().max()) <= 0.2
+    assert torch.allclose(out, (0.5 * gains).view(2, 3, 1, 1).expand(2, 3, 4, 4))
+    assert not torch.allclose(gains[:, 0], gains[:, 1])  # per channel, not one factor
+    # Off by default: no draws, so the other draws of a seed stay as they were.
+    assert 'color' not in Augmenter(seed=3)(img)[1]
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='no CUDA device')
 def test_cuda_matches_cpu():
     img = torch.rand(4, 3, 24, 32, generator=torch.Generator().manual_seed(2))

@@ -8,9 +8,12 @@ from factory_helpers import CLASSES, ground_truth_store, H, stub_detector, StubM
 import numpy as np
 import pytest
 import torch
-from unilab.factory.detector import frame_confidence, load_detector, SlotDetector
+from unilab.factory.detector import (build_detector, CenterDetector, frame_confidence,
+                                     load_detector, SlotDetector)
 from unilab.factory.metrics import box_iou, match_frame, summarise
-from unilab.factory.train import latest_version, open_detector, train_detector
+from unilab.factory.store import SampleStore
+from unilab.factory.train import (calibrate, center_loss, latest_version, open_detector,
+                                  train_detector)
 
 
 def test_iou_and_matching_by_hand():
@@ -33,15 +36,73 @@ def test_frame_confidence_rule():
     assert frame_confidence(np.zeros((1, 0)))[0] == 1.0
 
 
-def test_slot_detector_meets_the_contract():
-    model = SlotDetector(3, (32, 48), width=8).eval()
+@pytest.mark.parametrize('arch', [SlotDetector, CenterDetector])
+def test_our_detectors_meet_the_contract(arch):
+    model = arch(3, (32, 48), width=8).eval()
     with torch.no_grad():
         boxes, scores, labels = model(torch.rand(2, 3, 32, 48))
     assert boxes.shape == (2, 3, 4) and scores.shape == (2, 3) and labels.shape == (2, 3)
     assert float(boxes.min()) >= 0 and float(boxes.max()) <= 1
     assert torch.all(boxes[..., 2] >= boxes[..., 0]) and labels[1].tolist() == [0, 1, 2]
     with pytest.raises(ValueError, match='multiples of 16'):
-        SlotDetector(3, (30, 48))
+        arch(3, (30, 48))
+
+
+def _peak_maps(k=3, hh=8, ww=12, cell=(2, 3)):
+    """Maps whose class-0 heat peaks at ``cell`` (row, col); offsets, sizes, quality 0."""
+    maps = torch.zeros(1, k, CenterDetector.PER_CLASS, hh, ww)
+    maps[:, :, 0] = -5.0
+    maps[0, 0, 0, cell[0], cell[1]] = 5.0
+    return maps
+
+
+def test_center_detector_decodes_at_the_heatmap_peak():
+    maps = _peak_maps()
+    index = CenterDetector.peaks(maps)
+    assert index[0, 0].item() == 2 * 12 + 3
+    boxes, quality = CenterDetector.decode_at(maps, index)
+    # Offset logits 0 -> the middle of the cell; size logits 0 -> half the image.
+    cx, cy = 3.5 / 12, 2.5 / 8
+    assert boxes[0, 0].tolist() == pytest.approx([cx - 0.25, cy - 0.25, cx + 0.25,
+                                                 cy + 0.25])
+    assert quality[0].tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match='architecture `yolo`'):
+        build_detector('yolo', 3, (32, 48), 8)
+
+
+def test_center_quality_is_trained_on_whether_the_peak_box_matches():
+    maps = _peak_maps()
+    cx, cy = 3.5 / 12, 2.5 / 8
+    right = torch.tensor([[cx - 0.25, cy - 0.25, cx + 0.25, cy + 0.25]])
+    boxes = torch.zeros(1, 3, 4)
+    present = torch.tensor([[1.0, 0.0, 0.0]])
+    boxes[0, 0] = right
+    maps.requires_grad_(True)
+    loss, parts = center_loss(maps, torch.zeros(1, 3), boxes, present)
+    assert parts['peak_correct'] == 1.0 and torch.isfinite(loss)
+    loss.backward()
+    q = maps.grad[0, 0, 5]
+    # The quality logit is pushed up at the peak only (target 1, logit 0): a negative
+    # gradient there, none elsewhere; absent classes get no quality gradient.
+    assert q[2, 3] < 0 and q.abs().sum() == pytest.approx(q[2, 3].abs().item())
+    assert maps.grad[0, 1, 5].abs().sum() == 0
+    # The same peak against a box elsewhere: the decoded box does not match -> target 0.
+    boxes[0, 0] = torch.tensor([0.7, 0.7, 0.9, 0.9])
+    _, parts = center_loss(_peak_maps(), torch.zeros(1, 3), boxes, present)
+    assert parts['peak_correct'] == 0.0
+
+
+def test_center_detector_exports_to_onnx_with_the_same_detections(tmp_path):
+    model = CenterDetector(len(CLASSES), (H, W), width=8).eval()
+    onnx = tmp_path / 'centers.onnx'
+    torch.onnx.export(model, (torch.zeros(1, 3, H, W),), str(onnx), input_names=['images'],
+                      dynamic_axes={'images': {0: 'b'}}, dynamo=False)
+    frames = np.random.default_rng(0).integers(0, 255, (2, H, W, 3), dtype=np.uint8)
+    from unilab.factory.detector import Detector
+    want = Detector(model, CLASSES, (H, W))(frames)
+    got = load_detector(onnx, classes=list(CLASSES), input_size=(H, W))(frames)
+    assert np.allclose(got.boxes, want.boxes, atol=1e-3)
+    assert np.allclose(got.scores, want.scores, atol=1e-4)
 
 
 def test_user_modules_load_from_torchscript_and_onnx(tmp_path):
@@ -79,7 +140,7 @@ def test_versions_are_kept_with_scores(tmp_path):
         latest_version(out)
     torch.set_num_threads(1)
     r1 = train_detector([train], out, [held], epochs=1, batch=8, width=8, log=None)
-    assert r1['version'] == 'v0001' and r1['samples'] == 16
+    assert r1['version'] == 'v0001' and r1['samples'] == 16 and r1['arch'] == 'centers'
     scores = r1['scores'][str(held)]
     assert scores['frames'] == 4 and 0 <= scores['precision'] <= 1
     r2 = train_detector([train], out, [held], epochs=1, batch=8, init=str(out / 'v0001.pt'),
@@ -90,3 +151,46 @@ def test_versions_are_kept_with_scores(tmp_path):
     det = open_detector(out)
     assert det.version == 'v0002' and det.classes == ('upper_arm', 'forearm', 'wrist')
     assert det(np.zeros((1, H, W, 3), np.uint8)).boxes.shape == (1, 3, 4)
+    assert isinstance(det.fn, CenterDetector)
+    # Without --calibrate a version has no threshold of its own.
+    assert r1['threshold'] is None and det.threshold is None
+
+
+def test_a_version_keeps_the_threshold_calibrated_on_held_out_frames(tmp_path):
+    train = ground_truth_store(tmp_path / 'train', 16, seed=1).root
+    cal = ground_truth_store(tmp_path / 'cal', 6, seed=3).root
+    torch.set_num_threads(1)
+    r = train_detector([train], tmp_path / 'det', epochs=1, batch=8, width=8, log=None,
+                       calibrate_roots=[cal])
+    det = open_detector(tmp_path / 'det')
+    assert r['calibration']['stores'] == [str(cal)] and r['calibration']['precision'] == 0.95
+    assert det.threshold == r['threshold'] == calibrate(det, [cal])['threshold']
+    assert 0.0 <= r['calibration']['share'] <= 1.0
+    # The threshold is the confidence of the last frame accepted: none at all (None) or
+    # one at which the frames down to it reach the precision.
+    if det.threshold is not None:
+        assert 0.5 <= det.threshold <= 1.0
+    SampleStore(tmp_path / 'empty', create=True)
+    with pytest.raises(ValueError, match='calibration: no ground-truth samples'):
+        calibrate(det, [tmp_path / 'empty'])
+
+
+def test_slot_versions_train_fine_tune_and_load(tmp_path):
+    """The first architecture stays usable; a version file from before ``arch`` loads."""
+    train = ground_truth_store(tmp_path / 'train', 8, seed=1).root
+    out = tmp_path / 'det'
+    torch.set_num_threads(1)
+    r1 = train_detector([train], out, epochs=1, batch=4, width=8, log=None, arch='slots')
+    assert r1['arch'] == 'slots'
+    r2 = train_detector([train], out, epochs=1, batch=4, init=str(out / 'v0001.pt'),
+                        log=None)
+    assert r2['arch'] == 'slots'  # a fine-tune keeps its parent's architecture
+    saved = torch.load(out / 'v0002.pt', weights_only=True)
+    del saved['arch']  # as the first versions were written
+    torch.save(saved, out / 'v0003.pt')
+    det = load_detector(out / 'v0003.pt')
+    assert isinstance(det.fn, SlotDetector)
+    assert det(np.zeros((1, H, W, 3), np.uint8)).scores.shape == (1, 3)
+    with pytest.raises(ValueError, match='architecture `bogus`'):
+        train_detector([train], tmp_path / 'other', epochs=1, batch=4, width=8, log=None,
+                       arch='bogus')

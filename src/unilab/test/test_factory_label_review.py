@@ -13,8 +13,9 @@ import pytest
 from unilab.bag.storage import BagWriter
 from unilab.factory.export import export_store
 from unilab.factory.image_bag import image_bytes, IMAGE_TYPE, write_image_bag
-from unilab.factory.label import label_bag
+from unilab.factory.label import decision_threshold, label_bag, Labeller
 from unilab.factory.review_server import make_server
+from unilab.factory.metrics import share_at_precision
 from unilab.factory.score import score_pseudo_labels, simulate_review
 from unilab.factory.store import SampleStore
 
@@ -42,6 +43,27 @@ def test_unsure_frames_are_queued(labelled):
     assert len(t['labels']) == 0
     t, _ = store.read(ms[0]['id'])
     assert t['boxes'].tolist() == [[8, 4, 24, 20]] and t['labels'].tolist() == [0]
+
+
+def test_a_versions_calibrated_threshold_decides_unless_one_is_given(tmp_path):
+    bag = write_image_bag(tmp_path / 'bag', [frame_with_score(s) for s in SCORES])
+    det = stub_detector()
+    assert decision_threshold(det) == 0.7  # no calibrated threshold: the default
+    det.threshold = 0.8
+    assert decision_threshold(det) == 0.8 and decision_threshold(det, 0.5) == 0.5
+    with pytest.raises(ValueError, match='--threshold 1.5'):
+        decision_threshold(det, 1.5)
+    own = label_bag(bag, det, tmp_path / 'own')
+    assert (own['auto'], own['pending'], own['threshold']) == (2, 3, 0.8)  # 0.95, 0.9
+    given = label_bag(bag, det, tmp_path / 'given', threshold=0.7)
+    assert (given['auto'], given['threshold']) == (3, 0.7)
+    assert {m['threshold'] for m in SampleStore(tmp_path / 'own').manifests()} == {0.8}
+    # A reload to a version with another threshold decides the next frames by it.
+    labeller = Labeller(det, SampleStore(tmp_path / 'live', create=True))
+    first = labeller(frame_with_score(0.75), 'x', '/camera/image_raw', 1, 'cam')
+    det.threshold = 0.7
+    second = labeller(frame_with_score(0.75), 'x', '/camera/image_raw', 2, 'cam')
+    assert (first['decision'], second['decision']) == ('pending', 'auto')
 
 
 def test_bad_images_are_counted_and_bad_topics_named(tmp_path):
@@ -119,6 +141,8 @@ def test_score_and_export(tmp_path):
     # The stub's score (pixel red = 40/255 = 0.16) keeps nothing: confident, all missed.
     assert s['auto_accept_share'] == 1.0 and s['recall'] == 0.0
     assert s['recall_after_review'] == 0.0
+    # Nothing kept, nothing wrong: every frame can be auto-accepted at any precision.
+    assert s['auto_accept_share_at_p95'] == 1.0 and s['threshold_at_p95'] is not None
     out = export_store(store.root, tmp_path / 'aug', copies=2, seed=3)
     assert out['written'] == 6
     aug = SampleStore(tmp_path / 'aug')
@@ -130,6 +154,17 @@ def test_score_and_export(tmp_path):
                                                                           t0['image'])
     with pytest.raises(ValueError, match='another store'):
         export_store(store.root, store.root)
+
+
+def test_share_at_precision_by_hand():
+    # Five frames by confidence: right, right, wrong box, right, two of three right.
+    conf = [0.99, 0.95, 0.9, 0.9, 0.6]
+    tp, fp = [3, 3, 2, 3, 2], [0, 0, 1, 0, 1]
+    # 0.95: the first two (6 of 6); the tie at 0.9 goes together (11 of 12 = 0.917).
+    assert share_at_precision(conf, tp, fp, 0.95) == (0.4, 0.95)
+    assert share_at_precision(conf, tp, fp, 0.9) == (0.8, 0.9)
+    assert share_at_precision(conf, tp, fp, 0.85) == (1.0, 0.6)  # 13 of 15 = 0.867
+    assert share_at_precision([0.9], [0], [3], 0.5) == (0.0, None)
 
 
 def test_simulated_review_corrects_from_ground_truth(tmp_path):

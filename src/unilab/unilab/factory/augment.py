@@ -41,6 +41,8 @@ class AugmentConfig:
     """Saturation factor drawn from 1 +- this."""
     noise_std: float = 0.02
     """Gaussian pixel noise (images in 0..1)."""
+    color: float = 0.0
+    """Per-channel gain drawn from 1 +- this (white balance); 0 draws nothing."""
 
 
 def line_kernel(dx: float, dy: float, substeps: int = 32) -> torch.Tensor:
@@ -121,6 +123,10 @@ class Augmenter:
         contrast = self._uniform(b, c.contrast).view(b, 1, 1, 1)
         sat = self._uniform(b, c.saturation).view(b, 1, 1, 1)
         x = x * bright
+        if c.color > 0:
+            gain = self._uniform(b * 3, c.color).view(b, 3, 1, 1)
+            x = x * gain
+            params['color'] = gain.view(b, 3).tolist()
         mean = x.mean(dim=(1, 2, 3), keepdim=True)
         x = (x - mean) * contrast + mean
         gray = (x * torch.tensor([0.299, 0.587, 0.114], device=x.device).view(1, 3, 1, 1)) \

@@ -59,7 +59,8 @@ def _render(args):
 def _train(args):
     from unilab.factory.train import train_detector
     rec = train_detector(args.train, args.out, args.eval, args.epochs, args.batch,
-                         seed=args.seed, width=args.width, log=_log)
+                         seed=args.seed, width=args.width, log=_log, arch=args.arch,
+                         calibrate_roots=args.calibrate)
     print(json.dumps(rec, indent=2))
 
 
@@ -73,7 +74,7 @@ def _finetune(args):
         return train_detector(list(args.reviewed) + list(args.replay), out, args.eval,
                               args.epochs, args.batch, lr=args.lr, seed=args.seed, init=init,
                               decisions=('ground_truth', 'accepted', 'corrected'), log=_log,
-                              extra=extra)
+                              extra=extra, calibrate_roots=args.calibrate)
     if args.every is None:
         if args.watch:
             raise ValueError('--watch needs --every N (new reviewed samples per version)')
@@ -207,8 +208,9 @@ def add_commands(sub) -> None:
                        'TorchScript .ts or an ONNX file')
         p.add_argument('--classes', help='class names, comma-separated (.ts / .onnx)')
         p.add_argument('--input-size', metavar='HxW', help='model input size (.ts / .onnx)')
-        p.add_argument('--threshold', type=float, default=0.7,
-                       help='frames below this confidence go to review (0.7)')
+        p.add_argument('--threshold', type=float, default=None,
+                       help='frames below this confidence go to review (default: the '
+                       "version's calibrated threshold, else 0.7)")
 
     r = cmd('render', _render, 'render the arm with exact boxes into a sample store')
     r.add_argument('out', help='store directory (created; more frames are appended)')
@@ -225,9 +227,15 @@ def add_commands(sub) -> None:
     t.add_argument('--train', nargs='+', required=True, metavar='STORE')
     t.add_argument('--eval', nargs='*', default=[], metavar='STORE',
                    help='held-out stores to score the version on')
+    t.add_argument('--calibrate', nargs='*', default=[], metavar='STORE',
+                   help='held-out ground-truth stores of the training domain: the version '
+                   'keeps the confidence at which they are auto-accepted with precision 0.95')
     t.add_argument('--epochs', type=int, default=30)
     t.add_argument('--batch', type=int, default=64)
     t.add_argument('--width', type=int, default=32, help='channels of the first blocks')
+    t.add_argument('--arch', default='centers',
+                   help='architecture (docs/factory.md): `centers` (centre heatmaps, the '
+                        'default) or `slots` (the first, fully connected slots)')
     t.add_argument('--seed', type=int, default=0)
 
     ft = cmd('finetune', _finetune, 'fine-tune the latest version on reviewed samples')
@@ -237,6 +245,9 @@ def add_commands(sub) -> None:
     ft.add_argument('--replay', nargs='*', default=[], metavar='STORE',
                     help='ground-truth stores mixed in, so earlier skills are kept')
     ft.add_argument('--eval', nargs='*', default=[], metavar='STORE')
+    ft.add_argument('--calibrate', nargs='*', default=[], metavar='STORE',
+                    help='held-out ground-truth stores of the training domain: the version '
+                    'keeps the confidence at which they are auto-accepted with precision 0.95')
     ft.add_argument('--epochs', type=int, default=5)
     ft.add_argument('--batch', type=int, default=64)
     ft.add_argument('--lr', type=float, default=5e-4)

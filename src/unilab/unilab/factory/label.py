@@ -4,7 +4,9 @@
 Pseudo-labels: run the detector on frames, store every frame, queue the unsure ones.
 
 A frame whose confidence (``detector.frame_confidence``) is at least ``threshold`` is
-stored as ``auto``; below it as ``pending``, which is the review queue. ``label_bag``
+stored as ``auto``; below it as ``pending``, which is the review queue. Without a given
+threshold the detector version's calibrated one is used (``train.calibrate``), else
+``DEFAULT_THRESHOLD``; after a live reload, the new version's. ``label_bag``
 reads ``sensor_msgs/Image`` messages from a bag (``unilab record --topics
 /camera/image_raw``); a message that cannot be used (unknown encoding, wrong data length)
 is counted by reason and skipped. Latencies are measured per frame: ``label`` (detector)
@@ -37,20 +39,38 @@ def to_rgb8(img: np.ndarray, encoding: str) -> np.ndarray:
     raise ValueError(f'encoding `{encoding}`: expected rgb8, bgr8, rgba8, bgra8 or mono8')
 
 
+def decision_threshold(detector: Detector, given: float | None = None) -> float:
+    """Return ``given``, else the detector's calibrated threshold, else the default."""
+    if given is not None:
+        if not 0.0 < given <= 1.0:
+            raise ValueError(f'--threshold {given}: must be in (0, 1]')
+        return float(given)
+    own = getattr(detector, 'threshold', None)
+    return float(own) if own is not None else DEFAULT_THRESHOLD
+
+
 class Labeller:
     """Detect, decide and store one frame at a time; counts and latencies kept."""
 
     def __init__(self, detector: Detector, store: SampleStore,
-                 threshold: float = DEFAULT_THRESHOLD, prefix: str = 'frame-'):
-        """Label into ``store``; ``threshold`` in (0, 1] splits auto from pending."""
-        if not 0.0 < threshold <= 1.0:
-            raise ValueError(f'--threshold {threshold}: must be in (0, 1]')
-        self.detector, self.store, self.threshold = detector, store, float(threshold)
+                 threshold: float | None = None, prefix: str = 'frame-'):
+        """
+        Label into ``store``; ``threshold`` in (0, 1] splits auto from pending (None: the
+        detector's own, see ``decision_threshold``).
+        """
+        if threshold is not None:
+            decision_threshold(detector, threshold)  # refuse a bad value now
+        self.detector, self.store, self.given = detector, store, threshold
         self.prefix = prefix
         self._next = int(store.next_id(prefix)[len(prefix):])
         self.counts = {'auto': 0, 'pending': 0, 'skipped': {}}
         self.label_ms: list[float] = []
         self.ingest_ms: list[float] = []
+
+    @property
+    def threshold(self) -> float:
+        """The threshold in use: the given one, else the current detector's."""
+        return decision_threshold(self.detector, self.given)
 
     def skip(self, reason: str) -> None:
         """Count a frame that could not be used."""
@@ -64,11 +84,12 @@ class Labeller:
         t1 = time.perf_counter()
         conf = float(frame_confidence(d.scores)[0])
         keep = d.scores[0] >= KEEP_SCORE
-        decision = 'auto' if conf >= self.threshold else 'pending'
+        threshold = self.threshold
+        decision = 'auto' if conf >= threshold else 'pending'
         manifest = {'source': source, 'topic': topic, 'stamp_ns': int(stamp_ns),
                     'frame_id': frame_id, 'detector_version': self.detector.version,
                     'decision': decision, 'confidence': round(conf, 4),
-                    'classes': list(self.detector.classes), 'threshold': self.threshold,
+                    'classes': list(self.detector.classes), 'threshold': threshold,
                     **(extra or {})}
         sample_id = f'{self.prefix}{self._next:07d}'
         self.store.write(sample_id, image, d.boxes[0][keep], d.labels[0][keep],
@@ -84,14 +105,15 @@ class Labeller:
         """Return counts and latency percentiles (ms)."""
         def pct(v, q):
             return round(float(np.percentile(v, q)), 3) if v else None
-        return {**self.counts, 'label_p50_ms': pct(self.label_ms, 50),
+        return {**self.counts, 'threshold': self.threshold,
+                'label_p50_ms': pct(self.label_ms, 50),
                 'label_p99_ms': pct(self.label_ms, 99),
                 'ingest_p50_ms': pct(self.ingest_ms, 50),
                 'ingest_p99_ms': pct(self.ingest_ms, 99)}
 
 
 def label_bag(bag, detector: Detector, out, topic: str = '/camera/image_raw',
-              threshold: float = DEFAULT_THRESHOLD) -> dict:
+              threshold: float | None = None) -> dict:
     """Pseudo-label every image of ``topic`` in ``bag`` into the store ``out``."""
     from unilab.bag.storage import BagReader
     from unilab_perception.ingest import InvalidMessage, read_image

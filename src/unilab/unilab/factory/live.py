@@ -255,7 +255,7 @@ def _pct(values, q):
 ROLES = ('both', 'capture', 'label')
 
 
-def run_live(topic: str, detector, out, imu_topic: str = '', threshold: float = 0.7,
+def run_live(topic: str, detector, out, imu_topic: str = '', threshold: float | None = None,
              duration_s: float = 0.0, queue: int = 8, imu_to_camera=(0.0, 0.0, 0.0, 1.0),
              imu_tolerance_s: float = 0.02, log=print, until=None, role: str = 'both',
              imu_wait_s: float = 0.1, reload=None) -> dict:

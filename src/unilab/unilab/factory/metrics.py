@@ -76,3 +76,27 @@ def pr_curve(scores_gt: list[tuple], thresholds=np.linspace(0.05, 0.95, 19)) -> 
         out.append({'threshold': float(t), 'precision': s['precision'],
                     'recall': s['recall']})
     return out
+
+
+#: Precisions of the auto-accepted frames at which the best share is reported.
+SHARE_AT_PRECISION = (0.89, 0.95)
+
+
+def share_at_precision(confidence, tp, fp, precision: float) -> tuple[float, float | None]:
+    """
+    Return (share, threshold): the most frames a confidence threshold accepts with a box
+    precision >= ``precision`` among them (0.0, None where no threshold does).
+
+    Frames with equal confidence are accepted or queued together.
+    """
+    conf = np.asarray(confidence, np.float64)
+    order = np.argsort(-conf, kind='stable')
+    conf, tp, fp = conf[order], np.asarray(tp)[order], np.asarray(fp)[order]
+    ctp, cfp = np.cumsum(tp), np.cumsum(fp)
+    last_of_tie = np.append(conf[1:] != conf[:-1], True)
+    best, threshold = 0.0, None
+    for i in np.flatnonzero(last_of_tie):
+        kept = ctp[i] + cfp[i]
+        if (kept == 0 or ctp[i] / kept >= precision) and (i + 1) / len(conf) > best:
+            best, threshold = float((i + 1) / len(conf)), float(conf[i])
+    return best, threshold

@@ -9,7 +9,10 @@ recall of all pseudo-labels (``precision``, ``recall``, ``frame_accuracy``), of 
 auto-accepted frames only (``auto_precision``, ...), the share of frames auto-accepted
 (``auto_accept_share``: the labelling work saved), and after one simulated review round
 in which every queued frame gets its ground truth (``precision_after_review``,
-``recall_after_review``).
+``recall_after_review``). ``auto_accept_share_at_p95`` / ``threshold_at_p95`` (and
+``_p89``): the largest share of frames a confidence threshold auto-accepts with a
+precision of at least 0.95 (0.89) on these frames, and that threshold; chosen on the
+scored frames themselves, so an upper bound for a threshold fixed beforehand.
 """
 
 from __future__ import annotations
@@ -17,21 +20,28 @@ from __future__ import annotations
 import numpy as np
 
 from unilab.factory.detector import Detector, frame_confidence
-from unilab.factory.label import DEFAULT_THRESHOLD
-from unilab.factory.metrics import match_frame, pr_curve, summarise
+from unilab.factory.label import decision_threshold
+from unilab.factory.metrics import (match_frame, pr_curve, share_at_precision,
+                                    SHARE_AT_PRECISION, summarise)
 from unilab.factory.store import SampleStore
 from unilab.factory.train import detect_ground_truth
 
 
-def score_pseudo_labels(detector: Detector, roots, threshold: float = DEFAULT_THRESHOLD,
+def score_pseudo_labels(detector: Detector, roots, threshold: float | None = None,
                         curve: bool = False) -> dict:
-    """Return the pseudo-label figures of ``detector`` on the stores ``roots``."""
-    all_frames, auto, reviewed, raw = [], [], [], []
+    """
+    Return the pseudo-label figures of ``detector`` on the stores ``roots``.
+
+    ``threshold`` None: the one ``label`` would use (``label.decision_threshold``).
+    """
+    threshold = decision_threshold(detector, threshold)
+    all_frames, auto, reviewed, raw, conf = [], [], [], [], []
     for f in detect_ground_truth(detector, roots):
         raw.append(f)
         result = match_frame(*f)
         all_frames.append(result)
-        if frame_confidence(f[1][None])[0] >= threshold:
+        conf.append(frame_confidence(f[1][None])[0])
+        if conf[-1] >= threshold:
             auto.append(result)
             reviewed.append(result)
         else:  # the reviewer's correction is the ground truth itself
@@ -49,6 +59,11 @@ def score_pseudo_labels(detector: Detector, roots, threshold: float = DEFAULT_TH
            'auto_frame_accuracy': s_auto['frame_accuracy'] if auto else None,
            'precision_after_review': s_rev['precision'],
            'recall_after_review': s_rev['recall']}
+    for p in SHARE_AT_PRECISION:
+        share, at = share_at_precision(conf, [f['tp'] for f in all_frames],
+                                       [f['fp'] for f in all_frames], p)
+        out[f'auto_accept_share_at_p{round(p * 100)}'] = share
+        out[f'threshold_at_p{round(p * 100)}'] = at
     out = {k: round(v, 4) if isinstance(v, float) else v for k, v in out.items()}
     if curve:
         out['pr_curve'] = pr_curve(raw)

@@ -1,17 +1,20 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-Train, fine-tune and score the slot detector; every version kept with its scores.
+Train, fine-tune and score our detectors; every version kept with its scores.
 
 Versions live in ``DIR/v<NNNN>.pt`` (weights, classes, input size; loadable with
 ``weights_only=True``) beside ``DIR/v<NNNN>.json`` (scores on the held-out stores, the
 training stores, the parent version); ``DIR/latest.json`` names the newest. All three are
 written atomically, the pointer last, so a reader never sees a version without scores.
 
-Loss per slot (present classes only for the box terms): L1 on (cx, cy, w, h) plus
-1 - GIoU (Rezatofighi et al. 2019, arXiv:1902.09630) for the box, binary cross-entropy
-for presence, and binary cross-entropy of the IoU logit against the IoU the predicted box
-actually has (detached), so the score tracks box quality.
+Box terms for both architectures (present classes only): L1 on (cx, cy, w, h) plus
+1 - GIoU (Rezatofighi et al. 2019, arXiv:1902.09630), and binary cross-entropy for
+presence. ``centers``: CenterNet's penalty-reduced focal loss on the heatmaps (a Gaussian
+around the centre cell), the box decoded at the ground-truth centre cell, and binary
+cross-entropy of the quality logit at the heatmap's peak against whether the box decoded
+there matches (IoU >= ``MATCH_IOU``). ``slots``: binary cross-entropy of the IoU logit
+against the IoU the predicted box actually has (detached).
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ import torch
 import torch.nn.functional as F
 
 from unilab.factory.augment import AugmentConfig, Augmenter
-from unilab.factory.detector import Detector, load_detector, SlotDetector
-from unilab.factory.metrics import match_frame, pr_curve, summarise
+from unilab.factory.detector import (build_detector, CenterDetector, Detector,
+                                     frame_confidence, load_detector, MATCH_IOU, SlotDetector)
+from unilab.factory.metrics import match_frame, pr_curve, share_at_precision, summarise
 from unilab.factory.scene import CLASSES
 from unilab.factory.store import SampleStore, TRAINABLE
 from unilab_core.atomic import atomic_write_bytes, atomic_write_text
@@ -76,14 +80,62 @@ def giou(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return iou, iou - (hull - union) / hull
 
 
+#: Photometric randomisation while training (no blur): wider than a camera's usual drift so
+#: that a detector trained on renders meets other light, white balance and sensor noise.
+TRAIN_AUGMENT = AugmentConfig(exposure_s=0.0, brightness=0.5, contrast=0.3, saturation=0.3,
+                              color=0.15, noise_std=0.03)
+
+
+def _cxcywh(x: torch.Tensor) -> torch.Tensor:
+    return torch.cat([(x[..., :2] + x[..., 2:]) / 2, x[..., 2:] - x[..., :2]], -1)
+
+
+def _box_terms(pred, boxes, present):
+    """Return (IoU, L1 on cx/cy/w/h, 1 - GIoU) of predicted boxes, over present classes."""
+    iou, g = giou(pred, boxes)
+    n = present.sum().clamp(min=1)
+    l1 = ((_cxcywh(pred) - _cxcywh(boxes)).abs().sum(-1) * present).sum() / n
+    return iou, l1, ((1 - g) * present).sum() / n
+
+
+def center_loss(maps, presence, boxes, present) -> tuple[torch.Tensor, dict]:
+    """Return the training loss of ``CenterDetector.raw`` outputs and its parts."""
+    b, k, _, hh, ww = maps.shape
+    size = torch.tensor([ww, hh], dtype=maps.dtype)
+    centre = (boxes[..., :2] + boxes[..., 2:]) / 2 * size          # in cells
+    cell = torch.minimum(centre.floor(), size - 1).clamp(min=0)     # [B, K, 2] (col, row)
+    index = (cell[..., 1] * ww + cell[..., 0]).long()
+    extent = (boxes[..., 2:] - boxes[..., :2]) * size
+    sigma = (extent.min(dim=-1).values / 6).clamp(min=0.5)
+    xs = torch.arange(ww, dtype=maps.dtype).view(1, 1, 1, ww)
+    ys = torch.arange(hh, dtype=maps.dtype).view(1, 1, hh, 1)
+    d2 = (xs - cell[..., 0, None, None]) ** 2 + (ys - cell[..., 1, None, None]) ** 2
+    target = torch.exp(-d2 / (2 * sigma[..., None, None] ** 2)) * present[..., None, None]
+    pos = (d2 == 0) & (present[..., None, None] > 0)
+    heat = torch.sigmoid(maps[:, :, 0]).clamp(1e-4, 1 - 1e-4)
+    focal = torch.where(pos, -torch.log(heat) * (1 - heat) ** 2,
+                        -torch.log(1 - heat) * heat ** 2 * (1 - target) ** 4)
+    n = present.sum().clamp(min=1)
+    lh = focal.sum() / n
+    pred, _ = CenterDetector.decode_at(maps, index)
+    _, l1, lg = _box_terms(pred, boxes, present)
+    lp = F.binary_cross_entropy_with_logits(presence, present)
+    at_peak, quality = CenterDetector.decode_at(maps, CenterDetector.peaks(maps).detach())
+    iou_peak, _ = giou(at_peak.detach(), boxes)
+    correct = (iou_peak >= MATCH_IOU).to(maps.dtype)
+    lq = (F.binary_cross_entropy_with_logits(quality, correct, reduction='none')
+          * present).sum() / n
+    loss = lh + 5 * l1 + 2 * lg + lp + lq
+    return loss, {'heat': lh.item(), 'l1': l1.item(), 'giou': lg.item(),
+                  'presence': lp.item(), 'quality': lq.item(),
+                  'peak_correct': ((correct * present).sum() / n).item()}
+
+
 def slot_loss(raw, boxes, present) -> tuple[torch.Tensor, dict]:
     """Return the training loss of slot outputs ``raw`` [B, K, 6] and its parts."""
     pred, _ = SlotDetector.decode(raw)
-    iou, g = giou(pred, boxes)
-    cxcy = lambda x: torch.cat([(x[..., :2] + x[..., 2:]) / 2, x[..., 2:] - x[..., :2]], -1)  # noqa: E731, E501
+    iou, l1, lg = _box_terms(pred, boxes, present)
     n = present.sum().clamp(min=1)
-    l1 = ((cxcy(pred) - cxcy(boxes)).abs().sum(-1) * present).sum() / n
-    lg = ((1 - g) * present).sum() / n
     lp = F.binary_cross_entropy_with_logits(raw[..., 4], present)
     li = (F.binary_cross_entropy_with_logits(raw[..., 5], iou.detach(), reduction='none')
           * present).sum() / n
@@ -111,6 +163,34 @@ def evaluate(detector: Detector, roots, curve: bool = False) -> dict:
     return out
 
 
+#: Box precision the calibrated threshold keeps on the calibration frames.
+CALIBRATION_PRECISION = 0.95
+
+
+def calibrate(detector: Detector, roots, precision: float = CALIBRATION_PRECISION) -> dict:
+    """
+    Return the auto-accept threshold of ``detector`` calibrated on held-out ``roots``.
+
+    The lowest frame confidence at which the ground-truth frames of ``roots`` are
+    auto-accepted with a box precision of at least ``precision``
+    (``metrics.share_at_precision``); ``threshold`` None where none reaches it. Calibrate
+    on frames of the training domain that were not trained on, never on the frames the
+    threshold is then judged on.
+    """
+    conf, tp, fp = [], [], []
+    for f in detect_ground_truth(detector, roots):
+        result = match_frame(*f)
+        conf.append(float(frame_confidence(f[1][None])[0]))
+        tp.append(result['tp'])
+        fp.append(result['fp'])
+    if not conf:
+        raise ValueError(f'calibration: no ground-truth samples in {", ".join(map(str, roots))}')
+    share, threshold = share_at_precision(conf, tp, fp, precision)
+    return {'stores': [str(r) for r in roots], 'precision': precision,
+            'threshold': threshold,
+            'share': round(share, 4)}
+
+
 def _next_version(out: pathlib.Path) -> str:
     taken = [int(p.stem[1:]) for p in out.glob('v*.pt') if p.stem[1:].isdigit()]
     return f'v{(max(taken) + 1) if taken else 1:04d}'
@@ -125,12 +205,24 @@ def latest_version(out) -> pathlib.Path:
     return pathlib.Path(out) / json.loads(pointer.read_text())['file']
 
 
+def detector_loss(model, images, boxes, present) -> tuple[torch.Tensor, dict]:
+    """Return the training loss of either architecture on a batch, and its parts."""
+    if isinstance(model, CenterDetector):
+        return center_loss(*model.raw(images), boxes, present)
+    return slot_loss(model.raw(images), boxes, present)
+
+
 def train_detector(train_roots, out, eval_roots=(), epochs: int = 30, batch: int = 64,
                    lr: float = 2e-3, seed: int = 0, init: str = '', width: int = 32,
-                   decisions=TRAINABLE, log=print, extra: dict | None = None) -> dict:
+                   decisions=TRAINABLE, log=print, extra: dict | None = None,
+                   arch: str = 'centers', calibrate_roots=()) -> dict:
     """
     Train (or, with ``init``, fine-tune) a detector version; save it with its scores.
 
+    ``arch`` names the architecture of a new detector (a fine-tune keeps its parent's).
+    With ``calibrate_roots`` the version carries its auto-accept threshold (``calibrate``;
+    ``label`` and ``live`` use it unless given one); without, it has none (not the
+    parent's: a fine-tune moves the confidences).
     Returns the version's record (also in ``v<NNNN>.json``; ``extra`` keys added to it).
     """
     torch.manual_seed(seed)
@@ -139,7 +231,9 @@ def train_detector(train_roots, out, eval_roots=(), epochs: int = 30, batch: int
     parent = ''
     if init:
         saved = torch.load(init, map_location='cpu', weights_only=True)
-        model = SlotDetector(len(saved['classes']), saved['input_size'], saved['width'])
+        arch = saved.get('arch', 'slots')
+        model = build_detector(arch, len(saved['classes']), saved['input_size'],
+                               saved['width'])
         model.load_state_dict(saved['state_dict'])
         classes, size, width, parent = saved['classes'], saved['input_size'], \
             saved['width'], saved['version']
@@ -149,8 +243,8 @@ def train_detector(train_roots, out, eval_roots=(), epochs: int = 30, batch: int
     images, boxes, present = load_slots(train_roots, classes, decisions, size)
     size = list(images.shape[2:])
     if not init:
-        model = SlotDetector(len(classes), size, width)
-    aug = Augmenter(AugmentConfig(exposure_s=0.0), 'cpu', seed)
+        model = build_detector(arch, len(classes), size, width)
+    aug = Augmenter(TRAIN_AUGMENT, 'cpu', seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
     steps = epochs * max(1, len(images) // batch)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps)
@@ -162,7 +256,7 @@ def train_detector(train_roots, out, eval_roots=(), epochs: int = 30, batch: int
         for i in range(max(1, len(images) // batch)):
             idx = perm[i * batch:(i + 1) * batch]
             x, _ = aug(images[idx])
-            loss, parts = slot_loss(model.raw(x), boxes[idx], present[idx])
+            loss, parts = detector_loss(model, x, boxes[idx], present[idx])
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -173,16 +267,19 @@ def train_detector(train_roots, out, eval_roots=(), epochs: int = 30, batch: int
                 + ' '.join(f'{k} {v:.3f}' for k, v in parts.items()))
     model.eval()
     version = _next_version(out)
-    detector = Detector(model, classes, size, version)
-    record = {'version': version, 'file': f'{version}.pt', 'parent': parent,
+    detector = Detector(model, classes, size, version, arch=arch)
+    calibration = calibrate(detector, calibrate_roots) if calibrate_roots else None
+    threshold = calibration['threshold'] if calibration else None
+    record = {'version': version, 'file': f'{version}.pt', 'parent': parent, 'arch': arch,
               'train': [str(r) for r in train_roots], 'samples': len(images),
               'decisions': list(decisions), 'epochs': epochs, 'seed': seed,
               'train_s': round(time.perf_counter() - t0, 1),
               'scores': {str(r): evaluate(detector, [r]) for r in eval_roots},
+              'threshold': threshold, 'calibration': calibration,
               **(extra or {})}
     buf = io.BytesIO()
-    torch.save({'version': version, 'classes': list(classes), 'input_size': size,
-                'width': width, 'state_dict': model.state_dict()}, buf)
+    torch.save({'version': version, 'arch': arch, 'classes': list(classes), 'input_size': size,
+                'width': width, 'threshold': threshold, 'state_dict': model.state_dict()}, buf)
     atomic_write_bytes(out / f'{version}.pt', buf.getvalue())
     atomic_write_text(out / f'{version}.json', json.dumps(record, indent=2))
     atomic_write_text(out / 'latest.json', json.dumps({'version': version,
