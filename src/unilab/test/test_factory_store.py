@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The factory's sample store, its review decisions and the PyTorch Dataset over it."""
 
+import time
+
 from factory_helpers import ground_truth_store
 import numpy as np
 import pytest
@@ -89,28 +91,85 @@ def test_dataset_reads_trainable_samples_and_pads(tmp_path):
     assert len(FactoryDataset(tmp_path, decisions=('pending',))) == 1
 
 
-def test_batched_directory_sync_keeps_every_write_atomic_and_syncs_on_flush(tmp_path,
-                                                                            monkeypatch):
+def test_group_commit_keeps_fsync_off_the_write_and_loses_nothing_silently(tmp_path,
+                                                                          monkeypatch):
+    import os
     import unilab.factory.store as store_mod
     import unilab_core.atomic as atomic_mod
-    synced = []
-    monkeypatch.setattr(atomic_mod, 'fsync_dir', lambda d: synced.append(('write', d)))
-    monkeypatch.setattr(store_mod, 'fsync_dir', lambda d: synced.append(('flush', d)))
-    store = SampleStore(tmp_path / 's', create=True, dir_sync_s=3600.0)
+    fsyncs = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(store_mod.os, 'fsync', lambda fd: (fsyncs.append(fd), real_fsync(fd)))
+    dir_syncs = []
+    monkeypatch.setattr(store_mod, 'fsync_dir', lambda d: dir_syncs.append(d))
+    monkeypatch.setattr(atomic_mod, 'fsync_dir', lambda d: dir_syncs.append(d))
+    samples = tmp_path / 's' / 'samples'
+    store = SampleStore(tmp_path / 's', create=True, commit_s=3600.0)  # commits on flush
     img = np.zeros((8, 8, 3), np.uint8)
     manifest = {'decision': 'auto'}
+
+    def write(st, sample_id):
+        st.write(sample_id, img, np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0),
+                 manifest)
     for k in range(5):
-        store.write(f'f{k}', img, np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0),
-                    manifest)
-    assert [w for w, _ in synced] == ['write']  # the first write syncs, the next four wait
-    assert store.ids() == [f'f{k}' for k in range(5)]  # each one complete and readable
-    assert not list((tmp_path / 's' / 'samples').glob('.*.tmp'))
+        write(store, f'f{k}')
+    # Written, not yet committed: no fsync, nothing visible, five hidden pending files.
+    assert fsyncs == [] and dir_syncs == [] and store.ids() == []
+    assert store.uncommitted == 5 and len(list(samples.glob('.*.pending'))) == 5
+    # Another process opening the store meanwhile counts them and touches nothing.
+    assert SampleStore(tmp_path / 's').uncommitted_at_open == 5
     store.flush()
-    assert [w for w, _ in synced] == ['write', 'flush']
-    store.flush()  # nothing new: no second sync
-    assert len(synced) == 2
-    every = SampleStore(tmp_path / 'e', create=True)  # the default: a sync per write
-    for k in range(3):
-        every.write(f'g{k}', img, np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0),
-                    manifest)
-    assert len(synced) == 5
+    # One fsync per file, one directory fsync for the group; every sample whole.
+    assert len(fsyncs) == 5 and len(dir_syncs) == 1
+    assert store.ids() == [f'f{k}' for k in range(5)] and store.uncommitted == 0
+    assert store.read('f3')[1]['id'] == 'f3' and not list(samples.glob('.*.pending'))
+    assert len(store.commit_ms) == 5 and min(store.commit_ms) >= 0
+    store.flush()  # nothing new: no second directory sync
+    assert len(dir_syncs) == 1
+    # A crash before the commit: the next open counts what was left, never shows it.
+    write(store, 'lost')
+    assert SampleStore(tmp_path / 's').uncommitted_at_open == 1
+    assert 'lost' not in SampleStore(tmp_path / 's').ids()
+    # The committer thread commits on its own, and close() commits the rest.
+    timed = SampleStore(tmp_path / 't', create=True, commit_s=0.05)
+    write(timed, 'a')
+    deadline = time.monotonic() + 30
+    while timed.ids() != ['a'] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert timed.ids() == ['a']
+    write(timed, 'b')
+    timed.close()
+    assert timed.ids() == ['a', 'b']
+    # The default: durable when write returns (file + directory fsync per sample).
+    every = SampleStore(tmp_path / 'e', create=True)
+    before = len(dir_syncs)
+    write(every, 'g0')
+    assert every.ids() == ['g0'] and len(dir_syncs) == before + 1
+    with pytest.raises(StoreError, match='commit period nan'):
+        SampleStore(tmp_path / 'x', create=True, commit_s=float('nan'))
+
+
+def test_a_failed_group_commit_is_raised_not_dropped(tmp_path, monkeypatch):
+    import unilab.factory.store as store_mod
+    img = np.zeros((8, 8, 3), np.uint8)
+
+    def write(st, sample_id):
+        st.write(sample_id, img, np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0),
+                 {'decision': 'auto'})
+
+    def full(_fd):
+        raise OSError(28, 'No space left on device')
+    monkeypatch.setattr(store_mod.os, 'fsync', full)
+    store = SampleStore(tmp_path / 's', create=True, commit_s=3600.0)
+    write(store, 'a')
+    with pytest.raises(OSError, match='No space left'):
+        store.flush()
+    # In the committer thread the error is kept and raised by the next write.
+    timed = SampleStore(tmp_path / 't', create=True, commit_s=0.02)
+    write(timed, 'a')
+    deadline = time.monotonic() + 30
+    with pytest.raises(StoreError, match='committing samples failed: .*No space left'):
+        while time.monotonic() < deadline:
+            write(timed, f'n{time.monotonic_ns()}')
+            time.sleep(0.01)
+    with pytest.raises(StoreError, match='committing samples failed'):
+        timed.close()

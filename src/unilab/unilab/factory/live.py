@@ -28,14 +28,12 @@ import numpy as np
 from rclpy.node import Node
 from unilab.factory.capture import (decode_compressed, Frame, frame_from_tensors,
                                     frame_tensors, FrameQueue, ImuRates)
-from unilab.factory.label import Labeller, to_rgb8
+from unilab.factory.label import COMMIT_S, Labeller, to_rgb8
 
 #: the zero-copy topic between capture and labeller
 FRAMES_TOPIC = '/unilab/factory/frames'
 #: the largest frame (height, width) a transport slot holds by default (1080p)
 MAX_SIZE = (1080, 1920)
-#: seconds between the store directory's fsyncs while labelling live
-LIVE_DIR_SYNC_S = 0.5
 
 
 class FrameCaptureNode(Node):
@@ -277,8 +275,8 @@ def run_live(topic: str, detector, out, imu_topic: str = '', threshold: float | 
         raise ValueError(f'--role {role}: expected one of {", ".join(ROLES)}')
     store = labeller = None
     if role != 'capture':
-        # The directory's fsync once per 0.5 s, not per frame (every sample stays atomic).
-        store = SampleStore(out, create=True, dir_sync_s=LIVE_DIR_SYNC_S)
+        # Group commit: no fsync per frame; samples durable within COMMIT_S, never torn.
+        store = SampleStore(out, create=True, commit_s=COMMIT_S)
         labeller = Labeller(detector, store, threshold, prefix='live-')
         # The first inference is slow (allocation, kernel selection): do it before the
         # camera streams in, so it does not hold the interpreter as the first frames arrive.
@@ -308,12 +306,12 @@ def run_live(topic: str, detector, out, imu_topic: str = '', threshold: float | 
                    tick_s=0.1, on_stop=_deliver_in_flight)
         for n in nodes:
             n.destroy_node()
-        if store is not None:
-            store.flush()
     finally:
         rclpy.try_shutdown()
         for s, h in previous.items():
             signal.signal(s, h)
+        if store is not None:  # commit what was written (a failed commit raises here)
+            store.close()
     out_summary = {'role': role, 'topic': topic, 'imu_topic': imu_topic}
     if cap is not None:
         out_summary['capture'] = dict(cap.counts)

@@ -18,8 +18,10 @@ that stores no code (unlike pickle), so a store from elsewhere is safe to open.
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import re
+import threading
 import time
 
 import numpy as np
@@ -34,6 +36,8 @@ DECISIONS = ('ground_truth', 'auto', 'pending', 'accepted', 'corrected', 'reject
 #: Decisions whose boxes a training set may use.
 TRAINABLE = ('ground_truth', 'auto', 'accepted', 'corrected')
 _ID = re.compile(r'^[A-Za-z0-9_.-]+$')
+#: Suffix of a written sample not yet committed (group commit; hidden, never a sample).
+PENDING_SUFFIX = '.pending'
 
 
 class StoreError(ValueError):
@@ -65,25 +69,38 @@ class SampleStore:
     """Read and write the samples of one store directory."""
 
     def __init__(self, root: str | pathlib.Path, create: bool = False,
-                 dir_sync_s: float = 0.0):
+                 commit_s: float = 0.0):
         """
         Open ``root`` (``create``: make it if missing; else it must exist).
 
-        Every write is atomic (a complete file or none). ``dir_sync_s`` > 0 makes the
-        directory's fsync (what makes a new file's name survive a power cut) at most
-        that often instead of after every write, and on ``flush()``: the live path's
-        per-frame cost, at the price of the last ``dir_sync_s`` of samples after a
-        power cut (never a torn one).
+        Every sample appears whole or not at all. By default each ``write`` is durable
+        when it returns (file fsync, rename, directory fsync). ``commit_s`` > 0 is a
+        group commit for the live path: ``write`` puts the sample's bytes in a hidden
+        ``.<id>.safetensors.pending`` file and returns; a committer thread, every
+        ``commit_s`` and on ``flush()`` / ``close()``, fsyncs each pending file, renames it
+        into place and fsyncs the directory once. No fsync on the per-frame path; a
+        crash or power cut loses at most the last ``commit_s`` of samples (never a torn
+        one), and the next open counts what it left (``uncommitted_at_open``). A failed
+        commit is raised by the next ``write`` or ``flush``, never dropped.
         """
-        self.dir_sync_s = float(dir_sync_s)
-        self._synced_at = 0.0
-        self._unsynced = 0
+        if not commit_s >= 0.0:
+            raise StoreError(f'commit period {commit_s}: must be >= 0')
+        self.commit_s = float(commit_s)
         self.root = pathlib.Path(root)
         self.samples = self.root / 'samples'
         if create:
             self.samples.mkdir(parents=True, exist_ok=True)
         elif not self.samples.is_dir():
             raise StoreError(f'{self.root}: not a sample store (no samples/ directory)')
+        self.uncommitted_at_open = len(list(self.samples.glob(f'.*{PENDING_SUFFIX}')))
+        self._pending: list[tuple[pathlib.Path, pathlib.Path, float]] = []
+        self._lock = threading.Lock()          # the pending list
+        self._commit_lock = threading.Lock()   # one commit at a time
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        #: ms from each group-committed write to its sample being durable and visible
+        self.commit_ms: list[float] = []
 
     def path(self, sample_id: str) -> pathlib.Path:
         """Return the file of ``sample_id`` (the id is checked: no path tricks)."""
@@ -111,21 +128,66 @@ class SampleStore:
         path = self.path(sample_id)
         data = save({'image': image, 'boxes': boxes, 'labels': labels, 'scores': scores},
                     metadata={'manifest': json.dumps(manifest, sort_keys=True)})
-        now = time.monotonic()
-        sync = self.dir_sync_s <= 0 or now - self._synced_at >= self.dir_sync_s
-        with atomic_path(path, sync_dir=sync) as tmp:
-            tmp.write_bytes(data)
-        if sync:
-            self._synced_at, self._unsynced = now, 0
-        else:
-            self._unsynced += 1
+        if self.commit_s <= 0:
+            with atomic_path(path) as tmp:
+                tmp.write_bytes(data)
+            return path
+        self._raise_commit_error()
+        pending = path.with_name(f'.{path.name}{PENDING_SUFFIX}')
+        with open(pending, 'wb') as f:
+            f.write(data)
+        with self._lock:
+            self._pending.append((pending, path, time.monotonic()))
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._commit_loop, daemon=True,
+                                            name='store-commit')
+            self._thread.start()
         return path
 
-    def flush(self) -> None:
-        """Make every written sample's name durable (the directory's fsync)."""
-        if self._unsynced:
+    def _raise_commit_error(self) -> None:
+        if self._error is not None:
+            raise StoreError(f'{self.root}: committing samples failed: {self._error}')
+
+    def _commit_loop(self) -> None:
+        while not self._stop.wait(self.commit_s):
+            try:
+                self._commit()
+            except OSError as exc:  # kept for the writer: the next write or flush raises
+                self._error = exc
+                return
+
+    def _commit(self) -> None:
+        with self._commit_lock:
+            with self._lock:
+                batch, self._pending = self._pending, []
+            if not batch:
+                return
+            for pending, path, _ in batch:
+                with open(pending, 'rb+') as f:
+                    os.fsync(f.fileno())
+                os.replace(pending, path)
             fsync_dir(self.samples)
-            self._synced_at, self._unsynced = time.monotonic(), 0
+            now = time.monotonic()
+            self.commit_ms.extend(1e3 * (now - t) for _, _, t in batch)
+
+    @property
+    def uncommitted(self) -> int:
+        """Samples written but not yet committed (group commit)."""
+        with self._lock:
+            return len(self._pending)
+
+    def flush(self) -> None:
+        """Commit every written sample now (group commit; a no-op otherwise)."""
+        self._raise_commit_error()
+        self._commit()
+
+    def close(self) -> None:
+        """Stop the committer thread after committing everything written."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self.flush()
 
     def manifest(self, sample_id: str) -> dict:
         """Return the manifest of one sample (reads only the file's header)."""
