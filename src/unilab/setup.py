@@ -19,6 +19,7 @@ setup(
         (os.path.join('share', PACKAGE, 'launch'), glob('launch/*.py')),
         (os.path.join('share', PACKAGE, 'config'), glob('config/*.yaml') + glob('config/*.xml')),
         (os.path.join('share', PACKAGE, 'config', 'robots'), glob('config/robots/*.yaml')),
+        (os.path.join('share', PACKAGE, 'config', 'tasks'), glob('config/tasks/*.yaml')),
     ],
     install_requires=['setuptools'],
     extras_require={'test': ['pytest']},

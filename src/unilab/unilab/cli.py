@@ -178,16 +178,15 @@ def _train_direct(args) -> int:
     from unilab.direct import train_direct
     from unilab.prepare import make_run_dir
     from unilab_core.atomic import atomic_write_text
-    from unilab_core.config import load_run_config
-    from unilab.paths import default_config_files
+    from unilab.paths import training_config
     from unilab_policy import distributed
-    files = list(default_config_files())
+    files = []
     if args.resume:
         saved = pathlib.Path(args.resume) / 'config.yaml'
         if not saved.is_file():
             raise ConfigError(f'--resume {args.resume}: no config.yaml (not a run directory?)')
         files.append(saved)
-    cfg = load_run_config(files + list(args.config), _train_overrides(args))
+    cfg = training_config(files + list(args.config), _train_overrides(args))
     run_dir = make_run_dir(cfg.run.task, args.run_dir or args.resume or None)
     ranks = distributed.world_size()
     if distributed.is_writer():

@@ -28,6 +28,42 @@ def default_config_files() -> list[pathlib.Path]:
     return [config_dir() / 'unilab_config.yaml', config_dir() / 'ppo_unilab.yaml']
 
 
+#: Preset of every gymnasium MuJoCo task without a preset of its own.
+GYMNASIUM_PRESET = 'gymnasium_mujoco'
+
+
+def task_preset_files(task: str) -> list[pathlib.Path]:
+    """
+    Return the task's preset (``config/tasks/<task>.yaml``, else for a gymnasium MuJoCo id
+    ``config/tasks/gymnasium_mujoco.yaml``), or nothing.
+
+    A preset is merged over the defaults and under the user's files and flags, so what
+    a user sets always wins (``training_config``).
+    """
+    from unilab_bridge.tasks.gym_adapter import is_gym_mujoco_id
+    tasks = config_dir() / 'tasks'
+    own = tasks / f'{task}.yaml'
+    if own.is_file():
+        return [own]
+    if is_gym_mujoco_id(task):
+        return [tasks / f'{GYMNASIUM_PRESET}.yaml']
+    return []
+
+
+def training_config(config_files=(), overrides: dict | None = None):
+    """
+    Load a training run's config: defaults, the task's preset, ``config_files``, flags.
+
+    The task is known only once the files and flags are read, so they are read twice when
+    the task has a preset.
+    """
+    from unilab_core.config import load_run_config
+    defaults, files = default_config_files(), list(config_files)
+    cfg = load_run_config(defaults + files, overrides)
+    presets = task_preset_files(cfg.run.task)
+    return load_run_config(defaults + presets + files, overrides) if presets else cfg
+
+
 def robots_dir() -> pathlib.Path:
     """Return the directory of the shipped robot profiles and joint-limit files."""
     return config_dir() / 'robots'

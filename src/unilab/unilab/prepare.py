@@ -10,10 +10,10 @@ import math
 import pathlib
 
 from unilab.graphs import training_graph
-from unilab.paths import config_dir, default_config_files
+from unilab.paths import config_dir, training_config
 from unilab_bridge.tasks import make_task, UnknownTaskError
 from unilab_core.atomic import atomic_write_text
-from unilab_core.config import ConfigError, dump_config, load_run_config, RunConfig
+from unilab_core.config import ConfigError, dump_config, RunConfig
 from unilab_core.graph import Graph, TaskInfo
 import yaml
 
@@ -86,7 +86,7 @@ def make_run_dir(task: str, run_dir: str | None, kind: str = '') -> pathlib.Path
 def prepare_run(config_files: list[str] | None = None, overrides: dict | None = None,
                 run_dir: str | None = None, resume: str = '') -> PreparedRun:
     """Validate configuration, create the run directory and write the parameter file."""
-    files = list(default_config_files())
+    files = []
     if resume:
         resume_dir = pathlib.Path(resume)
         saved = resume_dir / 'config.yaml'
@@ -97,7 +97,7 @@ def prepare_run(config_files: list[str] | None = None, overrides: dict | None = 
         files.append(saved)
         run_dir = run_dir or str(resume_dir)
     files.extend(config_files or [])
-    cfg = load_run_config(files, overrides)
+    cfg = training_config(files, overrides)
     rd = make_run_dir(cfg.run.task, run_dir)
     dump_config(cfg, rd / 'config.yaml')
     info, limits_file, graph = describe_training(cfg, rd, resume=str(rd) if resume else '')
