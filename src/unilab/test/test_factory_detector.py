@@ -49,7 +49,7 @@ def test_our_detectors_meet_the_contract(arch):
 
 
 def _peak_maps(k=3, hh=8, ww=12, cell=(2, 3)):
-    """Maps whose class-0 heat peaks at ``cell`` (row, col); offsets, sizes, quality 0."""
+    """Return maps whose class-0 heat peaks at ``cell`` (row, col); the rest 0."""
     maps = torch.zeros(1, k, CenterDetector.PER_CLASS, hh, ww)
     maps[:, :, 0] = -5.0
     maps[0, 0, 0, cell[0], cell[1]] = 5.0

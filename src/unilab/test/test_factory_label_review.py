@@ -14,8 +14,8 @@ from unilab.bag.storage import BagWriter
 from unilab.factory.export import export_store
 from unilab.factory.image_bag import image_bytes, IMAGE_TYPE, write_image_bag
 from unilab.factory.label import decision_threshold, label_bag, Labeller
-from unilab.factory.review_server import make_server
 from unilab.factory.metrics import share_at_precision
+from unilab.factory.review_server import make_server
 from unilab.factory.score import score_pseudo_labels, simulate_review
 from unilab.factory.store import SampleStore
 

@@ -91,8 +91,7 @@ def test_dataset_reads_trainable_samples_and_pads(tmp_path):
     assert len(FactoryDataset(tmp_path, decisions=('pending',))) == 1
 
 
-def test_group_commit_keeps_fsync_off_the_write_and_loses_nothing_silently(tmp_path,
-                                                                          monkeypatch):
+def test_group_commit_keeps_fsync_off_the_write_and_loses_nothing(tmp_path, monkeypatch):
     import os
     import unilab.factory.store as store_mod
     import unilab_core.atomic as atomic_mod

@@ -34,11 +34,11 @@ GYMNASIUM_PRESET = 'gymnasium_mujoco'
 
 def task_preset_files(task: str) -> list[pathlib.Path]:
     """
-    Return the task's preset (``config/tasks/<task>.yaml``, else for a gymnasium MuJoCo id
-    ``config/tasks/gymnasium_mujoco.yaml``), or nothing.
+    Return the task's preset files (none, or one).
 
-    A preset is merged over the defaults and under the user's files and flags, so what
-    a user sets always wins (``training_config``).
+    ``config/tasks/<task>.yaml``, else for a gymnasium MuJoCo id
+    ``config/tasks/gymnasium_mujoco.yaml``. A preset is merged over the defaults and under
+    the user's files and flags, so what a user sets always wins (``training_config``).
     """
     from unilab_bridge.tasks.gym_adapter import is_gym_mujoco_id
     tasks = config_dir() / 'tasks'

@@ -59,8 +59,10 @@ class Labeller:
     def __init__(self, detector: Detector, store: SampleStore,
                  threshold: float | None = None, prefix: str = 'frame-'):
         """
-        Label into ``store``; ``threshold`` in (0, 1] splits auto from pending (None: the
-        detector's own, see ``decision_threshold``).
+        Label into ``store``.
+
+        ``threshold`` in (0, 1] splits auto from pending (None: the detector's own, see
+        ``decision_threshold``).
         """
         if threshold is not None:
             decision_threshold(detector, threshold)  # refuse a bad value now
@@ -73,7 +75,7 @@ class Labeller:
 
     @property
     def threshold(self) -> float:
-        """The threshold in use: the given one, else the current detector's."""
+        """Return the threshold in use: the given one, else the current detector's."""
         return decision_threshold(self.detector, self.given)
 
     def skip(self, reason: str) -> None:

@@ -84,10 +84,11 @@ SHARE_AT_PRECISION = (0.89, 0.95)
 
 def share_at_precision(confidence, tp, fp, precision: float) -> tuple[float, float | None]:
     """
-    Return (share, threshold): the most frames a confidence threshold accepts with a box
-    precision >= ``precision`` among them (0.0, None where no threshold does).
+    Return (share, threshold) of the best confidence threshold at ``precision``.
 
-    Frames with equal confidence are accepted or queued together.
+    ``share``: the most frames a confidence threshold accepts with a box precision >=
+    ``precision`` among them, ``threshold`` that confidence (0.0, None where no threshold
+    does). Frames with equal confidence are accepted or queued together.
     """
     conf = np.asarray(confidence, np.float64)
     order = np.argsort(-conf, kind='stable')

@@ -21,8 +21,8 @@ import numpy as np
 
 from unilab.factory.detector import Detector, frame_confidence
 from unilab.factory.label import decision_threshold
-from unilab.factory.metrics import (match_frame, pr_curve, share_at_precision,
-                                    SHARE_AT_PRECISION, summarise)
+from unilab.factory.metrics import (match_frame, pr_curve, SHARE_AT_PRECISION,
+                                    share_at_precision, summarise)
 from unilab.factory.store import SampleStore
 from unilab.factory.train import detect_ground_truth
 

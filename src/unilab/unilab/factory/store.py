@@ -172,7 +172,7 @@ class SampleStore:
 
     @property
     def uncommitted(self) -> int:
-        """Samples written but not yet committed (group commit)."""
+        """Return how many samples are written but not yet committed (group commit)."""
         with self._lock:
             return len(self._pending)
 
