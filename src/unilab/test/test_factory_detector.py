@@ -4,12 +4,14 @@
 
 import json
 
-from factory_helpers import CLASSES, ground_truth_store, H, stub_detector, StubModule, W
+from factory_helpers import (CLASSES, frame_with_score, ground_truth_store, H, STUB_BOX,
+                             stub_detector, StubModule, W)
 import numpy as np
 import pytest
 import torch
 from unilab.factory.detector import (build_detector, CenterDetector, frame_confidence,
                                      load_detector, SlotDetector)
+from unilab.factory.label import Labeller
 from unilab.factory.metrics import box_iou, match_frame, summarise
 from unilab.factory.store import SampleStore
 from unilab.factory.train import (calibrate, center_loss, latest_version, open_detector,
@@ -156,6 +158,53 @@ def test_versions_are_kept_with_scores(tmp_path):
     assert r1['threshold'] is None and det.threshold is None
 
 
+def _calibration_store(path, frames):
+    """Write ground-truth frames the stub scores ``conf``, its box right or not."""
+    store = SampleStore(path, create=True)
+    for k, (conf, right) in enumerate(frames):
+        img = frame_with_score(conf)
+        box = STUB_BOX if right else (30.0, 20.0, 46.0, 30.0)  # elsewhere: IoU 0
+        store.write(f'gt-{k:07d}', img, [box], [0], [1.0],
+                    {'decision': 'ground_truth', 'classes': list(CLASSES)})
+    return store.root
+
+
+def test_calibration_keeps_the_lowest_confidence_that_holds_the_precision(tmp_path):
+    # Confidence 0.95 and 0.9 right, 0.8 wrong, 0.7 right (the stub's one box of class 0).
+    cal = _calibration_store(tmp_path / 'cal', [(0.95, True), (0.9, True), (0.8, False),
+                                                (0.7, True)])
+    det = stub_detector()
+    c = calibrate(det, [cal])  # precision 0.95: the two first frames only
+    assert c['threshold'] == pytest.approx(0.9, abs=1 / 255) and c['share'] == 0.5
+    c = calibrate(det, [cal], precision=0.7)  # 3 of 4 boxes right: all four
+    assert c['threshold'] == pytest.approx(0.7, abs=1 / 255) and c['share'] == 1.0
+    wrong_first = _calibration_store(tmp_path / 'w', [(0.95, False), (0.9, True)])
+    assert calibrate(det, [wrong_first]) == {'stores': [str(wrong_first)],
+                                             'precision': 0.95, 'threshold': None,
+                                             'share': 0.0}
+    # The labeller then auto-accepts exactly the frames at or above it.
+    det.threshold = calibrate(det, [cal])['threshold']
+    labeller = Labeller(det, SampleStore(tmp_path / 'lab', create=True))
+    decided = [labeller(frame_with_score(c), 'x', '/camera/image_raw', k, 'cam')['decision']
+               for k, c in enumerate((0.95, 0.9, 0.8, 0.7))]
+    assert decided == ['auto', 'auto', 'pending', 'pending']
+
+
+def test_a_version_file_with_a_bad_threshold_is_refused_by_name(tmp_path):
+    train = ground_truth_store(tmp_path / 'train', 8, seed=1).root
+    torch.set_num_threads(1)
+    train_detector([train], tmp_path / 'det', epochs=1, batch=4, width=8, log=None)
+    saved = torch.load(tmp_path / 'det' / 'v0001.pt', weights_only=True)
+    for bad in (float('nan'), 1.5, 0.0, 'high'):
+        saved['threshold'] = bad
+        torch.save(saved, tmp_path / 'bad.pt')
+        with pytest.raises(ValueError, match=r'bad.pt: not a factory detector .*threshold'):
+            load_detector(tmp_path / 'bad.pt')
+    saved['threshold'] = 0.9
+    torch.save(saved, tmp_path / 'good.pt')
+    assert load_detector(tmp_path / 'good.pt').threshold == 0.9
+
+
 def test_a_version_keeps_the_threshold_calibrated_on_held_out_frames(tmp_path):
     train = ground_truth_store(tmp_path / 'train', 16, seed=1).root
     cal = ground_truth_store(tmp_path / 'cal', 6, seed=3).root
@@ -166,10 +215,6 @@ def test_a_version_keeps_the_threshold_calibrated_on_held_out_frames(tmp_path):
     assert r['calibration']['stores'] == [str(cal)] and r['calibration']['precision'] == 0.95
     assert det.threshold == r['threshold'] == calibrate(det, [cal])['threshold']
     assert 0.0 <= r['calibration']['share'] <= 1.0
-    # The threshold is the confidence of the last frame accepted: none at all (None) or
-    # one at which the frames down to it reach the precision.
-    if det.threshold is not None:
-        assert 0.5 <= det.threshold <= 1.0
     SampleStore(tmp_path / 'empty', create=True)
     with pytest.raises(ValueError, match='calibration: no ground-truth samples'):
         calibrate(det, [tmp_path / 'empty'])

@@ -124,6 +124,13 @@ def test_group_commit_keeps_fsync_off_the_write_and_loses_nothing(tmp_path, monk
     assert len(store.commit_ms) == 5 and min(store.commit_ms) >= 0
     store.flush()  # nothing new: no second directory sync
     assert len(dir_syncs) == 1
+    # The same id written twice before a commit: the second write is the one kept.
+    for boxes in (np.zeros((0, 4)), np.array([[1.0, 1.0, 4.0, 4.0]])):
+        store.write('twice', img, boxes, np.zeros(len(boxes), np.int64),
+                    np.zeros(len(boxes)), manifest)
+    store.flush()
+    assert store.read('twice')[0]['boxes'].tolist() == [[1.0, 1.0, 4.0, 4.0]]
+    assert not list(samples.glob('.*.pending'))
     # A crash before the commit: the next open counts what was left, never shows it.
     write(store, 'lost')
     assert SampleStore(tmp_path / 's').uncommitted_at_open == 1
@@ -162,6 +169,12 @@ def test_a_failed_group_commit_is_raised_not_dropped(tmp_path, monkeypatch):
     write(store, 'a')
     with pytest.raises(OSError, match='No space left'):
         store.flush()
+    # Still pending, not dropped: once the disk has room the next commit makes it.
+    assert store.uncommitted == 1 and store.ids() == []
+    monkeypatch.undo()
+    store.flush()
+    assert store.ids() == ['a'] and store.uncommitted == 0
+    monkeypatch.setattr(store_mod.os, 'fsync', full)
     # In the committer thread the error is kept and raised by the next write.
     timed = SampleStore(tmp_path / 't', create=True, commit_s=0.02)
     write(timed, 'a')

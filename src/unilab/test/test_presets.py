@@ -26,6 +26,9 @@ def test_task_presets_sit_between_the_defaults_and_what_the_user_sets(tmp_path):
     assert all(p.is_file() for p in config_dir().glob('tasks/*.yaml'))
     assert [p.name for p in task_preset_files('Walker2d-v5')] == ['gymnasium_mujoco.yaml']
     assert task_preset_files('arm6_reach') == []  # the defaults are the arm's
+    # A task name is never a path: no preset from outside config/tasks.
+    for odd in ('../unilab_config', '..', 'a/b', 'x\x00y', ''):
+        assert task_preset_files(odd) == []
     walker = training_config([], {'run.task': 'Walker2d-v5'})
     assert (walker.rollout.num_envs, walker.rollout.rollout_length) == (16, 128)
     arm = training_config([], {})

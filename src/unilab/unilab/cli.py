@@ -300,10 +300,10 @@ def _tasks(args) -> int:
 
 
 def _config(args) -> int:
-    from unilab_core.config import describe_keys, load_run_config
-    from unilab.paths import default_config_files
+    from unilab_core.config import describe_keys
+    from unilab.paths import training_config
     if args.check:
-        cfg = load_run_config(list(default_config_files()) + list(args.check))
+        cfg = training_config(list(args.check))  # what a training run would use
         print(json.dumps(cfg.to_dict(), indent=2))
         return 0
     for key, desc, default in describe_keys():

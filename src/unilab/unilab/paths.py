@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import pathlib
+import re
 
 from unilab_core.config import ConfigError
 
@@ -41,6 +42,8 @@ def task_preset_files(task: str) -> list[pathlib.Path]:
     the user's files and flags, so what a user sets always wins (``training_config``).
     """
     from unilab_bridge.tasks.gym_adapter import is_gym_mujoco_id
+    if not re.fullmatch(r'[A-Za-z0-9_.-]+', task) or task.startswith('.'):
+        return []  # not a file name (an unknown task is refused where it is built)
     tasks = config_dir() / 'tasks'
     own = tasks / f'{task}.yaml'
     if own.is_file():

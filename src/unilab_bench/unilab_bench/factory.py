@@ -14,7 +14,8 @@ fine-tuned in a scratch directory (the original is not touched). Then, on render
   ``real`` frames; the same at the seed's 0.7 (``*_at_0_7``); and ``auto_accept_share_at_p95`` /
   ``threshold_at_p95`` (``_p89``): the most frames a threshold chosen on those frames
   auto-accepts at a precision of 0.95 (0.89), an upper bound;
-- ``ingest_p50_ms`` / ``ingest_p99_ms`` (the atomic store write) and ``label_p50_ms`` /
+- ``ingest_p50_ms`` / ``ingest_p99_ms`` (handing the sample to the store, whose group
+  commit makes it durable within ``label.COMMIT_S``) and ``label_p50_ms`` /
   ``label_p99_ms`` (the detector) per frame, labelling a bag of 300 other frames;
 - one simulated review round: the queued frames get their ground truth
   (``recall_after_review``: the labels of those 300 frames after review), then a 5-epoch

@@ -197,12 +197,27 @@ class CenterDetector(nn.Module):
 ARCHITECTURES = {'centers': CenterDetector, 'slots': SlotDetector}
 
 
-def build_detector(arch: str, num_classes: int, input_size, width: int) -> nn.Module:
-    """Return an untrained detector of architecture ``arch`` (ValueError naming it)."""
+def check_arch(arch: str) -> str:
+    """Return ``arch`` if it names one of ours (ValueError naming it otherwise)."""
     if arch not in ARCHITECTURES:
         raise ValueError(f'detector architecture `{arch}`: expected one of '
                          f'{", ".join(ARCHITECTURES)}')
-    return ARCHITECTURES[arch](num_classes, input_size, width)
+    return arch
+
+
+def check_threshold(value, what: str) -> float | None:
+    """Return a calibrated threshold (None, or a number in (0, 1]); ValueError otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0.0 < float(value) <= 1.0:
+        raise ValueError(f'{what}: threshold {value!r} must be a number in (0, 1]')
+    return float(value)
+
+
+def build_detector(arch: str, num_classes: int, input_size, width: int) -> nn.Module:
+    """Return an untrained detector of architecture ``arch`` (ValueError naming it)."""
+    return ARCHITECTURES[check_arch(arch)](num_classes, input_size, width)
 
 
 class Detector:
@@ -274,12 +289,13 @@ def load_detector(path, device='cpu', classes=None, input_size=None) -> Detector
             model = build_detector(arch, len(saved['classes']), saved['input_size'],
                                    saved['width'])
             model.load_state_dict(saved['state_dict'])
+            threshold = check_threshold(saved.get('threshold'), str(path))
         except Exception as exc:  # noqa: B902 - torch raises many types on a foreign file
             raise ValueError(f'detector {path}: not a factory detector version ({exc})') \
                 from None
         model.to(device).eval()
         return Detector(model, saved['classes'], saved['input_size'], saved['version'],
-                        device, arch, saved.get('threshold'))
+                        device, arch, threshold)
     if classes is None or input_size is None:
         raise ValueError(f'detector {path}: a TorchScript or ONNX model needs --classes and '
                          '--input-size (they are not in the file)')

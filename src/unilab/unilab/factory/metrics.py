@@ -91,6 +91,8 @@ def share_at_precision(confidence, tp, fp, precision: float) -> tuple[float, flo
     does). Frames with equal confidence are accepted or queued together.
     """
     conf = np.asarray(confidence, np.float64)
+    if conf.size == 0:
+        return 0.0, None
     order = np.argsort(-conf, kind='stable')
     conf, tp, fp = conf[order], np.asarray(tp)[order], np.asarray(fp)[order]
     ctp, cfp = np.cumsum(tp), np.cumsum(fp)

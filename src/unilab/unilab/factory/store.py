@@ -76,7 +76,7 @@ class SampleStore:
         Every sample appears whole or not at all. By default each ``write`` is durable
         when it returns (file fsync, rename, directory fsync). ``commit_s`` > 0 is a
         group commit for the live path: ``write`` puts the sample's bytes in a hidden
-        ``.<id>.safetensors.pending`` file and returns; a committer thread, every
+        ``.<id>.safetensors.<n>.pending`` file (one per write) and returns; a committer thread, every
         ``commit_s`` and on ``flush()`` / ``close()``, fsyncs each pending file, renames it
         into place and fsyncs the directory once. No fsync on the per-frame path; a
         crash or power cut loses at most the last ``commit_s`` of samples (never a torn
@@ -99,6 +99,7 @@ class SampleStore:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
+        self._written = 0
         #: ms from each group-committed write to its sample being durable and visible
         self.commit_ms: list[float] = []
 
@@ -133,7 +134,9 @@ class SampleStore:
                 tmp.write_bytes(data)
             return path
         self._raise_commit_error()
-        pending = path.with_name(f'.{path.name}{PENDING_SUFFIX}')
+        with self._lock:  # one file per write: the same id twice is two renames, in order
+            self._written += 1
+            pending = path.with_name(f'.{path.name}.{self._written}{PENDING_SUFFIX}')
         with open(pending, 'wb') as f:
             f.write(data)
         with self._lock:
@@ -162,10 +165,15 @@ class SampleStore:
                 batch, self._pending = self._pending, []
             if not batch:
                 return
-            for pending, path, _ in batch:
-                with open(pending, 'rb+') as f:
-                    os.fsync(f.fileno())
-                os.replace(pending, path)
+            for k, (pending, path, _) in enumerate(batch):
+                try:
+                    with open(pending, 'rb+') as f:
+                        os.fsync(f.fileno())
+                    os.replace(pending, path)
+                except OSError:
+                    with self._lock:  # not lost: the next commit tries these again
+                        self._pending[:0] = batch[k:]
+                    raise
             fsync_dir(self.samples)
             now = time.monotonic()
             self.commit_ms.extend(1e3 * (now - t) for _, _, t in batch)

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from unilab.factory.augment import AugmentConfig, Augmenter
-from unilab.factory.detector import (build_detector, CenterDetector, Detector,
+from unilab.factory.detector import (build_detector, CenterDetector, check_arch, Detector,
                                      frame_confidence, load_detector, MATCH_IOU, SlotDetector)
 from unilab.factory.metrics import match_frame, pr_curve, share_at_precision, summarise
 from unilab.factory.scene import CLASSES
@@ -225,6 +225,8 @@ def train_detector(train_roots, out, eval_roots=(), epochs: int = 30, batch: int
     parent's: a fine-tune moves the confidences).
     Returns the version's record (also in ``v<NNNN>.json``; ``extra`` keys added to it).
     """
+    if not init:
+        check_arch(arch)  # before the training data is read
     torch.manual_seed(seed)
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
