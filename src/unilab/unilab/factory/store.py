@@ -76,9 +76,9 @@ class SampleStore:
         Every sample appears whole or not at all. By default each ``write`` is durable
         when it returns (file fsync, rename, directory fsync). ``commit_s`` > 0 is a
         group commit for the live path: ``write`` puts the sample's bytes in a hidden
-        ``.<id>.safetensors.<n>.pending`` file (one per write) and returns; a committer thread, every
-        ``commit_s`` and on ``flush()`` / ``close()``, fsyncs each pending file, renames it
-        into place and fsyncs the directory once. No fsync on the per-frame path; a
+        ``.<id>.safetensors.<n>.pending`` file (one per write) and returns; a committer
+        thread, every ``commit_s`` and on ``flush()`` / ``close()``, fsyncs each pending
+        file, renames it into place and fsyncs the directory once. No fsync on the per-frame path; a
         crash or power cut loses at most the last ``commit_s`` of samples (never a torn
         one), and the next open counts what it left (``uncommitted_at_open``). A failed
         commit is raised by the next ``write`` or ``flush``, never dropped.
