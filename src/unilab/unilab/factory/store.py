@@ -78,10 +78,11 @@ class SampleStore:
         group commit for the live path: ``write`` puts the sample's bytes in a hidden
         ``.<id>.safetensors.<n>.pending`` file (one per write) and returns; a committer
         thread, every ``commit_s`` and on ``flush()`` / ``close()``, fsyncs each pending
-        file, renames it into place and fsyncs the directory once. No fsync on the per-frame path; a
-        crash or power cut loses at most the last ``commit_s`` of samples (never a torn
-        one), and the next open counts what it left (``uncommitted_at_open``). A failed
-        commit is raised by the next ``write`` or ``flush``, never dropped.
+        file, renames it into place and fsyncs the directory once. No fsync on the
+        per-frame path; a crash or power cut loses at most the last ``commit_s`` of samples
+        (never a torn one), and the next open counts what it left (``uncommitted_at_open``).
+        A failed commit is raised by the next ``write`` or ``flush``; its samples stay
+        pending for the next commit.
         """
         if not commit_s >= 0.0:
             raise StoreError(f'commit period {commit_s}: must be >= 0')
