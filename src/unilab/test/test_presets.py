@@ -31,9 +31,11 @@ def test_task_presets_sit_between_the_defaults_and_what_the_user_sets(tmp_path):
         assert task_preset_files(odd) == []
     walker = training_config([], {'run.task': 'Walker2d-v5'})
     assert (walker.rollout.num_envs, walker.rollout.rollout_length) == (16, 128)
+    assert walker.policy_update.clipped_value_loss is False  # returns in the hundreds
     arm = training_config([], {})
     default = load_run_config(list(default_config_files()))
     assert arm.rollout == default.rollout and arm.run.task == 'arm6_reach'
+    assert arm.policy_update == default.policy_update
     # The task named in a user's file picks the preset; the user's keys win over it ...
     mine = tmp_path / 'mine.yaml'
     mine.write_text('run:\n  task: Hopper-v5\nrollout:\n  rollout_length: 64\n')

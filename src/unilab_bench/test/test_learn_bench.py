@@ -103,10 +103,23 @@ def test_a_gymnasium_run_is_scored_both_ways_and_a_finished_run_is_not_trained_a
 def test_sb3_is_scored_deterministically_with_its_normalisation_frozen():
     pytest.importorskip('stable_baselines3', reason='stable-baselines3 not installed '
                         '(requirements-bench.txt)')
-    from unilab_bench.train import _sb3_hopper
-    out = _sb3_hopper('Hopper-v5', 512, 0, eval_episodes=2, eval_seed=1)
+    from unilab_bench.train import sb3_zoo
+    out = sb3_zoo('Hopper-v5', 512, 0, eval_episodes=2, eval_seed=1)
     assert out['return'] is not None and np.isfinite(out['eval_return'])
     assert out['eval_return_std'] >= 0.0
+
+
+def test_sb3_gets_the_zoo_settings_of_its_task():
+    from torch import nn
+    from unilab_bench.train import sb3_zoo_settings
+    params, policy = sb3_zoo_settings('Walker2d-v5')
+    assert params['learning_rate'] == 5.05041e-05 and params['n_epochs'] == 20
+    assert policy['activation_fn'] is nn.GELU and policy['net_arch'] == {'pi': [256],
+                                                                        'vf': [256]}
+    params, policy = sb3_zoo_settings('HalfCheetah-v5')
+    assert params['gamma'] == 0.98 and policy['activation_fn'] is nn.ReLU
+    # No entry (Ant-v5): the zoo's MuJoCo defaults, i.e. SB3's own with normalisation.
+    assert sb3_zoo_settings('Ant-v5') == ({}, {})
 
 
 def test_evaluation_counts_the_first_episode_of_each_env_once(tmp_path):

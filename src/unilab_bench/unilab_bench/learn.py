@@ -46,9 +46,11 @@ GYM_TASKS = {'hopper': 'Hopper-v5', 'walker': 'Walker2d-v5', 'halfcheetah': 'Hal
              'ant': 'Ant-v5'}
 #: Published PPO figures at 1 M steps (mean episode return): rl-baselines3-zoo's
 #: benchmark table (benchmark.md: PPO, *-v3 envs, one run each, deterministic evaluation)
-#: and CleanRL's ppo_continuous_action report (*-v4).
-PUBLISHED = {'Hopper-v5': {'rl_zoo': 2410.0, 'cleanrl': 2200.0},
-             'Walker2d-v5': {'rl_zoo': 3478.8}, 'HalfCheetah-v5': {'rl_zoo': 5819.1},
+#: and CleanRL's ppo_continuous_action report (docs/benchmark/ppo_continuous_action.md,
+#: tag pr-424, *-v4, training episodes; it has no Ant).
+PUBLISHED = {'Hopper-v5': {'rl_zoo': 2410.0, 'cleanrl': 2382.86},
+             'Walker2d-v5': {'rl_zoo': 3478.8, 'cleanrl': 2287.95},
+             'HalfCheetah-v5': {'rl_zoo': 5819.1, 'cleanrl': 1442.64},
              'Ant-v5': {'rl_zoo': 1327.2}}
 #: Gymnasium tasks: deterministic evaluation episodes per policy (one per env, one seed).
 GYM_EVAL_EPISODES = 10
@@ -188,14 +190,14 @@ def _gym_run(task: str, seed: int, steps: int, rd: pathlib.Path) -> tuple:
 def _gym_sb3(task: str, seed: int, steps: int, root: pathlib.Path) -> dict:
     """Run SB3 (rl-zoo settings) once per task and seed; the result is kept in ``root``."""
     import json
-    from unilab_bench.train import _sb3_hopper
+    from unilab_bench.train import sb3_zoo
     from unilab_core.atomic import atomic_write_text
     path = root / f'sb3_{task}_s{seed}.json'
     if path.is_file():
         kept = json.loads(path.read_text())
         if kept.get('steps') == steps and 'eval_return' in kept:
             return kept
-    out = {'steps': steps, **_sb3_hopper(task, steps, seed, eval_episodes=GYM_EVAL_EPISODES,
+    out = {'steps': steps, **sb3_zoo(task, steps, seed, eval_episodes=GYM_EVAL_EPISODES,
                                          eval_seed=EVAL_SEED)}
     root.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(out, indent=1))

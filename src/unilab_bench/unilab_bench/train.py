@@ -10,17 +10,47 @@ import time
 import numpy as np
 
 
-#: rl-baselines3-zoo's tuned PPO hyper-parameters for Hopper (hyperparams/ppo.yml),
-#: used with VecNormalize (obs and reward) as the zoo does.
-ZOO_HOPPER = dict(n_steps=512, batch_size=32, gamma=0.999, learning_rate=9.80828e-05,
-                  ent_coef=0.00229519, clip_range=0.2, n_epochs=5, gae_lambda=0.99,
-                  max_grad_norm=0.7, vf_coef=0.835671)
+#: rl-baselines3-zoo's tuned PPO hyper-parameters (hyperparams/ppo.yml, the ``-v4`` entries),
+#: used with VecNormalize (observations and rewards, its gamma the algorithm's) as the zoo
+#: does. A task without an entry gets the zoo's MuJoCo defaults: SB3's own PPO defaults
+#: with ``normalize: true`` (the zoo's Ant-v4 entry).
+ZOO_PPO = {
+    'Hopper-v5': dict(n_steps=512, batch_size=32, gamma=0.999, learning_rate=9.80828e-05,
+                      ent_coef=0.00229519, clip_range=0.2, n_epochs=5, gae_lambda=0.99,
+                      max_grad_norm=0.7, vf_coef=0.835671),
+    'Walker2d-v5': dict(n_steps=512, batch_size=32, gamma=0.99, learning_rate=5.05041e-05,
+                        ent_coef=0.000585045, clip_range=0.1, n_epochs=20, gae_lambda=0.95,
+                        max_grad_norm=1.0, vf_coef=0.871923),
+    'HalfCheetah-v5': dict(n_steps=512, batch_size=64, gamma=0.98, learning_rate=2.0633e-05,
+                           ent_coef=0.000401762, clip_range=0.1, n_epochs=20, gae_lambda=0.92,
+                           max_grad_norm=0.8, vf_coef=0.58096),
+}
+#: The zoo's ``policy_kwargs`` per task (activation and layer sizes by name).
+ZOO_POLICY = {
+    'Hopper-v5': dict(log_std_init=-2, ortho_init=False, activation='relu', net=[256, 256]),
+    'Walker2d-v5': dict(log_std_init=-2, ortho_init=False, activation='gelu', net=[256]),
+    'HalfCheetah-v5': dict(log_std_init=-2, ortho_init=False, activation='relu',
+                           net=[256, 256]),
+}
 
 
-def _sb3_hopper(task: str, steps: int, seed: int, monitor_file: str | None = None,
-                eval_episodes: int = 0, eval_seed: int = 0) -> dict:
+def sb3_zoo_settings(task: str) -> tuple:
+    """Return ``(ppo_kwargs, policy_kwargs)`` of rl-zoo for ``task`` (its defaults if none)."""
+    from torch import nn
+    params = dict(ZOO_PPO.get(task, {}))
+    policy = ZOO_POLICY.get(task)
+    if policy is None:
+        return params, {}
+    activation = {'relu': nn.ReLU, 'gelu': nn.GELU}[policy['activation']]
+    return params, dict(log_std_init=policy['log_std_init'], ortho_init=policy['ortho_init'],
+                        activation_fn=activation,
+                        net_arch=dict(pi=list(policy['net']), vf=list(policy['net'])))
+
+
+def sb3_zoo(task: str, steps: int, seed: int, monitor_file: str | None = None,
+            eval_episodes: int = 0, eval_seed: int = 0) -> dict:
     """
-    Train SB3 PPO with rl-zoo's Hopper settings; return fps, training return and wall time.
+    Train SB3 PPO with rl-zoo's settings for ``task``; return fps, training return, wall time.
 
     ``eval_episodes`` > 0 also scores the trained policy as rl-zoo's benchmark does:
     deterministic actions (the mean), the training run's observation normalisation frozen,
@@ -32,12 +62,11 @@ def _sb3_hopper(task: str, steps: int, seed: int, monitor_file: str | None = Non
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
-    import torch
-    env = VecNormalize(DummyVecEnv([lambda: Monitor(gym.make(task), monitor_file)]), gamma=0.999)
-    model = PPO('MlpPolicy', env, seed=seed, device='cpu', verbose=0, **ZOO_HOPPER,
-                policy_kwargs=dict(log_std_init=-2, ortho_init=False,
-                                   activation_fn=torch.nn.ReLU,
-                                   net_arch=dict(pi=[256, 256], vf=[256, 256])))
+    params, policy_kwargs = sb3_zoo_settings(task)
+    gamma = params.get('gamma', 0.99)
+    env = VecNormalize(DummyVecEnv([lambda: Monitor(gym.make(task), monitor_file)]), gamma=gamma)
+    model = PPO('MlpPolicy', env, seed=seed, device='cpu', verbose=0, **params,
+                policy_kwargs=policy_kwargs or None)
     t0 = time.perf_counter()
     model.learn(total_timesteps=steps)
     wall = time.perf_counter() - t0
@@ -45,7 +74,7 @@ def _sb3_hopper(task: str, steps: int, seed: int, monitor_file: str | None = Non
     out = {'fps': steps / wall, 'return': float(np.mean(episodes)) if episodes else None,
            'wall_s': wall}
     if eval_episodes > 0:
-        test = VecNormalize(DummyVecEnv([lambda: Monitor(gym.make(task))]), gamma=0.999,
+        test = VecNormalize(DummyVecEnv([lambda: Monitor(gym.make(task))]), gamma=gamma,
                             training=False, norm_reward=False)
         test.obs_rms = env.obs_rms
         test.seed(eval_seed)
@@ -80,7 +109,7 @@ def bench_train(args) -> dict:
     if args.no_sb3:
         return out
     try:
-        sb3 = _sb3_hopper(task, args.steps, args.seed)
+        sb3 = sb3_zoo(task, args.steps, args.seed)
     except ImportError:
         out['sb3_note'] = 'stable-baselines3 not installed (pip install -r requirements-bench.txt)'
         return out

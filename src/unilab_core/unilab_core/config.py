@@ -386,7 +386,9 @@ class PolicyUpdateSection(_Section):
     epochs: int = Field(5, gt=0, description='Passes over each rollout.')
     lr: float = Field(1e-3, gt=0.0, lt=1.0, description='Initial learning rate.')
     clip_param: float = Field(0.2, gt=0.0, lt=1.0, description='PPO ratio clip.')
-    clipped_value_loss: bool = Field(True, description='Clip the value loss as rsl_rl does.')
+    clipped_value_loss: bool = Field(
+        True, description='Clip the value loss as rsl_rl does (+-clip_param in reward units; '
+        'off in the gymnasium preset; charts/value_clip_fraction).')
     value_loss_coef: float = Field(1.0, ge=0.0, description='Value loss weight.')
     entropy_coef: float = Field(0.0, ge=0.0, description='Entropy bonus weight.')
     max_grad_norm: float = Field(1.0, gt=0.0, description='Global gradient-norm clip.')

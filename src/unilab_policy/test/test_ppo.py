@@ -75,6 +75,28 @@ def test_value_loss_decreases(device):
     assert losses[-1] < 0.1 * losses[0]
 
 
+@pytest.mark.parametrize('clipped', [True, False])
+def test_value_clip_is_in_reward_units(clipped, device):
+    # Returns of 100 (a gymnasium-like scale): a sample whose value moved clip_param past
+    # its rollout value gives no gradient, so the critic lags far behind (only the
+    # optimiser's momentum carries it on); the fraction of clipped samples says so.
+    # Without the clip the same 15 updates reach the return.
+    ppo, storage = _setup(device, clipped_value_loss=clipped)
+
+    def reward(a):
+        return torch.full(a.shape[:1], 100.0, device=a.device)
+
+    fractions = []
+    for _ in range(15):
+        _collect(ppo, storage, reward, device)
+        fractions.append(ppo.update(storage)['charts/value_clip_fraction'])
+    value = ppo.actor_critic.value(torch.ones(1, OBS, device=device)).item()
+    if clipped:
+        assert value < 50.0 and min(fractions) > 0.5
+    else:
+        assert value > 90.0 and max(fractions) == 0.0
+
+
 def test_update_requires_returns(device):
     ppo, storage = _setup(device)
     with pytest.raises(RuntimeError, match='compute_returns'):

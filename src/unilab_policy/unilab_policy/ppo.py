@@ -92,7 +92,8 @@ class PPO:
     #: The names of the metrics ``update`` returns, in order.
     METRICS = ('losses/surrogate', 'losses/value', 'losses/entropy', 'losses/approx_kl',
                'losses/total', 'losses/grad_norm', 'charts/clip_fraction',
-               'charts/learning_rate', 'charts/action_std', 'charts/explained_variance')
+               'charts/learning_rate', 'charts/action_std', 'charts/explained_variance',
+               'charts/value_clip_fraction')
 
     def __init__(self, actor_critic: ActorCritic, params: PPOParams,
                  device: Union[str, torch.device]):
@@ -126,7 +127,7 @@ class PPO:
         adv_mean = storage.advantages.mean()
         adv_std = (storage.advantages.std() if storage.batch_size > 1
                    else torch.ones((), device=storage.advantages.device))
-        totals = torch.zeros(6, device=self.device)
+        totals = torch.zeros(7, device=self.device)
         count = 0
         grad_norm_sum = 0.0
         ac.train()
@@ -149,14 +150,19 @@ class PPO:
             surr_clipped = -advantages * ratio.clamp(1.0 - p.clip_param, 1.0 + p.clip_param)
             surrogate_loss = torch.max(surr, surr_clipped).mean()
 
-            # Value loss, optionally clipped around the rollout values (rsl_rl / PPO2).
+            # Value loss, optionally clipped around the rollout values (rsl_rl / PPO2). The
+            # clip is in reward units: a sample whose value moved more than clip_param
+            # towards its return gives no gradient (counted: charts/value_clip_fraction).
+            unclipped = (out.value - batch.returns).square()
             if p.clipped_value_loss:
                 v_clipped = batch.values + (out.value - batch.values).clamp(-p.clip_param,
                                                                             p.clip_param)
-                value_loss = torch.max((out.value - batch.returns).square(),
-                                       (v_clipped - batch.returns).square()).mean()
+                clipped = (v_clipped - batch.returns).square()
+                value_loss = torch.max(unclipped, clipped).mean()
+                value_clipped = (clipped > unclipped).float().mean().detach()
             else:
-                value_loss = (out.value - batch.returns).square().mean()
+                value_loss = unclipped.mean()
+                value_clipped = torch.zeros((), device=self.device)
 
             entropy = out.entropy.mean()
             # PPO eq. (9): L = -L^CLIP + c1 L^VF - c2 S.
@@ -171,7 +177,8 @@ class PPO:
             with torch.no_grad():
                 clip_frac = ((ratio - 1.0).abs() > p.clip_param).float().mean()
                 totals += torch.stack([surrogate_loss.detach(), value_loss.detach(),
-                                       entropy.detach(), kl_mean, clip_frac, loss.detach()])
+                                       entropy.detach(), kl_mean, clip_frac, loss.detach(),
+                                       value_clipped])
             grad_norm_sum += float(grad_norm)
             count += 1
 
@@ -192,6 +199,7 @@ class PPO:
             'charts/action_std': float(ac.action_std.detach().mean()),
             'charts/explained_variance': float(explained) if math.isfinite(float(var_ret))
             and float(var_ret) > 0 else float('nan'),
+            'charts/value_clip_fraction': means[6],
         }
 
     def state_dict(self) -> dict:
