@@ -74,6 +74,20 @@ def test_seeds_that_are_not_integers_are_refused_by_name(seeds):
         bench_learn(args)
 
 
+def test_sb3_runs_on_the_chosen_seeds_and_odd_ones_are_refused_by_name():
+    from unilab_bench.learn import _sb3_seeds
+    from unilab_core.config import ConfigError
+
+    def ns(**kw):
+        return argparse.Namespace(**{'no_sb3': False, 'sb3_seeds': None, **kw})
+    assert _sb3_seeds(ns(), [0, 1, 2]) == [0, 1, 2]
+    assert _sb3_seeds(ns(sb3_seeds='0'), [0, 1, 2]) == [0]
+    assert _sb3_seeds(ns(no_sb3=True, sb3_seeds='0'), [0, 1, 2]) == []
+    for odd in ('5', 'a', ','):
+        with pytest.raises(ConfigError, match='--sb3-seeds'):
+            _sb3_seeds(ns(sb3_seeds=odd), [0, 1, 2])
+
+
 def test_a_gymnasium_run_is_scored_both_ways_and_a_finished_run_is_not_trained_again(
         tmp_path, monkeypatch):
     import unilab_bench.learn

@@ -54,6 +54,9 @@ def add_command(sub) -> None:
     b.add_argument('--repeats', type=int, default=20,
                    help='gae: timing repeats; scale: all-reduce repeats')
     b.add_argument('--no-sb3', action='store_true', help='train: skip the SB3 baseline')
+    b.add_argument('--sb3-seeds', default=None,
+                   help='learn (gymnasium): the seeds SB3 runs too, comma-separated (default: '
+                   'every seed; one SB3 run of 1 M steps takes ~19 min on a 2-core VM)')
     b.add_argument('--duration', type=float, default=None,
                    help='safety: s per variant (30); stress: s measured (180)')
     b.add_argument('--robots', type=int, default=None,

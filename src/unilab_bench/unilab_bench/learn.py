@@ -204,7 +204,8 @@ def _gym_sb3(task: str, seed: int, steps: int, root: pathlib.Path) -> dict:
     return out
 
 
-def _gym(task: str, seeds, steps, root: pathlib.Path, no_sb3: bool) -> dict:
+def _gym(task: str, seeds, steps, root: pathlib.Path, sb3_seeds) -> dict:
+    """Train/score ``task`` per seed; SB3 beside it on ``sb3_seeds`` (compared on those)."""
     steps = steps or 1_000_000
     per_seed, curves = {}, {}
     for seed in seeds:
@@ -215,7 +216,7 @@ def _gym(task: str, seeds, steps, root: pathlib.Path, no_sb3: bool) -> dict:
         entry = {'run_dir': str(rd), 'unilab_return': summary.get('return_last'),
                  'unilab_eval_return': ev['return'], 'unilab_eval_return_std': ev['return_std'],
                  'unilab_fps': summary.get('fps')}
-        if not no_sb3:
+        if seed in sb3_seeds:
             try:
                 sb3 = _gym_sb3(task, seed, steps, root)
                 entry.update({'sb3_return': sb3['return'], 'sb3_fps': round(sb3['fps'], 1),
@@ -228,8 +229,11 @@ def _gym(task: str, seeds, steps, root: pathlib.Path, no_sb3: bool) -> dict:
            'published': PUBLISHED.get(task, {}), '_curves': curves, '_expert_line': None}
     for key in ('unilab_return', 'sb3_return', 'unilab_eval_return', 'sb3_eval_return'):
         out[key] = _stats([s.get(key) for s in per_seed.values()])
+    both = [s for s in per_seed.values() if s.get('sb3_return') is not None]
     for kind in ('', 'eval_'):
-        ours, sb3 = out[f'unilab_{kind}return'], out[f'sb3_{kind}return']
+        # Compared on the seeds both ran.
+        ours = _stats([s.get(f'unilab_{kind}return') for s in both])
+        sb3 = out[f'sb3_{kind}return']
         if ours['mean'] is not None and sb3['mean'] is not None:
             out[f'unilab_vs_sb3{"_" + kind[:-1] if kind else ""}'] = round(
                 ours['mean'] - sb3['mean'], 1)
@@ -329,6 +333,24 @@ def _plot(path: str, title: str, result: dict) -> None:
     plt.close(fig)
 
 
+def _sb3_seeds(args, seeds) -> list:
+    """Return the seeds SB3 runs: none with --no-sb3, else --sb3-seeds (default: all)."""
+    from unilab_core.config import ConfigError
+    if getattr(args, 'no_sb3', False):
+        return []
+    given = getattr(args, 'sb3_seeds', None)
+    if given is None:
+        return list(seeds)
+    try:
+        chosen = [int(x) for x in str(given).split(',') if x.strip()]
+    except ValueError:
+        chosen = None
+    if not chosen or not set(chosen) <= set(seeds):
+        raise ConfigError(f'bench learn --sb3-seeds {given!r}: expected comma-separated '
+                          f'integers among --seeds {",".join(map(str, seeds))}')
+    return chosen
+
+
 def bench_learn(args) -> dict:
     """Train the subset's task for each seed; score against the baselines; write curves."""
     from unilab_core.config import ConfigError
@@ -355,7 +377,7 @@ def bench_learn(args) -> dict:
         title = f'arm6_reach: {RANKS} ranks x N/{RANKS} envs vs 1 rank x N envs'
     else:
         task = GYM_TASKS[subset]
-        result = _gym(task, seeds, args.steps, root, args.no_sb3)
+        result = _gym(task, seeds, args.steps, root, _sb3_seeds(args, seeds))
         title = f'{task}: UniLab graph'
     if args.png:
         _plot(args.png, title, result)
