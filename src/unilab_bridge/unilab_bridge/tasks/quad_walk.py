@@ -54,15 +54,20 @@ def quat_rotate_inverse(q, v):
 class QuadWalk(BatchedTask):
     """Batched walking task; commands are joint position targets in rad."""
 
+    #: The task's name, its model and standing pose (``Quad12Walk`` changes the three).
+    TASK_NAME = 'quad_walk'
+    ASSET = ASSET
+    HOME = HOME
+
     def __init__(self, num_envs, seed=0, max_episode_steps=500, decimation=4,
                  command_velocity=(0.0, 0.8), command_yaw=(-0.5, 0.5), reset_noise=0.1,
                  reward_scales=None, num_threads=None, auto_reset=True):
         """Load the quadruped and allocate ``num_envs`` simulations (call reset() next)."""
-        self.name = 'quad_walk'
+        self.name = self.TASK_NAME
         self.num_envs = int(num_envs)
         if self.num_envs < 1:
             raise ValueError(f'num_envs must be >= 1, got {num_envs}')
-        self.model = load_model(ASSET)
+        self.model = load_model(self.ASSET)
         act_ids, jnt_ids = actuated_joints(self.model)
         self.actuated_joint_ids = list(jnt_ids)
         self.joint_names = [self.model.joint(j).name for j in jnt_ids]
@@ -84,7 +89,7 @@ class QuadWalk(BatchedTask):
         self.action_high = self.model.actuator_ctrlrange[:, 1].copy()
         self.action_mode = 'offset'
         self.action_scale = (ACTION_SCALE,) * self.action_dim
-        self.action_offset = tuple(float(x) for x in HOME)
+        self.action_offset = tuple(float(x) for x in self.HOME)
         self.command_velocity = tuple(float(v) for v in command_velocity)
         self.command_yaw = tuple(float(v) for v in command_yaw)
         self.reset_noise = float(reset_noise)
@@ -137,7 +142,7 @@ class QuadWalk(BatchedTask):
         return self._state(z, z.astype(bool), z.astype(bool), np.full(self.num_envs, np.nan), z)
 
     def step(self, command):
-        """Apply joint position targets [N, 8] for one control step, then auto-reset."""
+        """Apply joint position targets [N, joints] for one control step, then auto-reset."""
         if not self._was_reset:
             raise RuntimeError(f'{self.name}: call reset() before step()')
         cmd = self.check_command(command)
@@ -192,7 +197,8 @@ class QuadWalk(BatchedTask):
     def _reset_env(self, i):
         model, data = self._batch.models[i], self._batch.env_data(i)
         mujoco.mj_resetData(model, data)
-        q0 = np.clip(HOME + self._rng.uniform(-self.reset_noise, self.reset_noise, HOME.size),
+        home = self.HOME
+        q0 = np.clip(home + self._rng.uniform(-self.reset_noise, self.reset_noise, home.size),
                      self.action_low, self.action_high)
         data.qpos[self._qpos_adr] = q0
         # Lower the trunk to the crouch height so the feet start on the ground:
