@@ -10,6 +10,7 @@ import sys
 import time
 
 from conftest import cli, cli_here
+import pytest
 from unilab.graphs import robot_sim_graph
 from unilab.robot_sim import robot_sim_params
 import yaml
@@ -118,3 +119,20 @@ def test_launch_file_starts_the_robot_sim_graph_with_state_publishers(tmp_path, 
     assert rsp['remappings'] == [('joint_states', '/robot1/joint_states')]
     urdf = ET.fromstring(rsp['parameters'][0]['robot_description'])
     assert urdf.get('name') == 'arm6'
+
+
+@pytest.mark.parametrize('name', ['arm6', 'quad8', 'quad12', 'ur5e'])
+def test_every_shipped_profile_drives_its_task(name):
+    # The profile's joints are its task's (in the policy's order) and its limits file
+    # covers them: the double builds, and the gate's limits exist for every joint.
+    from unilab.paths import profile_path
+    from unilab_bridge.robot_double import RobotDouble
+    from unilab_core.robot_profile import load_profile
+    from unilab_safety.limits import load_joint_limits
+    p = load_profile(profile_path(name))
+    d = RobotDouble(p, robots=1)
+    try:
+        assert len(p.joint_names) == len(d.task.joint_names)
+        load_joint_limits(p.joint_limits_file or p.urdf_file, p.joint_names)  # all covered
+    finally:
+        d.close()

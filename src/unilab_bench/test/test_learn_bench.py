@@ -128,8 +128,8 @@ def test_sb3_gets_the_zoo_settings_of_its_task():
     from unilab_bench.train import sb3_zoo_settings
     params, policy = sb3_zoo_settings('Walker2d-v5')
     assert params['learning_rate'] == 5.05041e-05 and params['n_epochs'] == 20
-    assert policy['activation_fn'] is nn.GELU and policy['net_arch'] == {'pi': [256],
-                                                                        'vf': [256]}
+    assert policy['activation_fn'] is nn.GELU
+    assert policy['net_arch'] == {'pi': [256], 'vf': [256]}
     params, policy = sb3_zoo_settings('HalfCheetah-v5')
     assert params['gamma'] == 0.98 and policy['activation_fn'] is nn.ReLU
     # No entry (Ant-v5): the zoo's MuJoCo defaults, i.e. SB3's own with normalisation.

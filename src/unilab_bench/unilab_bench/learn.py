@@ -198,7 +198,7 @@ def _gym_sb3(task: str, seed: int, steps: int, root: pathlib.Path) -> dict:
         if kept.get('steps') == steps and 'eval_return' in kept:
             return kept
     out = {'steps': steps, **sb3_zoo(task, steps, seed, eval_episodes=GYM_EVAL_EPISODES,
-                                         eval_seed=EVAL_SEED)}
+                                     eval_seed=EVAL_SEED)}
     root.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(out, indent=1))
     return out

@@ -19,7 +19,7 @@ def profile(name):
     return load_profile(ROBOTS / f'{name}.yaml')
 
 
-@pytest.mark.parametrize('task', ['arm6_reach', 'quad_walk'])
+@pytest.mark.parametrize('task', ['arm6_reach', 'quad_walk', 'quad12_walk'])
 def test_no_reset_mode_never_ends_an_episode(task):
     with make_task(task, 2, seed=0, auto_reset=False) as t:
         t.reset(seed=0)
