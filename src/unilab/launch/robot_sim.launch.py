@@ -25,7 +25,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 ARGS = {
-    'robot': ('arm6', 'robot profile: shipped name (arm6, quad8, ur5e) or YAML file'),
+    'robot': ('arm6', 'robot profile: shipped name (arm6, quad8, quad12, ur5e) or YAML file'),
     'variant': ('nominal', 'nominal or real (held-out dynamics and imperfections)'),
     'robots': ('1', 'robots; more than one: robot k under /robot<k>'),
     'time_scale': ('1.0', 'simulated seconds per wall-clock second'),

@@ -404,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     cr = sub.add_parser('check-robot', help='check a live robot\'s standard topics against '
                         'its profile (exit 1 if a required item is missing)')
     cr.add_argument('--robot', default='arm6', metavar='PROFILE',
-                    help='robot profile: shipped name (arm6, quad8, ur5e) or YAML file')
+                    help='robot profile: shipped name (arm6, quad8, quad12, ur5e) or YAML file')
     cr.add_argument('--namespace', default='', metavar='NS',
                     help='the robot\'s namespace in a fleet, e.g. /robot0')
     cr.add_argument('--timeout', type=float, default=5.0,
@@ -415,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     rs = sub.add_parser('robot-sim', help='simulated robot(s) behind a ros2_control robot\'s '
                         'standard topics (robot double), optionally scored by a scenario')
     rs.add_argument('--robot', default='arm6', metavar='PROFILE',
-                    help='robot profile: shipped name (arm6, quad8, ur5e) or YAML file')
+                    help='robot profile: shipped name (arm6, quad8, quad12, ur5e) or YAML file')
     rs.add_argument('--variant', choices=tuple(VARIANTS), default='nominal',
                     help='real: held-out dynamics and imperfections of `bench sim2real`')
     rs.add_argument('--robots', type=int, default=1, metavar='K',

@@ -79,7 +79,8 @@ def add_commands(sub) -> None:
         d = sub.add_parser(name, help=text)
         d.add_argument('model', help=model_help)
         d.add_argument('--robot', required=True,
-                       help='robot profile: a shipped name (arm6, quad8, ur5e) or a YAML file')
+                       help='robot profile: a shipped name (arm6, quad8, quad12, ur5e) or a '
+                       'YAML file')
         d.add_argument('--armed', action='store_true',
                        help='let commands reach the robot at once (default: only after `arm`)')
         d.add_argument('--namespace', default='', help='ROS namespace of this robot (fleets)')
