@@ -143,3 +143,28 @@ def test_evaluation_counts_the_first_episode_of_each_env_once(tmp_path):
     cfg = _cfg().model_copy(update={'run': _cfg().run.model_copy(update={'task': 'Hopper-v5'})})
     res = evaluate_policy(cfg, None, 'Hopper-v5', str(tmp_path), None, 3, 0, 1)
     assert res['episodes'] == 3 and res['return'] < 500.0  # three falls, counted once each
+
+
+def test_a_quadruped_run_reports_tracking_per_command_and_is_not_trained_again(
+        tmp_path, monkeypatch):
+    import unilab_bench.learn_quad as lq
+    from unilab_bench.learn import bench_learn
+    monkeypatch.setattr(lq, 'QUAD_EVAL_ENVS', 2)  # suite time: 2 envs x 50 steps
+    monkeypatch.setattr(lq, 'QUAD_EPISODE_STEPS', 50)
+    args = argparse.Namespace(subset='quad12', seeds='0', steps=2048, png=None,
+                              no_sb3=True, run_root=str(tmp_path))
+    first = bench_learn(args)
+    seed = first['per_seed'][0]
+    assert first['task'] == 'quad12_walk' and set(lq.QUAD_COMMANDS) <= set(seed)
+    # One update barely moves it: asked for 0.5 m/s, it is about 0.5 m/s off.
+    assert seed['vx0.5']['vx_error'] == pytest.approx(0.5, abs=0.25)
+    assert seed['yaw0.5']['yaw_error'] == pytest.approx(0.5, abs=0.25)
+    assert 0.0 <= seed['random']['survival'] <= 1.0
+    assert first['mean']['vx0.5']['vx_error']['mean'] == pytest.approx(
+        seed['vx0.5']['vx_error'], abs=1e-3)
+    assert first['forward_met_every_seed'] is False
+    summary = tmp_path / 'quad12_walk_s0' / 'summary.json'
+    stamp = summary.stat().st_mtime_ns
+    again = bench_learn(args)
+    assert summary.stat().st_mtime_ns == stamp
+    assert again['per_seed'][0]['vx0.5'] == seed['vx0.5']  # deterministic evaluation

@@ -78,8 +78,9 @@ def add_command(sub) -> None:
                    'injection (default: train one, preset with disturbances off)')
     b.add_argument('--subset', default=None,
                    help='learn: arm6 (default; 3 seeds against the IK expert), ranks (2 '
-                   'ranks x N/2 envs against 1 rank x N envs, 600000 steps each) or a '
-                   'gymnasium task against SB3: hopper, walker, halfcheetah, ant')
+                   'ranks x N/2 envs against 1 rank x N envs, 600000 steps each), a '
+                   'gymnasium task against SB3: hopper, walker, halfcheetah, ant, or a '
+                   'quadruped\'s velocity tracking: quad, quad12 (1500000 steps each)')
     b.add_argument('--run-root', default=None,
                    help='learn: keep the trained runs here (default runs/bench-learn-<time>)')
     b.add_argument('--latency-cycles', type=int, default=None,

@@ -11,14 +11,16 @@ Subsets (``--subset``):
   a fixed evaluation seed) next to the scripted Jacobian IK expert on the same
   episodes. Targets: return >= 63 and >= 90 % of the expert's, reach success >= 95 %.
 - ``hopper`` / ``walker`` / ``halfcheetah`` / ``ant``: gymnasium MuJoCo tasks through the
-  graph against SB3 PPO with rl-zoo's tuned parameters (Hopper's; the others use
-  the same settings unless rl-zoo's are added), per seed, side by side. Two figures
+  graph against SB3 PPO with rl-zoo's tuned parameters for the task, per seed (or
+  ``--sb3-seeds``), side by side. Two figures
   each: the training return (the last training episodes, exploration noise included,
   as CleanRL reports) and the evaluation return (GYM_EVAL_EPISODES deterministic
   episodes, the policy mean, observation normalisation frozen, as rl-zoo's
   benchmark reports), so each published figure is compared with its own protocol.
   With ``--run-root`` of an earlier run, finished runs (their ``summary.json``, and
   SB3's ``sb3_<task>_s<seed>.json``) are scored again instead of trained again.
+- ``quad`` / ``quad12``: quad_walk / quad12_walk trained with the defaults, their
+  velocity tracking under fixed commands (``learn_quad``).
 - ``ranks``: data-parallel learning against one rank with all the envs:
   ``./unilab train --nproc-per-node 2 --num-envs N/2`` (two ranks, each its own
   graph, gradients all-reduced) against the default one-rank ``--num-envs N``,
@@ -354,10 +356,11 @@ def _sb3_seeds(args, seeds) -> list:
 def bench_learn(args) -> dict:
     """Train the subset's task for each seed; score against the baselines; write curves."""
     from unilab_core.config import ConfigError
+    from unilab_bench.learn_quad import quad, QUAD_TASKS
     subset = getattr(args, 'subset', None) or 'arm6'
-    if subset not in ('arm6', 'ranks') and subset not in GYM_TASKS:
+    if subset not in ('arm6', 'ranks') and subset not in GYM_TASKS | QUAD_TASKS:
         raise ConfigError(f'bench learn --subset {subset}: expected arm6, ranks or one of '
-                          f'{", ".join(GYM_TASKS)}')
+                          f'{", ".join([*GYM_TASKS, *QUAD_TASKS])}')
     try:
         seeds = [int(x) for x in str(getattr(args, 'seeds', None) or '0,1,2').split(',')
                  if x.strip()]
@@ -375,6 +378,9 @@ def bench_learn(args) -> dict:
     elif subset == 'ranks':
         result = _ranks(seeds, args.steps, root)
         title = f'arm6_reach: {RANKS} ranks x N/{RANKS} envs vs 1 rank x N envs'
+    elif subset in QUAD_TASKS:
+        result = quad(subset, seeds, args.steps, root)
+        title = f'{QUAD_TASKS[subset]}: default training through the graph'
     else:
         task = GYM_TASKS[subset]
         result = _gym(task, seeds, args.steps, root, _sb3_seeds(args, seeds))
