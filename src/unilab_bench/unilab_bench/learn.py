@@ -380,7 +380,7 @@ def bench_learn(args) -> dict:
         title = f'arm6_reach: {RANKS} ranks x N/{RANKS} envs vs 1 rank x N envs'
     elif subset in QUAD_TASKS:
         result = quad(subset, seeds, args.steps, root)
-        title = f'{QUAD_TASKS[subset]}: default training through the graph'
+        title = f'{QUAD_TASKS[subset]}: default training'
     else:
         task = GYM_TASKS[subset]
         result = _gym(task, seeds, args.steps, root, _sb3_seeds(args, seeds))
