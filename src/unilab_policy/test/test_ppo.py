@@ -62,16 +62,21 @@ def test_bandit_mean_moves_to_target(device):
     assert all(isinstance(v, float) for v in metrics.values())
 
 
+def _constant_return(ppo, storage, ret, metric, device, updates=15):
+    """Run ``updates`` PPO updates on a constant reward ``ret``; return ``metric`` per update."""
+    def reward(a):
+        return torch.full(a.shape[:1], ret, device=a.device)
+
+    values = []
+    for _ in range(updates):
+        _collect(ppo, storage, reward, device)
+        values.append(ppo.update(storage)[metric])
+    return values
+
+
 def test_value_loss_decreases(device):
     ppo, storage = _setup(device, entropy_coef=0.01)
-
-    def reward(a):
-        return torch.full(a.shape[:1], 2.0, device=a.device)
-
-    losses = []
-    for _ in range(15):
-        _collect(ppo, storage, reward, device)
-        losses.append(ppo.update(storage)['losses/value'])
+    losses = _constant_return(ppo, storage, 2.0, 'losses/value', device)
     assert losses[-1] < 0.1 * losses[0]
 
 
@@ -82,14 +87,7 @@ def test_value_clip_is_in_reward_units(clipped, device):
     # optimiser's momentum carries it on); the fraction of clipped samples says so.
     # Without the clip the same 15 updates reach the return.
     ppo, storage = _setup(device, clipped_value_loss=clipped)
-
-    def reward(a):
-        return torch.full(a.shape[:1], 100.0, device=a.device)
-
-    fractions = []
-    for _ in range(15):
-        _collect(ppo, storage, reward, device)
-        fractions.append(ppo.update(storage)['charts/value_clip_fraction'])
+    fractions = _constant_return(ppo, storage, 100.0, 'charts/value_clip_fraction', device)
     value = ppo.actor_critic.value(torch.ones(1, OBS, device=device)).item()
     if clipped:
         assert value < 50.0 and min(fractions) > 0.5
