@@ -86,6 +86,11 @@ def test_sb3_runs_on_the_chosen_seeds_and_odd_ones_are_refused_by_name():
     for odd in ('5', 'a', ','):
         with pytest.raises(ConfigError, match='--sb3-seeds'):
             _sb3_seeds(ns(sb3_seeds=odd), [0, 1, 2])
+    # Only the gymnasium subsets have SB3 beside them: elsewhere it is refused, not ignored.
+    from unilab_bench.learn import bench_learn
+    with pytest.raises(ConfigError, match='--sb3-seeds: SB3 runs beside the gymnasium'):
+        bench_learn(argparse.Namespace(subset='quad12', seeds='0', sb3_seeds='0', steps=None,
+                                       png=None, no_sb3=False, run_root=None))
 
 
 def test_a_gymnasium_run_is_scored_both_ways_and_a_finished_run_is_not_trained_again(

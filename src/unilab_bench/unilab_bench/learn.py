@@ -361,6 +361,9 @@ def bench_learn(args) -> dict:
     if subset not in ('arm6', 'ranks') and subset not in GYM_TASKS | QUAD_TASKS:
         raise ConfigError(f'bench learn --subset {subset}: expected arm6, ranks or one of '
                           f'{", ".join([*GYM_TASKS, *QUAD_TASKS])}')
+    if getattr(args, 'sb3_seeds', None) is not None and subset not in GYM_TASKS:
+        raise ConfigError(f'bench learn --sb3-seeds: SB3 runs beside the gymnasium subsets '
+                          f'({", ".join(GYM_TASKS)}), not {subset}')
     try:
         seeds = [int(x) for x in str(getattr(args, 'seeds', None) or '0,1,2').split(',')
                  if x.strip()]
