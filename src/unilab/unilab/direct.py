@@ -57,10 +57,14 @@ def train_direct(cfg: RunConfig, run_dir: str | pathlib.Path, resume: str = '') 
     device = distributed.rank_device(setup_device(tp.run.device, tp.run.torch_threads))
     joined = distributed.init_from_env(device)
     try:
-        return _train_direct(cfg, run_dir, graph, device, resume)
-    finally:
+        summary = _train_direct(cfg, run_dir, graph, device, resume)
+    except BaseException:
         if joined:
-            distributed.shutdown()
+            distributed.shutdown(synchronise=False)  # the other ranks may never get there
+        raise
+    if joined:
+        distributed.shutdown()
+    return summary
 
 
 def _train_direct(cfg: RunConfig, run_dir: pathlib.Path, graph, device, resume: str) -> dict:

@@ -87,6 +87,7 @@ def _allreduce_worker(rank: int, world: int, init: str, sizes: list[int], reps: 
                       out: str) -> None:
     import torch
     import torch.distributed as dist
+    from unilab_policy import distributed
     torch.set_num_threads(1)
     dist.init_process_group('gloo', init_method=init, rank=rank, world_size=world)
     res = {}
@@ -103,7 +104,7 @@ def _allreduce_worker(rank: int, world: int, init: str, sizes: list[int], reps: 
         res[n] = statistics.median(times)
     if rank == 0:
         pathlib.Path(out).write_text(json.dumps(res))
-    dist.destroy_process_group()
+    distributed.shutdown()
 
 
 def allreduce_times(mparams=ALLREDUCE_MPARAMS, reps: int = 20, world: int = 2) -> dict:

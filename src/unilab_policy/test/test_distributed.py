@@ -45,7 +45,7 @@ def _grad_worker(rank: int, store: str, out: str) -> None:
         result['full'] = [p.grad.clone() for p in model.parameters()]
         torch.save(result, os.path.join(out, f'grads{rank}.pt'))
     finally:
-        dist.destroy_process_group()
+        distributed.shutdown()
 
 
 def _trainer_worker(rank: int, store: str, out: str) -> None:
@@ -74,7 +74,7 @@ def _trainer_worker(rank: int, store: str, out: str) -> None:
                    os.path.join(out, f'trainer{rank}.pt'))
         tr.close()
     finally:
-        dist.destroy_process_group()
+        distributed.shutdown()
 
 
 def _spawn(worker, tmp_path):
@@ -113,6 +113,41 @@ def test_two_rank_trainer_keeps_the_weights_identical(tmp_path):
     assert ckpts == ['latest.pt', f'model_{UPDATES:06d}.pt']
     rows = (tmp_path / 'run' / 'metrics.csv').read_text().splitlines()
     assert len(rows) == 1 + UPDATES  # header + one row per update, from rank 0 only
+
+
+def _shutdown_worker(rank: int, store: str, out: str) -> None:
+    """Rank 1 leaves late (after a file-based signal), or at once without meeting (``gone``)."""
+    import datetime
+    import time
+    gone = os.path.exists(os.path.join(out, 'gone'))
+    distributed.SHUTDOWN_TIMEOUT = datetime.timedelta(seconds=5)
+    _join(rank, store)
+    x = torch.ones(4) * (rank + 1)
+    dist.all_reduce(x)
+    if rank == 1:
+        time.sleep(0.5)
+        with open(os.path.join(out, 'arrived1'), 'w') as f:
+            f.write(str(time.monotonic_ns()))
+        distributed.shutdown(synchronise=not gone)
+        return
+    distributed.shutdown()
+    left = time.monotonic_ns()
+    torch.save({'sum': x, 'left': left}, os.path.join(out, 'shutdown0.pt'))
+
+
+@pytest.mark.skipif(not dist.is_available(), reason='torch without torch.distributed')
+@pytest.mark.parametrize('gone', [False, True])
+def test_shutdown_meets_the_other_ranks_or_leaves_without_a_gone_one(tmp_path, gone):
+    if gone:
+        (tmp_path / 'gone').touch()
+    mp.spawn(_shutdown_worker, args=(str(tmp_path / 'store'), str(tmp_path)), nprocs=WORLD,
+             join=True)  # raises if a rank died (a SIGABRT at teardown included)
+    r0 = torch.load(tmp_path / 'shutdown0.pt')
+    assert torch.equal(r0['sum'], torch.full((4,), 3.0))
+    arrived1 = int((tmp_path / 'arrived1').read_text())
+    if not gone:  # rank 0 left the group only after rank 1 had reached the barrier
+        assert r0['left'] > arrived1
+    assert not dist.is_initialized()  # this process never joined
 
 
 def test_single_process_helpers_are_the_identity():

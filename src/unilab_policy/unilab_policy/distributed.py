@@ -22,6 +22,7 @@ single-process run is bit-identical to one without this module.
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 from typing import Iterable
 
@@ -29,11 +30,15 @@ import torch
 from torch import distributed as dist
 from torch import nn
 
+_LOG = logging.getLogger(__name__)
+
 #: ROS 2 domain ids that are safe on Linux (102-232 meet the ephemeral port range).
 MAX_DOMAIN_ID = 101
 
 #: How long a collective waits for a rank that stopped before it fails.
 TIMEOUT = datetime.timedelta(minutes=5)
+#: How long a rank leaving the group waits at the final barrier for the others.
+SHUTDOWN_TIMEOUT = datetime.timedelta(seconds=60)
 
 
 def launched() -> bool:
@@ -88,10 +93,30 @@ def init_from_env(device: torch.device | str) -> bool:
     return active()
 
 
-def shutdown() -> None:
-    """Leave the process group, if this process joined one."""
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
+def shutdown(synchronise: bool = True) -> None:
+    """
+    Leave the process group, if this process joined one.
+
+    With ``synchronise`` (a rank that finished its work) the ranks first meet at
+    a barrier, for at most ``SHUTDOWN_TIMEOUT``: a rank that tore the group down
+    while another still had a collective in flight made gloo's threads in the
+    other abort the process (SIGABRT, "terminate called without an active
+    exception"). A rank leaving on an error passes ``False`` and leaves at
+    once: the others may never reach the barrier. A barrier that fails or times
+    out is logged and the group is left anyway.
+    """
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    if synchronise and dist.get_world_size() > 1:
+        try:
+            if dist.get_backend() == 'gloo':
+                dist.monitored_barrier(timeout=SHUTDOWN_TIMEOUT)
+            else:
+                dist.barrier()
+        except RuntimeError as exc:  # a rank gone or late: leave without it
+            _LOG.warning('rank %d: the ranks did not meet before leaving the group: %s',
+                         dist.get_rank(), exc)
+    dist.destroy_process_group()
 
 
 def rank_device(device: torch.device | str) -> torch.device:

@@ -172,8 +172,10 @@ class TrainerNode(Node):
         if hasattr(self, 'health'):
             self.health.close()
         close_endpoints(self)
-        if getattr(self, 'joined', False):
-            distributed.shutdown()
+        if getattr(self, 'joined', False):  # meet the other ranks only after a clean finish
+            trainer = getattr(self, 'trainer', None)
+            distributed.shutdown(synchronise=bool(trainer is not None and trainer.done
+                                                  and not getattr(self, 'failure', '')))
         return super().destroy_node()
 
 
