@@ -141,6 +141,30 @@ def test_sb3_gets_the_zoo_settings_of_its_task():
     assert sb3_zoo_settings('Ant-v5') == ({}, {})
 
 
+def test_the_halfcheetah_experiment_file_is_the_zoo_settings_sb3_gets():
+    """docs/bench/halfcheetah_zoo_settings.yaml gives our PPO what SB3 gets from ZOO_PPO."""
+    import math
+    import pathlib
+    from unilab.paths import default_config_files
+    from unilab_bench.train import ZOO_POLICY, ZOO_PPO
+    from unilab_core.config import load_run_config
+    path = (pathlib.Path(__file__).resolve().parents[3] / 'docs' / 'bench'
+            / 'halfcheetah_zoo_settings.yaml')
+    cfg = load_run_config(list(default_config_files()) + [path])
+    zoo, net = ZOO_PPO['HalfCheetah-v5'], ZOO_POLICY['HalfCheetah-v5']
+    u = cfg.policy_update
+    assert (cfg.rollout.num_envs, cfg.rollout.rollout_length) == (1, zoo['n_steps'])
+    assert (cfg.advantage.gamma, cfg.advantage.gae_lambda) == (zoo['gamma'], zoo['gae_lambda'])
+    assert (u.batch_size, u.epochs, u.lr, u.schedule) == (
+        zoo['batch_size'], zoo['n_epochs'], zoo['learning_rate'], 'fixed')
+    assert (u.clip_param, u.value_loss_coef, u.entropy_coef, u.max_grad_norm) == (
+        zoo['clip_range'], zoo['vf_coef'], zoo['ent_coef'], zoo['max_grad_norm'])
+    assert not u.clipped_value_loss  # SB3's clip_range_vf None
+    assert cfg.model.hidden_sizes == net['net'] and cfg.model.activation == net['activation']
+    assert math.isclose(math.log(cfg.model.init_noise_std), net['log_std_init'], abs_tol=1e-3)
+    assert cfg.normalization.observations and cfg.normalization.rewards  # normalize: true
+
+
 def test_evaluation_counts_the_first_episode_of_each_env_once(tmp_path):
     from unilab.evaluation import evaluate_policy
     # The zero action lets the hopper fall within a few dozen steps: each env would run
