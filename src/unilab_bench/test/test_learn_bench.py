@@ -141,17 +141,19 @@ def test_sb3_gets_the_zoo_settings_of_its_task():
     assert sb3_zoo_settings('Ant-v5') == ({}, {})
 
 
-def test_the_halfcheetah_experiment_file_is_the_zoo_settings_sb3_gets():
-    """docs/bench/halfcheetah_zoo_settings.yaml gives our PPO what SB3 gets from ZOO_PPO."""
+@pytest.mark.parametrize('task, name', [('HalfCheetah-v5', 'halfcheetah'),
+                                        ('Walker2d-v5', 'walker2d')])
+def test_the_zoo_experiment_files_are_the_settings_sb3_gets(task, name):
+    """docs/bench/<task>_zoo_settings.yaml gives our PPO what SB3 gets from ZOO_PPO."""
     import math
     import pathlib
     from unilab.paths import default_config_files
     from unilab_bench.train import ZOO_POLICY, ZOO_PPO
     from unilab_core.config import load_run_config
     path = (pathlib.Path(__file__).resolve().parents[3] / 'docs' / 'bench'
-            / 'halfcheetah_zoo_settings.yaml')
+            / f'{name}_zoo_settings.yaml')
     cfg = load_run_config(list(default_config_files()) + [path])
-    zoo, net = ZOO_PPO['HalfCheetah-v5'], ZOO_POLICY['HalfCheetah-v5']
+    zoo, net = ZOO_PPO[task], ZOO_POLICY[task]
     u = cfg.policy_update
     assert (cfg.rollout.num_envs, cfg.rollout.rollout_length) == (1, zoo['n_steps'])
     assert (cfg.advantage.gamma, cfg.advantage.gae_lambda) == (zoo['gamma'], zoo['gae_lambda'])

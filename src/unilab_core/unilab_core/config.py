@@ -402,7 +402,8 @@ class ModelSection(_Section):
 
     hidden_sizes: list[int] = Field(
         default_factory=lambda: [128, 128], min_length=1, description='MLP widths.')
-    activation: Literal['elu', 'relu', 'tanh'] = Field('elu', description='Activation.')
+    activation: Literal['elu', 'relu', 'tanh', 'gelu'] = Field(
+        'elu', description='Activation of the hidden layers.')
     init_noise_std: float = Field(0.5, gt=0.0, description='Initial action std.')
     action_history: int = Field(
         0, ge=0, le=16,

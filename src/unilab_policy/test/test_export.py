@@ -34,6 +34,18 @@ def test_onnx_matches_torch(tmp_path, bundle):
                                    .cpu(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize('activation', ['elu', 'relu', 'tanh', 'gelu'])
+def test_every_configurable_activation_exports_to_the_same_commands(tmp_path, activation):
+    from typing import get_args
+    from unilab_core.config import ModelSection
+    assert activation in get_args(ModelSection.model_fields['activation'].annotation)
+    torch.manual_seed(0)
+    b = PolicyBundle(ActorCritic(OBS, 3, hidden_sizes=(16,), activation=activation))
+    path = tmp_path / f'{activation}.onnx'
+    module = export_onnx(b.actor_critic, b.obs_normalizer, path, OBS)
+    assert verify_onnx(path, module, OBS, n=64) <= 1e-5
+
+
 def test_onnx_with_a_grid_encoder_matches_torch(tmp_path, device):
     from unilab_core.config import ModelSection
     from unilab_policy.models import make_actor_critic
