@@ -43,3 +43,32 @@ def test_plot_draws_a_panel_per_metric_and_refuses_an_unknown_one(tmp_path, caps
     assert main(['plot', str(run), '--out', str(out), '--metric', 'safety/typo']) == 2
     err = capsys.readouterr().err
     assert 'no column `safety/typo`' in err and 'metrics.csv' in err
+
+
+def test_rolling_mean_smooths_a_run_and_a_bad_window_is_refused(tmp_path, capsys):
+    from unilab.cli import main
+    from unilab.plot import rolling_mean
+    assert rolling_mean([1.0, 3.0, 5.0, 7.0], 2) == [1.0, 2.0, 4.0, 6.0]
+    assert rolling_mean([1.0, 3.0], 1) == [1.0, 3.0]  # 1: as logged
+    assert rolling_mean([2.0, 4.0, 9.0], 10) == [2.0, 3.0, 5.0]  # fewer at the start
+    run = _run(tmp_path, [[1, 512, -3.0, 0.5, 100, 0.9, 0.1, 0.0, 0.0],
+                          [2, 1024, -1.0, 0.5, 100, 0.9, 0.1, 0.0, 0.0]])
+    out = tmp_path / 's.png'
+    assert main(['plot', str(run), '--out', str(out), '--smooth', '2']) == 0
+    assert out.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    assert main(['plot', str(run), '--out', str(out), '--smooth', '0']) == 2
+    assert '--smooth 0' in capsys.readouterr().err
+
+
+def test_an_sb3_monitor_file_gives_steps_and_the_rolling_mean_return(tmp_path):
+    from unilab.plot import MetricsFileError, read_monitor
+    path = tmp_path / 'monitor.csv'
+    path.write_text('#{"t_start": 0}\nr,l,t\n10,100,1\n20,50,2\n60,50,3\n')
+    assert read_monitor(path, window=2) == ([100.0, 150.0, 200.0], [10.0, 15.0, 40.0])
+    (tmp_path / 'bad.csv').write_text('not a monitor\n')
+    try:
+        read_monitor(tmp_path / 'bad.csv')
+    except MetricsFileError as exc:
+        assert 'not an SB3 Monitor CSV' in str(exc)
+    else:
+        raise AssertionError('an unreadable monitor file was accepted')

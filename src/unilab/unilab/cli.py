@@ -322,8 +322,10 @@ def _export(args) -> int:
 
 def _plot(args) -> int:
     from unilab.plot import plot_runs
+    if args.smooth < 1:
+        raise ConfigError(f'plot --smooth {args.smooth}: expected a number of rows >= 1')
     out = plot_runs(args.run_dirs, args.out, args.title, args.monitor, args.label,
-                    args.metric)
+                    args.metric, args.smooth)
     print(f'unilab: wrote {out}')
     return 0
 
@@ -464,6 +466,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help='a metrics.csv column to plot, one panel each (default '
                    'charts/mean_return; `operations`: success rate, episode length, '
                    'safety clamp / fallback / reject shares, transport drops)')
+    p.add_argument('--smooth', type=int, default=1, metavar='N',
+                   help='plot each run\'s rolling mean over N metrics rows (default 1: as '
+                   'logged)')
     p.set_defaults(func=_plot)
 
     d = sub.add_parser('doctor', help='check this machine for training and real-time use '

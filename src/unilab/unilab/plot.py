@@ -68,41 +68,65 @@ def read_curve(run_dir: str | pathlib.Path,
     return steps, values
 
 
+def rolling_mean(values: list[float], window: int) -> list[float]:
+    """Return the mean of each value and the ``window - 1`` before it (fewer at the start)."""
+    if window < 1:
+        raise ValueError(f'rolling mean over {window} points: expected at least 1')
+    out, total = [], 0.0
+    for i, v in enumerate(values):
+        total += v
+        if i >= window:
+            total -= values[i - window]
+        out.append(total / min(i + 1, window))
+    return out
+
+
 def read_monitor(path: str | pathlib.Path, window: int = 64) -> tuple[list[float], list[float]]:
     """Return (env steps, rolling mean return) from an SB3 ``Monitor`` CSV (r, l, t columns)."""
-    steps, returns, total, recent = [], [], 0, []
+    steps, returns, total = [], [], 0
     try:
         with open(path) as f:
-            next(f)  # the '#{"t_start": ...}' header line
-            for row in csv.DictReader(f):
+            if not next(f).startswith('#'):  # the '#{"t_start": ...}' header line
+                raise ValueError('no #{"t_start": ...} first line')
+            reader = csv.DictReader(f)
+            if not {'r', 'l'} <= set(reader.fieldnames or ()):
+                raise ValueError('no r and l columns')
+            for row in reader:
                 total += int(row['l'])
-                recent = (recent + [float(row['r'])])[-window:]
+                returns.append(float(row['r']))
                 steps.append(float(total))
-                returns.append(sum(recent) / len(recent))
     except (StopIteration, UnicodeDecodeError, csv.Error, KeyError, ValueError,
             TypeError) as exc:
         raise MetricsFileError(f'{path}: not an SB3 Monitor CSV ({type(exc).__name__}: {exc})'
                                ) from None
-    return steps, returns
+    return steps, rolling_mean(returns, window)
 
 
 def plot_runs(run_dirs: list[str], out: str, title: str = '',
               monitors: list[str] = (), labels: list[str] = (),
-              metrics: list[str] = ()) -> pathlib.Path:
+              metrics: list[str] = (), smooth: int = 1) -> pathlib.Path:
     """
     Plot one curve per run (and per SB3 monitor file) into ``out`` (PNG, atomic).
 
     ``labels`` name the curves in order (runs first, then monitors); the
     default label is the run directory's or file's name. ``metrics`` are the
-    panels (``expand_metrics``); SB3 monitors have a return only.
+    panels (``expand_metrics``); SB3 monitors have a return only. ``smooth``
+    plots each run's rolling mean over that many metrics rows (1: as logged; a
+    run of few envs logs the return of one or two episodes per row).
     """
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
+    if smooth < 1:
+        raise ValueError(f'--smooth {smooth}: expected a number of rows >= 1')
     panels = expand_metrics(metrics)
-    curves = {m: [(read_curve(r, m), pathlib.Path(r).name) for r in run_dirs]
-              for m in panels}
+    curves = {}
+    for m in panels:
+        curves[m] = []
+        for r in run_dirs:
+            steps, values = read_curve(r, m)
+            curves[m].append(((steps, rolling_mean(values, smooth)), pathlib.Path(r).name))
     if RETURN in curves:
         curves[RETURN] += [(read_monitor(m), pathlib.Path(m).name) for m in monitors]
     fig, axes = plt.subplots(len(panels), 1, figsize=(7, 2.2 + 1.8 * len(panels)), dpi=110,
