@@ -4,6 +4,7 @@
 
 import csv
 
+import pytest
 from unilab.plot import expand_metrics, OPERATIONS, read_curve, RETURN
 
 COLUMNS = ['update', 'env_steps', RETURN, *OPERATIONS]
@@ -66,9 +67,5 @@ def test_an_sb3_monitor_file_gives_steps_and_the_rolling_mean_return(tmp_path):
     path.write_text('#{"t_start": 0}\nr,l,t\n10,100,1\n20,50,2\n60,50,3\n')
     assert read_monitor(path, window=2) == ([100.0, 150.0, 200.0], [10.0, 15.0, 40.0])
     (tmp_path / 'bad.csv').write_text('not a monitor\n')
-    try:
+    with pytest.raises(MetricsFileError, match='not an SB3 Monitor CSV'):
         read_monitor(tmp_path / 'bad.csv')
-    except MetricsFileError as exc:
-        assert 'not an SB3 Monitor CSV' in str(exc)
-    else:
-        raise AssertionError('an unreadable monitor file was accepted')

@@ -118,8 +118,6 @@ def plot_runs(run_dirs: list[str], out: str, title: str = '',
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
-    if smooth < 1:
-        raise ValueError(f'--smooth {smooth}: expected a number of rows >= 1')
     panels = expand_metrics(metrics)
     curves = {}
     for m in panels:

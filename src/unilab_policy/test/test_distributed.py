@@ -147,7 +147,6 @@ def test_shutdown_meets_the_other_ranks_or_leaves_without_a_gone_one(tmp_path, g
     arrived1 = int((tmp_path / 'arrived1').read_text())
     if not gone:  # rank 0 left the group only after rank 1 had reached the barrier
         assert r0['left'] > arrived1
-    assert not dist.is_initialized()  # this process never joined
 
 
 def test_single_process_helpers_are_the_identity():

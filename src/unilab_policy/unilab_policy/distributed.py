@@ -98,7 +98,8 @@ def shutdown(synchronise: bool = True) -> None:
     Leave the process group, if this process joined one.
 
     With ``synchronise`` (a rank that finished its work) the ranks first meet at
-    a barrier, for at most ``SHUTDOWN_TIMEOUT``: a rank that tore the group down
+    a barrier (gloo: for at most ``SHUTDOWN_TIMEOUT``; NCCL's barrier has no time-out
+    of its own: the group's ``TIMEOUT``): a rank that tore the group down
     while another still had a collective in flight made gloo's threads in the
     other abort the process (SIGABRT, "terminate called without an active
     exception"). A rank leaving on an error passes ``False`` and leaves at
