@@ -3,7 +3,9 @@
 """``bench deploy``: a few cycles of each controller against the robot double."""
 
 import argparse
+import json
 
+import pytest
 from unilab_core.testing import isolate_ros_domain
 
 isolate_ros_domain()
@@ -11,10 +13,12 @@ isolate_ros_domain()
 
 def test_bench_deploy_times_every_controller_and_compares_with_the_baseline():
     from unilab_bench.deploy import bench_deploy
-    args = argparse.Namespace(steps=20, model=None, robot='arm6', no_multiprocess=False)
+    args = argparse.Namespace(steps=20, model=None, robot='arm6', no_multiprocess=False,
+                              rounds=1)
     out = bench_deploy(args)
     assert out['cycles'] == 20 and out['control_rate_hz'] == 50.0
-    for name in ('deploy', 'deploy_rt_thread', 'deploy_multiprocess', 'rclpy', 'echo'):
+    for name in ('deploy', 'deploy_rt_process', 'deploy_rt_thread', 'deploy_multiprocess',
+                 'rclpy', 'echo'):
         # Every cycle either timed a command or counted a miss.
         assert out[f'{name}_cycles'] == 20
         assert 0 <= out[f'{name}_deadline_misses'] < 20
@@ -24,7 +28,7 @@ def test_bench_deploy_times_every_controller_and_compares_with_the_baseline():
     assert 'deploy_multiprocess_p50_vs_rclpy' in out
     # The breakdown: the gate's own hop (from its statistics) is a part of each deploy
     # run's loop, so it is shorter than the loop; the floor is the echo node's p50.
-    for name in ('deploy', 'deploy_rt_thread', 'deploy_multiprocess'):
+    for name in ('deploy', 'deploy_rt_process', 'deploy_rt_thread', 'deploy_multiprocess'):
         assert 0 < out[f'{name}_gate_p50_ms'] <= out[f'{name}_gate_p99_ms']
         assert out[f'{name}_gate_p50_ms'] < out[f'{name}_p50_ms']
         assert f'{name}_graph_p50_ms' in out
@@ -33,4 +37,37 @@ def test_bench_deploy_times_every_controller_and_compares_with_the_baseline():
         assert out[f'{name}_gate_commands'] >= 20 - out[f'{name}_deadline_misses']
         assert 0 <= out[f'{name}_gate_early_actions'] <= out[f'{name}_gate_commands']
     assert out['floor_p50_ms'] == out['echo_p50_ms']
-    assert out['deploy_rt_mode'] == 'process' and out['deploy_rt_thread_rt_mode'] == 'thread'
+    # A robot's default gates on arrival; the other two hand each action over.
+    assert out['deploy_rt_mode'] == 'inline' and out['deploy_multiprocess_rt_mode'] == 'inline'
+    assert out['deploy_rt_process_rt_mode'] == 'process'
+    assert out['deploy_rt_thread_rt_mode'] == 'thread'
+    assert out['rounds'] == 1
+
+
+def test_rounds_spread_the_cycles_and_merge_every_round():
+    from unilab_bench.deploy import merge_probes, split_cycles
+    from unilab_core.config import ConfigError
+    assert split_cycles(10, 3) == [4, 3, 3] and split_cycles(5, 1) == [5]
+    for bad in (0, 11):
+        with pytest.raises(ConfigError, match='--rounds'):
+            split_cycles(10, bad)
+    merged = merge_probes([{'cycles': 4, 'deadline_misses': 1, 'latency_ms': [1.0, 2.0, 3.0]},
+                           {'cycles': 3, 'deadline_misses': 0, 'latency_ms': [4.0, 5.0, 6.0]}])
+    assert merged == {'cycles': 7, 'deadline_misses': 1,
+                      'latency_ms': [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]}
+
+
+def test_gate_figures_average_the_rounds_and_sum_the_counters(tmp_path):
+    from unilab_bench.deploy import gate_figures
+    dirs = []
+    for r, (p50, p99, commands) in enumerate([(300.0, 500.0, 10), (500.0, 900.0, 12)]):
+        d = tmp_path / f'r{r}'
+        d.mkdir()
+        (d / 'safety_stats.json').write_text(json.dumps({
+            'action_latency_p50_us': p50, 'action_latency_p99_us': p99, 'rt_mode': 'inline',
+            'early_actions': 1, 'commands': commands, 'clamped': 2}))
+        dirs.append(d)
+    out = gate_figures('deploy', dirs + [tmp_path / 'missing'])
+    assert out == {'deploy_gate_p50_ms': 0.4, 'deploy_gate_p99_ms': 0.7,
+                   'deploy_rt_mode': 'inline', 'deploy_gate_early_actions': 2,
+                   'deploy_gate_commands': 22, 'deploy_gate_clamped': 4}

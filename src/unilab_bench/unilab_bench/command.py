@@ -88,4 +88,7 @@ def add_command(sub) -> None:
                    '0 skips the latency part)')
     b.add_argument('--no-multiprocess', action='store_true',
                    help='deploy: skip the one-process-per-node graph')
+    b.add_argument('--rounds', type=int, default=None,
+                   help='deploy: rounds over every controller, --steps / rounds cycles each '
+                   '(3): a machine whose speed drifts weighs on each controller alike')
     b.set_defaults(func=_bench)

@@ -8,14 +8,20 @@ latency-probe mode (``unilab_bridge.latency_probe``): one ``/joint_states`` per
 control period at deadline-scheduled times, and the time from each one leaving
 to the first command arriving back at the double, for ``--steps`` cycles (10,000)
 at the profile's control rate. A goal is published on the profile's goal topic
-(the reach task needs one). Three controllers drive it in turn, each in its own
-processes, each against a fresh double:
+(the reach task needs one). The controllers drive it in turn, each in its own
+processes, each against a fresh double, in ``--rounds`` rounds (3) of
+``cycles / rounds`` cycles each, the controllers' order the same in every round,
+so that a machine whose speed drifts over the bench's minutes weighs on every
+controller alike (each controller's figures are over all its rounds):
 
 - ``deploy``: ``unilab deploy MODEL --robot PROFILE --armed``, the graph composed
-  in one process (perception, policy, safety gate with its real-time loop);
-- ``deploy_multiprocess``: the same with ``--multiprocess`` (one process per node);
+  in one process (perception, policy, safety gate; the gate's default on a robot,
+  ``safety.rt_mode: auto``, gates each action on arrival: ``inline``);
+- ``deploy_rt_process``: composed, the gate's loop in its own SCHED_FIFO process
+  (``safety.rt_mode: process``, training's default), each action handed over to it;
 - ``deploy_rt_thread``: composed, the gate's loop a thread of the node's process
-  (``safety.rt_mode: thread``) instead of its own SCHED_FIFO process;
+  (``safety.rt_mode: thread``), each action handed over to it;
+- ``deploy_multiprocess``: the default with ``--multiprocess`` (one process per node);
 - ``rclpy``: the baseline, a plain rclpy node doing the bare job
   (``unilab_bench.deploy_baseline``: subscribe, torch forward of the same network,
   clamp, publish ``Float64MultiArray``), no gate;
@@ -48,6 +54,7 @@ import numpy as np
 from unilab_bench.procs import fresh_run_dir, start, stop
 
 DEFAULT_CYCLES = 10_000
+DEFAULT_ROUNDS = 3
 DEFAULT_ROBOT = 'arm6'
 #: A reachable goal in the arm's base frame (m); the reach task needs one to act at all.
 GOAL_XYZ = (0.35, 0.15, 0.35)
@@ -149,21 +156,45 @@ def figures(name: str, probe: dict) -> dict:
     return out
 
 
-def gate_figures(name: str, run_dir: pathlib.Path) -> dict:
-    """Return the safety gate's own hop (action in -> command out, ms) from its statistics."""
-    stats = run_dir / 'safety_stats.json'
-    if not stats.is_file():
+def merge_probes(probes: list[dict]) -> dict:
+    """Return one probe's figures from several rounds of the same controller."""
+    return {'cycles': sum(p['cycles'] for p in probes),
+            'deadline_misses': sum(p['deadline_misses'] for p in probes),
+            'latency_ms': [x for p in probes for x in p['latency_ms']]}
+
+
+def split_cycles(cycles: int, rounds: int) -> list[int]:
+    """Return the cycles of each round: ``cycles`` spread over ``rounds`` (none empty)."""
+    from unilab_core.config import ConfigError
+    if rounds < 1 or cycles < rounds:
+        raise ConfigError(f'--rounds must be in [1, --steps {cycles}], got {rounds}')
+    return [cycles // rounds + (1 if i < cycles % rounds else 0) for i in range(rounds)]
+
+
+def gate_figures(name: str, run_dirs: list[pathlib.Path]) -> dict:
+    """
+    Return the safety gate's own hop (action in -> command out, ms) from its statistics.
+
+    Over several rounds (one run directory each): the mean of the rounds' percentiles,
+    the counters summed.
+    """
+    stats = [json.loads((d / 'safety_stats.json').read_text()) for d in run_dirs
+             if (d / 'safety_stats.json').is_file()]
+    if not stats:
         return {}
-    s = json.loads(stats.read_text())
-    out = {f'{name}_gate_{q}_ms': round(s[f'action_latency_{q}_us'] / 1e3, 3)
-           for q in ('p50', 'p99') if f'action_latency_{q}_us' in s}
-    out[f'{name}_rt_mode'] = s.get('rt_mode')
+    out = {}
+    for q in ('p50', 'p99'):
+        values = [s[f'action_latency_{q}_us'] for s in stats
+                  if f'action_latency_{q}_us' in s]
+        if values:
+            out[f'{name}_gate_{q}_ms'] = round(float(np.mean(values)) / 1e3, 3)
+    out[f'{name}_rt_mode'] = stats[0].get('rt_mode')
     # Commands the gate limited for coming sooner than one control step after the last
     # (docs/safety.md, "Per time"): a policy answering each joint state once gets none
     # beyond its jitter allowance.
     for key in ('early_actions', 'commands', 'clamped'):
-        if key in s:
-            out[f'{name}_gate_{key}'] = s[key]
+        if all(key in s for s in stats):
+            out[f'{name}_gate_{key}'] = sum(s[key] for s in stats)
     return out
 
 
@@ -185,6 +216,8 @@ def bench_deploy(args) -> dict:
     from unilab.paths import profile_path
     from unilab_core.robot_profile import load_profile
     cycles = args.steps or DEFAULT_CYCLES
+    rounds = getattr(args, 'rounds', None)
+    per_round = split_cycles(cycles, DEFAULT_ROUNDS if rounds is None else rounds)
     robot = getattr(args, 'robot', None) or DEFAULT_ROBOT
     source = profile_path(robot).resolve()
     profile = load_profile(source)
@@ -202,33 +235,42 @@ def bench_deploy(args) -> dict:
             result['model'] = 'a fresh network of the default configuration'
         cli = [sys.executable, '-m', 'unilab.cli', 'deploy', model, '--robot', str(source),
                '--armed']
-        thread = tmp / 'rt_thread.yaml'
-        thread.write_text('safety: {rt_mode: thread}\n')
-        runs = [('deploy', cli + ['--run-dir', str(tmp / 'deploy')]),
-                ('deploy_rt_thread', cli + ['--config', str(thread), '--run-dir',
-                                            str(tmp / 'deploy_rt_thread')])]
+        # name -> the command line of one round (a deploy run's own run directory).
+        runs = {'deploy': lambda rd: cli + ['--run-dir', str(rd)]}
+        for name, mode in (('deploy_rt_process', 'process'), ('deploy_rt_thread', 'thread')):
+            mode_file = tmp / f'{name}.yaml'
+            mode_file.write_text(f'safety: {{rt_mode: {mode}}}\n')
+            runs[name] = (lambda f: lambda rd: cli + ['--config', str(f), '--run-dir',
+                                                      str(rd)])(mode_file)
         if multiprocess:
-            runs.append(('deploy_multiprocess',
-                         cli + ['--multiprocess', '--run-dir',
-                                str(tmp / 'deploy_multiprocess')]))
+            runs['deploy_multiprocess'] = lambda rd: cli + ['--multiprocess', '--run-dir',
+                                                            str(rd)]
         baseline = [sys.executable, '-m', 'unilab_bench.deploy_baseline', model, str(source)]
-        runs += [('rclpy', baseline), ('echo', baseline + ['--echo'])]
+        runs['rclpy'] = lambda rd: baseline
+        runs['echo'] = lambda rd: baseline + ['--echo']
+        result['rounds'] = len(per_round)
+        probes = {name: [] for name in runs}
         goal = _GoalPublisher(profile.task_inputs.goal_topic) \
             if profile.task_inputs.kind == 'reach' else None
         try:
-            for name, command in runs:
-                result.update(figures(name, measure(name, command, profile, source, cycles,
-                                                    tmp)))
-                result.update(gate_figures(name, tmp / name))
+            for r, n in enumerate(per_round):
+                for name, command in runs.items():
+                    probes[name].append(measure(f'{name}_r{r}', command(tmp / f'{name}_r{r}'),
+                                                profile, source, n, tmp))
         finally:
             if goal is not None:
                 goal.close()
+        for name in runs:
+            result.update(figures(name, merge_probes(probes[name])))
+            dirs = [tmp / f'{name}_r{r}' for r in range(len(per_round))]
+            result.update(gate_figures(name, dirs))
+    deploys = [n for n in runs if n.startswith('deploy')]
     result['deadline_misses'] = result['deploy_deadline_misses']
-    for name in [n for n, _ in runs if n.startswith('deploy')]:
+    for name in deploys:
         for q in ('p50', 'p99'):
             a, b = result.get(f'{name}_{q}_ms'), result.get(f'rclpy_{q}_ms')
             if a is not None and b:
                 result[f'{name}_{q}_vs_rclpy'] = round(a / b, 3)
-    result.update(breakdown(result, [n for n, _ in runs if n.startswith('deploy')]))
+    result.update(breakdown(result, deploys))
     result['target'] = 'deploy p50 <= 1 ms, p99 <= 3 ms, not slower than the rclpy node'
     return result

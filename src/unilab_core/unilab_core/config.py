@@ -246,9 +246,11 @@ class SafetySection(_Section):
     lookahead_joint_limits: bool = Field(
         False, description='Look ahead for joint position limits too without a workspace box '
         '(with a box they are always checked).')
-    rt_mode: Literal['process', 'thread'] = Field(
-        'process', description='Run the RT loop in its own process (own GIL; default) or as '
-        'a thread of the safety node.')
+    rt_mode: Literal['auto', 'process', 'thread', 'inline'] = Field(
+        'auto', description='Where the gate and its loop run: `process`: the loop in its '
+        'own process (own GIL); `thread`: a thread of the safety node; `inline`: each '
+        'action gated on the thread that delivers it, the loop thread runs the watchdog '
+        '(lowest latency); `auto`: process in lock-step simulation, inline on a robot.')
     pid_kp: list[float] = Field(
         default_factory=list, description='PID compensation P gain per joint (1 or J values; '
         'all pid_k* empty = off).')

@@ -115,6 +115,12 @@ def test_deploy_mode_is_deterministic_and_sends_no_chunks():
     with torch.no_grad():
         mean = actor.bundle(torch.ones(N, OBS))
     np.testing.assert_allclose(first, mean.numpy(), atol=1e-6)
+    # The actor only: no critic, no log-density on the control path (an exported
+    # model's outputs are the same: zeros, nothing trains on them).
+    assert not outs[0].action.value.any() and not outs[0].action.log_prob.any()
+    sampled = actor.inference.act(np.ones((N, OBS), np.float32), deterministic=False)
+    np.testing.assert_allclose(sampled.mean.numpy(), mean.numpy(), atol=1e-6)
+    assert sampled.value.abs().sum() > 0  # training's path still runs the critic
 
 
 def test_history_starts_with_the_held_joint_positions_at_every_episode_start():

@@ -32,6 +32,7 @@ class InferencePolicy:
         self.bundle = bundle
         self.device = device
         self.static_obs = torch.zeros(num_envs, bundle.actor_critic.obs_dim, device=device)
+        self._zeros = torch.zeros(num_envs, device=device)
         self.graph = None
         if graph_capture and device.type == 'cuda':
             self._capture()
@@ -62,11 +63,20 @@ class InferencePolicy:
         Sample actions (or take the mean); return action, log-prob, value, mean and std.
 
         All outputs are on the device. ``deterministic`` acts with the policy
-        mean (deployment, evaluation) and draws no random numbers.
+        mean (deployment) and draws no random numbers; without a CUDA graph it
+        runs the actor only (value and log-prob zeros).
         """
         # A private copy: published arrays are read-only, which torch.from_numpy warns about.
         self.static_obs.copy_(torch.from_numpy(np.array(obs, dtype=np.float32)))
         with torch.inference_mode():
+            if deterministic and self.graph is None:
+                # Deployment: the mean action only, the exported model's function
+                # (PolicyBundle.forward); no critic, no log-density: value and log-prob
+                # are zeros, as an exported model's (nothing trains on a deployed
+                # policy's outputs). On the control path this is latency.
+                mean = self.bundle(self.static_obs)
+                std = self.bundle.actor_critic.action_std.expand_as(mean)
+                return ActOutput(mean, self._zeros, self._zeros, mean, std)
             if self.graph is not None:
                 self.graph.replay()
                 mean, value = self.static_mean.clone(), self.static_value.clone()

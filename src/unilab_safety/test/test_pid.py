@@ -101,4 +101,4 @@ def test_config_keys_are_checked_with_their_names(key, value):
     with pytest.raises(ConfigError, match=key.split('.')[1]):
         load_run_config(overrides={key: value})
     cfg = load_run_config()
-    assert cfg.safety.rt_mode == 'process' and cfg.safety.pid_kp == []
+    assert cfg.safety.rt_mode == 'auto' and cfg.safety.pid_kp == []

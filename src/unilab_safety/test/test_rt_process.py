@@ -13,7 +13,9 @@ from spec_helpers import spec
 from unilab_safety import shm_slots as sh
 from unilab_safety.loop import ActionIn
 from unilab_safety.rt_process import RtProcess
-from unilab_safety.thread_backend import ThreadBackend
+from unilab_safety.thread_backend import InlineBackend, ThreadBackend
+
+BACKENDS = {'process': RtProcess, 'thread': ThreadBackend, 'inline': InlineBackend}
 
 LIMITS = {'joint_limits': {
     'a': {'has_position_limits': True, 'min_position': -1.0, 'max_position': 1.0,
@@ -91,9 +93,9 @@ def test_shared_output_ring_commits_in_order_and_detects_laps():
         block.close()
 
 
-@pytest.mark.parametrize('mode', ['process', 'thread'])
+@pytest.mark.parametrize('mode', BACKENDS)
 def test_every_action_is_gated_and_answered_once(tmp_path, mode):
-    backend = (RtProcess if mode == 'process' else ThreadBackend)(_spec(tmp_path))
+    backend = BACKENDS[mode](_spec(tmp_path))
     backend.start()
     try:
         # The measured positions first: the reference of the first command.
@@ -111,7 +113,15 @@ def test_every_action_is_gated_and_answered_once(tmp_path, mode):
         assert (c['passed'], c['clamped'], c['rejected'], c['batches'], c['commands']) == (
             2, 1, 1, 2, 2)
         assert backend.alive and backend.error is None
-        assert backend.early_cycles >= 1  # lock-step: an action wakes the loop at once
+        if mode == 'inline':
+            # Gated by the caller: the answer is there when put returns, no loop wake-up.
+            backend.put(_action(2, [[0.5, 1.0], [0.0, 0.5]]))
+            e = backend.pop()
+            assert e is not None and (e.kind, e.seq) == ('command', 2)
+            assert backend.answers_inline and backend.early_cycles == 0
+        else:
+            assert not backend.answers_inline
+            assert backend.early_cycles >= 1  # lock-step: an action wakes the loop at once
     finally:
         backend.stop()
         backend.close()
@@ -159,9 +169,9 @@ def test_rt_process_start_failure_is_an_error(tmp_path):
     backend.close()
 
 
-@pytest.mark.parametrize('mode', ['process', 'thread'])
+@pytest.mark.parametrize('mode', BACKENDS)
 def test_no_command_before_a_measured_position(tmp_path, mode):
-    backend = (RtProcess if mode == 'process' else ThreadBackend)(_spec(
+    backend = BACKENDS[mode](_spec(
         tmp_path, watchdog_timeout_s=0.05))
     backend.start()
     try:
@@ -173,6 +183,25 @@ def test_no_command_before_a_measured_position(tmp_path, mode):
         backend.put(_action(1, [[0.9, 2.0], [0.9, 2.0]]))
         e = _next(backend)  # now one step from where the joints are
         np.testing.assert_allclose(e.command, [[0.1, 2.0], [0.1, 2.0]])
+    finally:
+        backend.stop()
+        backend.close()
+
+
+def test_inline_watchdog_holds_on_its_own_thread_after_the_last_action(tmp_path):
+    """Inline: the caller gates; silence past the watchdog is still answered by the loop."""
+    backend = InlineBackend(_spec(tmp_path, watchdog_timeout_s=0.05, lockstep=False))
+    backend.start()
+    try:
+        backend.put_state(np.array([[0.5, 1.0], [0.0, 0.5]]))
+        backend.put(_action(0, [[0.6, 1.0], [0.0, 0.5]]))
+        e = backend.pop()
+        assert e.kind == 'command'
+        np.testing.assert_allclose(e.command, [[0.6, 1.0], [0.0, 0.5]])
+        e = _next(backend)  # nothing more put: the loop thread's watchdog holds
+        assert e.kind == 'fallback'
+        np.testing.assert_allclose(e.command, [[0.6, 1.0], [0.0, 0.5]])
+        assert backend.counters()['fallbacks'] >= 1 and backend.cycles > 0
     finally:
         backend.stop()
         backend.close()

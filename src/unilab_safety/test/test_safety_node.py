@@ -111,7 +111,10 @@ def _params(limits_file, run_dir, **extra):
               'interface': 'position', 'dt': DT, 'num_envs': N, 'run_dir': str(run_dir),
               'diagnostics_period_s': 0.1, 'mlockall': False, 'rt_priority': 0,
               # Longer than the paced sends' control step (tests of the watchdog set theirs).
-              'watchdog_timeout_s': 1.0, **extra}
+              'watchdog_timeout_s': 1.0,
+              # The RT process unless a test names another mode (auto would pick inline:
+              # these nodes are not in lock-step).
+              'rt_mode': 'process', **extra}
     return node_parameters(**values)
 
 
@@ -170,6 +173,8 @@ def test_out_of_limits_row_is_clamped_and_nan_row_held(graph):
     assert stats['batches'] == 1 and stats['bad_messages'] == 0
 
 
+# Inline: the action's own thread gates it (rt_mode inline), the same contract.
+@pytest.mark.parametrize('node_params', [{}, {'rt_mode': 'inline'}])
 def test_second_batch_is_rate_limited_from_last_command(graph):
     node, probe, executor = graph
     start = np.float32([[0.0, 1.0, 0.0], [0.5, 1.5, -0.1]])
@@ -359,7 +364,8 @@ def _kinds(probe):
     return [c.kind for c in probe.commands]
 
 
-@pytest.mark.parametrize('node_params', [{'watchdog_timeout_s': 0.05}])
+@pytest.mark.parametrize('node_params', [{'watchdog_timeout_s': 0.05},
+                                         {'watchdog_timeout_s': 0.05, 'rt_mode': 'inline'}])
 def test_watchdog_publishes_the_hold_fallback_when_actions_stop(graph):
     node, probe, executor = graph
     good = np.float32([[0.25, 0.75, 0.0], [-0.5, 1.25, 0.125]])
@@ -377,8 +383,9 @@ def test_watchdog_publishes_the_hold_fallback_when_actions_stop(graph):
     assert stats['published_fallback'] >= 1
 
 
-@pytest.mark.parametrize('node_params', [{'watchdog_timeout_s': 0.05,
-                                          'watchdog_fallback': 'estop'}])
+@pytest.mark.parametrize('node_params', [
+    {'watchdog_timeout_s': 0.05, 'watchdog_fallback': 'estop'},
+    {'watchdog_timeout_s': 0.05, 'watchdog_fallback': 'estop', 'rt_mode': 'inline'}])
 def test_estop_latches_until_the_trigger_service_resets_it(graph, context):
     node, probe, executor = graph
     good = np.float32([[0.25, 0.75, 0.0], [-0.5, 1.25, 0.125]])
@@ -451,6 +458,19 @@ def test_joint_without_any_limit_raises(context, tmp_path):
 def test_invalid_loop_parameter_raises_config_error(context, limits_file, tmp_path, override,
                                                     fragment):
     _expect_config_error(context, _params(limits_file, tmp_path, **override), fragment)
+
+
+@pytest.mark.parametrize('lockstep, mode', [(True, 'process'), (False, 'inline')])
+def test_auto_mode_is_the_process_in_lockstep_and_inline_on_a_robot(
+        context, limits_file, tmp_path, lockstep, mode):
+    node = SafetyNode(context=context, parameter_overrides=_params(
+        limits_file, tmp_path, rt_mode='auto', lockstep=lockstep, diagnostics_period_s=60.0))
+    try:
+        assert node.rt_mode == mode and node.stats()['rt_mode'] == mode
+        assert node.rt.answers_inline == (mode == 'inline')
+        node.close()
+    finally:
+        node.destroy_node()
 
 
 @pytest.mark.parametrize('node_params', [{'diagnostics_period_s': 60.0}])

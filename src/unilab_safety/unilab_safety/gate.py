@@ -212,6 +212,8 @@ class SafetyGate:
         if n is None:
             return False
         b = self._buffers(n)
+        if b.has_last.all():
+            return True  # every row has its last command (the state cannot take it away)
         self._fill_ref(b, self._load_state(b, state_position))
         return bool(b.has_ref.all())
 

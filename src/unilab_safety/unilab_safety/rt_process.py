@@ -157,6 +157,9 @@ class RtProcess:
     blocks the publisher thread until there is output or the child died.
     """
 
+    #: ``put`` only hands the action over; the answer comes from the child
+    answers_inline = False
+
     def __init__(self, spec, capacity=64, stats_size=1 << 16):
         self.spec = spec
         self.n_rows, self.n_joints = spec.num_envs, len(spec.joint_names)

@@ -17,6 +17,8 @@ Three parts, joined only by lock-free slots:
   default) runs it in its own pinned SCHED_FIFO process with its own GIL
   (rt_process.py, shared-memory seqlock slots in shm_slots.py);
   ``rt_mode: thread`` runs it as a thread of this process (thread_backend.py);
+  ``rt_mode: inline`` gates each action on the thread that delivers it and
+  leaves the watchdog to that thread (thread_backend.py);
 - a publisher thread, woken through an eventfd, that turns the loop's output
   entries into TensorBatch messages on the safe-command topic (kind
   ``command`` answers an action, ``fallback`` / ``estop`` come from the
@@ -59,7 +61,7 @@ from unilab_safety.references import EpisodeStarts
 from unilab_safety.rt import PeriodStats, RtLoop
 from unilab_safety.rt_process import RtProcess
 from unilab_safety.slots import LatestSlot, OutputRing
-from unilab_safety.thread_backend import ThreadBackend
+from unilab_safety.thread_backend import InlineBackend, ThreadBackend
 
 
 #: how long the action callback waits for the loop's answer and publishes it
@@ -76,11 +78,16 @@ class SafetyNode(Node):
         s = spec.safety
         self.num_envs = spec.num_envs
         joint_names, rt_mode = list(spec.joint_names), s.rt_mode
+        if rt_mode == 'auto':
+            # Lock-step training: the loop's own process keeps its timing out of the
+            # training process's GIL. A robot: gated on arrival, no hand-over on the
+            # control path (its watchdog deadline is control periods, docs/safety.md).
+            rt_mode = 'process' if spec.lockstep else 'inline'
         self.stats_path = (pathlib.Path(spec.run_dir) / 'safety_stats.json'
                            if spec.run_dir else None)
         try:
-            if rt_mode == 'thread':
-                self.rt = ThreadBackend(spec)
+            if rt_mode in ('thread', 'inline'):
+                self.rt = (InlineBackend if rt_mode == 'inline' else ThreadBackend)(spec)
                 self.gate = self.rt.gate
             else:
                 # Validate everything here, so a bad value is a start-up ConfigError naming
@@ -302,7 +309,12 @@ class SafetyNode(Node):
             return
         self.rt.put(ActionIn(batch.seq, batch.version, batch.stamp_ns, action, reset_mask,
                              shape_ok, recv_ns))
-        self._answer_inline(batch.seq)
+        if self.rt.answers_inline:
+            # Gated in put: publish the answer (if any: disarmed, stale) on this thread.
+            while self._publish_next() is not None:
+                pass
+        else:
+            self._answer_inline(batch.seq)
 
     def _bad_joint_state(self, exc: Exception) -> None:
         self.bad_joint_states += 1

@@ -1,18 +1,29 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-The safety loop as a thread of the node's process (``rt_mode: thread``).
+The safety loop in the node's process: ``rt_mode: thread`` and ``rt_mode: inline``.
 
 Same interface as rt_process.RtProcess. Simpler and cheaper to start, but
 the loop shares the GIL with rclpy's executor and every other thread of the
 process, which bounds its wake-up tail (see docs/safety.md); the node's
 default is the process mode.
+
+``thread``: the loop thread gates each action, woken through an eventfd.
+``inline``: the thread that delivers an action gates it at once (in a
+composed graph: inside the policy's publish), and the loop thread runs the
+watchdog and the rest of the cycle on its timed ticks; one lock makes the two
+take turns, so the loop state sees one cycle at a time as in the other modes.
+No hand-over to another thread or process on the way to the actuators: the
+lowest latency, for a robot whose watchdog deadline (control periods) is far
+above the GIL's wake-up tail.
 """
 
 from __future__ import annotations
 
 import os
 import select
+import threading
+import time
 
 import numpy as np
 
@@ -24,6 +35,9 @@ from unilab_safety.slots import LatestArray, LatestSlot, OutputRing
 
 class ThreadBackend:
     """RtLoop thread + SafetyLoop + in-process slots behind RtProcess's interface."""
+
+    #: True when ``put`` has gated the action before it returns (``InlineBackend``)
+    answers_inline = False
 
     def __init__(self, spec: SafetySpec, capacity=64):
         self.spec = spec
@@ -129,3 +143,29 @@ class ThreadBackend:
     def period_summary(self):
         """Return the period-error percentiles."""
         return self.stats.summary()
+
+
+class InlineBackend(ThreadBackend):
+    """``rt_mode: inline``: actions gated on the caller's thread; the loop thread watches."""
+
+    answers_inline = True
+
+    def __init__(self, spec: SafetySpec, capacity=64):
+        self._turn = threading.Lock()  # one cycle at a time: the caller's or the loop's
+        self._last_ns = 0  # the latest time a cycle ran at: the loop's time never goes back
+        super().__init__(spec, capacity)
+
+    def _tick(self, deadline_ns):
+        with self._turn:
+            # A tick's deadline can lie just before an action gated on the wall clock.
+            self._last_ns = max(deadline_ns, self._last_ns)
+            super()._tick(self._last_ns)
+
+    def put(self, item):
+        """Gate one action now, on this thread; its answer is in the ring on return."""
+        with self._turn:
+            self.slot.put(item)
+            # The wall clock, as the loop's ticks (CLOCK_MONOTONIC deadlines): the step
+            # credit and the watchdog compare the two.
+            self._last_ns = max(time.monotonic_ns(), self._last_ns)
+            self.loop.cycle(self._last_ns)
