@@ -21,6 +21,9 @@ controller alike (each controller's figures are over all its rounds):
   (``safety.rt_mode: process``, training's default), each action handed over to it;
 - ``deploy_rt_thread``: composed, the gate's loop a thread of the node's process
   (``safety.rt_mode: thread``), each action handed over to it;
+- ``deploy_onnx``: the default, acting with the model exported to ONNX
+  (``unilab export``, onnxruntime) instead of the checkpoint (torch); not run when
+  ``--model`` is an exported model already;
 - ``deploy_multiprocess``: the default with ``--multiprocess`` (one process per node);
 - ``rclpy``: the baseline, a plain rclpy node doing the bare job
   (``unilab_bench.deploy_baseline``: subscribe, torch forward of the same network,
@@ -242,6 +245,15 @@ def bench_deploy(args) -> dict:
             mode_file.write_text(f'safety: {{rt_mode: {mode}}}\n')
             runs[name] = (lambda f: lambda rd: cli + ['--config', str(f), '--run-dir',
                                                       str(rd)])(mode_file)
+        # The same network exported to ONNX and run through onnxruntime (one call into
+        # C++ per step instead of a torch module tree), when the model is not one already.
+        from unilab_policy.exported_inference import is_exported
+        if not is_exported(model):
+            from unilab.export import export_run
+            onnx, _ = export_run(model, 'onnx', str(tmp / 'policy.onnx'))
+            runs['deploy_onnx'] = lambda rd: [
+                sys.executable, '-m', 'unilab.cli', 'deploy', str(onnx), '--robot',
+                str(source), '--armed', '--run-dir', str(rd)]
         if multiprocess:
             runs['deploy_multiprocess'] = lambda rd: cli + ['--multiprocess', '--run-dir',
                                                             str(rd)]
