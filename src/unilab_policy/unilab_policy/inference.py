@@ -67,16 +67,18 @@ class InferencePolicy:
         runs the actor only (value and log-prob zeros).
         """
         # A private copy: published arrays are read-only, which torch.from_numpy warns about.
-        self.static_obs.copy_(torch.from_numpy(np.array(obs, dtype=np.float32)))
+        x = torch.from_numpy(np.array(obs, dtype=np.float32))
         with torch.inference_mode():
             if deterministic and self.graph is None:
                 # Deployment: the mean action only, the exported model's function
                 # (PolicyBundle.forward); no critic, no log-density: value and log-prob
                 # are zeros, as an exported model's (nothing trains on a deployed
-                # policy's outputs). On the control path this is latency.
-                mean = self.bundle(self.static_obs)
+                # policy's outputs). On the control path this is latency, so on a CPU
+                # the copy above is the input (one torch op fewer).
+                mean = self.bundle(x if self.device.type == 'cpu' else x.to(self.device))
                 std = self.bundle.actor_critic.action_std.expand_as(mean)
                 return ActOutput(mean, self._zeros, self._zeros, mean, std)
+            self.static_obs.copy_(x)
             if self.graph is not None:
                 self.graph.replay()
                 mean, value = self.static_mean.clone(), self.static_value.clone()
