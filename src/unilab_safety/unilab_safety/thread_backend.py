@@ -153,19 +153,45 @@ class InlineBackend(ThreadBackend):
     def __init__(self, spec: SafetySpec, capacity=64):
         self._turn = threading.Lock()  # one cycle at a time: the caller's or the loop's
         self._last_ns = 0  # the latest time a cycle ran at: the loop's time never goes back
+        self._failed = None  # an exception a cycle raised on the caller's thread
         super().__init__(spec, capacity)
 
     def _tick(self, deadline_ns):
         with self._turn:
+            if self._failed is not None:
+                return
             # A tick's deadline can lie just before an action gated on the wall clock.
             self._last_ns = max(deadline_ns, self._last_ns)
             super()._tick(self._last_ns)
 
     def put(self, item):
-        """Gate one action now, on this thread; its answer is in the ring on return."""
+        """
+        Gate one action now, on this thread; its answer is in the ring on return.
+
+        A cycle that raises ends the loop as in the other modes (``alive`` turns
+        False, ``error`` says why, the node then publishes the e-stop hold), and
+        the exception goes no further: the caller is the node's action callback.
+        """
         with self._turn:
+            if self._failed is not None:
+                return
             self.slot.put(item)
             # The wall clock, as the loop's ticks (CLOCK_MONOTONIC deadlines): the step
             # credit and the watchdog compare the two.
             self._last_ns = max(time.monotonic_ns(), self._last_ns)
-            self.loop.cycle(self._last_ns)
+            try:
+                self.loop.cycle(self._last_ns)
+            except Exception as exc:  # noqa: B902 - reported through ``error``, never silent
+                self._failed = exc
+        if self._failed is not None:
+            self.stop()  # outside the lock: the loop thread may be waiting for it
+
+    alive = property(lambda self: self._failed is None and self.rt.alive,
+                     doc='True while the loop runs and no cycle has failed.')
+
+    @property
+    def error(self):
+        """Return the exception that ended the loop as text, or None."""
+        if self._failed is not None:
+            return repr(self._failed)
+        return super().error
