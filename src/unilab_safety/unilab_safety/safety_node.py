@@ -3,7 +3,8 @@
 """
 Safety node: the only path from a policy's action to the actuators.
 
-Three parts, joined only by lock-free slots:
+Three parts, joined only by lock-free slots (in the inline mode the action
+callback and the loop thread take turns on one lock instead):
 
 - the ROS executor: the action callback decodes a batch from the configured
   action topic (nothing else) and hands it to the loop through a latest-value
@@ -13,17 +14,20 @@ Three parts, joined only by lock-free slots:
   simulator's task state (the only source of episode starts)
   also run here;
 - the real-time loop (rt.py): deadline-scheduled at ``rate_hz``, gates each
-  new action once and runs the watchdog (loop.py). ``rt_mode: process`` (the
-  default) runs it in its own pinned SCHED_FIFO process with its own GIL
-  (rt_process.py, shared-memory seqlock slots in shm_slots.py);
-  ``rt_mode: thread`` runs it as a thread of this process (thread_backend.py);
-  ``rt_mode: inline`` gates each action on the thread that delivers it and
-  leaves the watchdog to that thread (thread_backend.py);
+  new action once and runs the watchdog (loop.py). ``rt_mode: process`` runs
+  it in its own pinned SCHED_FIFO process with its own GIL (rt_process.py,
+  shared-memory seqlock slots in shm_slots.py); ``rt_mode: thread`` runs it as
+  a thread of this process (thread_backend.py); ``rt_mode: inline`` gates each
+  action in the action callback itself and leaves the watchdog to the loop
+  thread (thread_backend.py); ``auto`` (the default) is ``process`` in
+  lock-step simulation and ``inline`` on a robot;
 - a publisher thread, woken through an eventfd, that turns the loop's output
   entries into TensorBatch messages on the safe-command topic (kind
   ``command`` answers an action, ``fallback`` / ``estop`` come from the
-  watchdog). If the RT process dies, this thread publishes an ``estop`` hold
-  of the last safe command, and every later action is answered the same way.
+  watchdog; in the inline mode the action callback publishes its own answer).
+  If the loop dies (its process, its thread, or a cycle that raised), this
+  thread publishes an ``estop`` hold of the last safe command, and every later
+  action is answered the same way.
 
 Counters go to /diagnostics and to ``<run_dir>/safety_stats.json``.
 """

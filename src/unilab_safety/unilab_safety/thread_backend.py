@@ -5,8 +5,9 @@ The safety loop in the node's process: ``rt_mode: thread`` and ``rt_mode: inline
 
 Same interface as rt_process.RtProcess. Simpler and cheaper to start, but
 the loop shares the GIL with rclpy's executor and every other thread of the
-process, which bounds its wake-up tail (see docs/safety.md); the node's
-default is the process mode.
+process, which bounds its wake-up tail (see docs/safety.md). The node's
+default (``auto``) is the process mode in lock-step training and the inline
+mode on a robot.
 
 ``thread``: the loop thread gates each action, woken through an eventfd.
 ``inline``: the thread that delivers an action gates it at once (in a
