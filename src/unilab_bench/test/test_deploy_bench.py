@@ -52,6 +52,8 @@ def test_rounds_spread_the_cycles_and_merge_every_round():
     for bad in (0, 11):
         with pytest.raises(ConfigError, match='--rounds'):
             split_cycles(10, bad)
+    with pytest.raises(ConfigError, match='--steps'):
+        split_cycles(-5, 3)
     merged = merge_probes([{'cycles': 4, 'deadline_misses': 1, 'latency_ms': [1.0, 2.0, 3.0]},
                            {'cycles': 3, 'deadline_misses': 0, 'latency_ms': [4.0, 5.0, 6.0]}])
     assert merged == {'cycles': 7, 'deadline_misses': 1,

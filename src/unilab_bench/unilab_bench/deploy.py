@@ -169,6 +169,8 @@ def merge_probes(probes: list[dict]) -> dict:
 def split_cycles(cycles: int, rounds: int) -> list[int]:
     """Return the cycles of each round: ``cycles`` spread over ``rounds`` (none empty)."""
     from unilab_core.config import ConfigError
+    if cycles < 1:
+        raise ConfigError(f'--steps must be >= 1 (control cycles per controller), got {cycles}')
     if rounds < 1 or cycles < rounds:
         raise ConfigError(f'--rounds must be in [1, --steps {cycles}], got {rounds}')
     return [cycles // rounds + (1 if i < cycles % rounds else 0) for i in range(rounds)]
@@ -236,27 +238,26 @@ def bench_deploy(args) -> dict:
         else:
             model = str(fresh_run_dir(profile.task, tmp / 'model'))
             result['model'] = 'a fresh network of the default configuration'
-        cli = [sys.executable, '-m', 'unilab.cli', 'deploy', model, '--robot', str(source),
-               '--armed']
-        # name -> the command line of one round (a deploy run's own run directory).
-        runs = {'deploy': lambda rd: cli + ['--run-dir', str(rd)]}
+
+        def deploy(model_path, *extra):
+            """Return the command line of one round of ``unilab deploy`` (its run dir)."""
+            return lambda rd: [sys.executable, '-m', 'unilab.cli', 'deploy', str(model_path),
+                               '--robot', str(source), '--armed', *extra, '--run-dir', str(rd)]
+
+        # name -> the command line of one round.
+        runs = {'deploy': deploy(model)}
         for name, mode in (('deploy_rt_process', 'process'), ('deploy_rt_thread', 'thread')):
             mode_file = tmp / f'{name}.yaml'
             mode_file.write_text(f'safety: {{rt_mode: {mode}}}\n')
-            runs[name] = (lambda f: lambda rd: cli + ['--config', str(f), '--run-dir',
-                                                      str(rd)])(mode_file)
+            runs[name] = deploy(model, '--config', str(mode_file))
         # The same network exported to ONNX and run through onnxruntime (one call into
         # C++ per step instead of a torch module tree), when the model is not one already.
         from unilab_policy.exported_inference import is_exported
         if not is_exported(model):
             from unilab.export import export_run
-            onnx, _ = export_run(model, 'onnx', str(tmp / 'policy.onnx'))
-            runs['deploy_onnx'] = lambda rd: [
-                sys.executable, '-m', 'unilab.cli', 'deploy', str(onnx), '--robot',
-                str(source), '--armed', '--run-dir', str(rd)]
+            runs['deploy_onnx'] = deploy(export_run(model, 'onnx', str(tmp / 'policy.onnx'))[0])
         if multiprocess:
-            runs['deploy_multiprocess'] = lambda rd: cli + ['--multiprocess', '--run-dir',
-                                                            str(rd)]
+            runs['deploy_multiprocess'] = deploy(model, '--multiprocess')
         baseline = [sys.executable, '-m', 'unilab_bench.deploy_baseline', model, str(source)]
         runs['rclpy'] = lambda rd: baseline
         runs['echo'] = lambda rd: baseline + ['--echo']

@@ -547,6 +547,10 @@ def test_loop_failure_publishes_the_estop_hold(graph):
     np.testing.assert_array_equal(
         read_batch(next(c for c in probe.commands if c.kind == 'estop')).tensors['command'], good)
     assert 'bug in the loop' in node.stats()['rt_loop'] and not node.rt.alive
+    if node.rt.answers_inline:
+        # The action whose cycle raised is answered with the hold itself, at once.
+        assert spin_until(executor, lambda: any(
+            c.kind == 'estop' and read_batch(c).seq == 1 for c in probe.commands), 10.0)
     # Later actions are answered with the same hold, never gated.
     answer = probe.send(executor, 2, good + 0.2)
     assert answer.kind == 'estop'

@@ -314,6 +314,11 @@ class SafetyNode(Node):
         self.rt.put(ActionIn(batch.seq, batch.version, batch.stamp_ns, action, reset_mask,
                              shape_ok, recv_ns))
         if self.rt.answers_inline:
+            if not self.rt.alive:
+                # This action's cycle raised (or the loop had died): answer it with the
+                # e-stop hold now; the publisher thread reports the death.
+                self._publish_dead_hold(batch.seq, batch.version, batch.stamp_ns)
+                return
             # Gated in put: publish the answer (if any: disarmed, stale) on this thread.
             while self._publish_next() is not None:
                 pass
