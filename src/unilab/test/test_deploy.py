@@ -49,6 +49,7 @@ def test_deploy_graph_is_perception_policy_safety_on_the_robots_topics(arm6):
     assert per.joint_names == profile.joint_names and per.obs_dim == params.obs_dim
     assert per.task_inputs.goal_topic == '/robot3/goal_pose'
     assert pol.mode == 'deploy' and pol.weights_file == '/m/run' and pol.rollout.num_envs == 1
+    assert pol.runtime == 'auto'  # run.deploy_runtime: onnxruntime on a CPU
     assert safe.lockstep is False and safe.armed is False and safe.num_envs == 1
     assert safe.state_timeout_s == profile.joint_state_timeout_s
     assert safe.dt == pytest.approx(0.02) and safe.safety.watchdog_timeout_s >= 3 * 0.02

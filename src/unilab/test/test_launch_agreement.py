@@ -137,4 +137,5 @@ def test_adapt_launch_file_starts_the_adapt_graph_unilab_adapt_starts(tmp_path, 
     assert launch_params.replace('launch_run', 'X') == \
         cli_run.params_file.read_text().replace('cli_run', 'X')
     assert cli_run.graph.parameters['policy'].mode == 'adapt'
+    assert cli_run.graph.parameters['policy'].runtime == 'torch'  # samples, swaps
     assert cli_run.graph.optional == ('recorder', 'adapter')

@@ -176,7 +176,7 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
         per = per.model_copy(update={'imu': per.imu.model_copy(
             update={'topic': ns(profile.imu_topic)})})
     pol = policy.model_copy(update={
-        'mode': 'deploy', 'weights_file': str(weights),
+        'mode': 'deploy', 'weights_file': str(weights), 'runtime': cfg.run.deploy_runtime,
         'rollout': policy.rollout.model_copy(update={'num_envs': 1})})
     robot_task = dataclasses.replace(task, joint_names=tuple(profile.joint_names),
                                      control_dt=profile.control_dt,
@@ -220,7 +220,9 @@ def adapt_graph(deploy: Graph, cfg: RunConfig, model: str | pathlib.Path,
     from unilab.bag.recorder_params import RecorderNodeParams
     a = cfg.adapt
     params = dict(deploy.parameters)
-    params['policy'] = params['policy'].model_copy(update={'mode': 'adapt'})
+    # Adaptation samples actions and swaps weights in torch.
+    params['policy'] = params['policy'].model_copy(update={'mode': 'adapt',
+                                                           'runtime': 'torch'})
     safety = params['safety']
     recorded = [topics.ROLLOUT, topics.WEIGHTS, topics.OBSERVATION, topics.SAFE_COMMAND,
                 topics.JOINT_STATES, safety.output.topic]

@@ -17,8 +17,8 @@ def test_bench_deploy_times_every_controller_and_compares_with_the_baseline():
                               rounds=1)
     out = bench_deploy(args)
     assert out['cycles'] == 20 and out['control_rate_hz'] == 50.0
-    for name in ('deploy', 'deploy_rt_process', 'deploy_rt_thread', 'deploy_onnx',
-                 'deploy_multiprocess', 'rclpy', 'echo'):
+    for name in ('deploy', 'deploy_torch', 'deploy_rt_process', 'deploy_multiprocess',
+                 'rclpy', 'echo'):
         # Every cycle either timed a command or counted a miss.
         assert out[f'{name}_cycles'] == 20
         assert 0 <= out[f'{name}_deadline_misses'] < 20
@@ -28,8 +28,7 @@ def test_bench_deploy_times_every_controller_and_compares_with_the_baseline():
     assert 'deploy_multiprocess_p50_vs_rclpy' in out
     # The breakdown: the gate's own hop (from its statistics) is a part of each deploy
     # run's loop, so it is shorter than the loop; the floor is the echo node's p50.
-    for name in ('deploy', 'deploy_rt_process', 'deploy_rt_thread', 'deploy_onnx',
-                 'deploy_multiprocess'):
+    for name in ('deploy', 'deploy_torch', 'deploy_rt_process', 'deploy_multiprocess'):
         assert 0 < out[f'{name}_gate_p50_ms'] <= out[f'{name}_gate_p99_ms']
         assert out[f'{name}_gate_p50_ms'] < out[f'{name}_p50_ms']
         assert f'{name}_graph_p50_ms' in out
@@ -38,10 +37,10 @@ def test_bench_deploy_times_every_controller_and_compares_with_the_baseline():
         assert out[f'{name}_gate_commands'] >= 20 - out[f'{name}_deadline_misses']
         assert 0 <= out[f'{name}_gate_early_actions'] <= out[f'{name}_gate_commands']
     assert out['floor_p50_ms'] == out['echo_p50_ms']
-    # A robot's default gates on arrival; the other two hand each action over.
+    # A robot's default gates on arrival; the process variant hands each action over.
     assert out['deploy_rt_mode'] == 'inline' and out['deploy_multiprocess_rt_mode'] == 'inline'
+    assert out['deploy_torch_rt_mode'] == 'inline'
     assert out['deploy_rt_process_rt_mode'] == 'process'
-    assert out['deploy_rt_thread_rt_mode'] == 'thread'
     assert out['rounds'] == 1
 
 

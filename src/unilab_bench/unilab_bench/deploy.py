@@ -15,15 +15,15 @@ so that a machine whose speed drifts over the bench's minutes weighs on every
 controller alike (each controller's figures are over all its rounds):
 
 - ``deploy``: ``unilab deploy MODEL --robot PROFILE --armed``, the graph composed
-  in one process (perception, policy, safety gate; the gate's default on a robot,
-  ``safety.rt_mode: auto``, gates each action on arrival: ``inline``);
-- ``deploy_rt_process``: composed, the gate's loop in its own SCHED_FIFO process
-  (``safety.rt_mode: process``, training's default), each action handed over to it;
-- ``deploy_rt_thread``: composed, the gate's loop a thread of the node's process
-  (``safety.rt_mode: thread``), each action handed over to it;
-- ``deploy_onnx``: the default, acting with the model exported to ONNX
-  (``unilab export``, onnxruntime) instead of the checkpoint (torch); not run when
-  ``--model`` is an exported model already;
+  in one process (perception, policy, safety gate) with a robot's defaults: the
+  network exported in memory and run through onnxruntime on a CPU
+  (``run.deploy_runtime: auto``), the gate checking each action on arrival
+  (``safety.rt_mode: auto`` -> ``inline``);
+- ``deploy_torch``: the same with the network in torch (``run.deploy_runtime:
+  torch``); not run when ``--model`` is an exported model (that runs its file);
+- ``deploy_rt_process``: the default with the gate's loop in its own SCHED_FIFO
+  process (``safety.rt_mode: process``, training's default), each action handed
+  over to it;
 - ``deploy_multiprocess``: the default with ``--multiprocess`` (one process per node);
 - ``rclpy``: the baseline, a plain rclpy node doing the bare job
   (``unilab_bench.deploy_baseline``: subscribe, torch forward of the same network,
@@ -246,16 +246,13 @@ def bench_deploy(args) -> dict:
 
         # name -> the command line of one round.
         runs = {'deploy': deploy(model)}
-        for name, mode in (('deploy_rt_process', 'process'), ('deploy_rt_thread', 'thread')):
-            mode_file = tmp / f'{name}.yaml'
-            mode_file.write_text(f'safety: {{rt_mode: {mode}}}\n')
-            runs[name] = deploy(model, '--config', str(mode_file))
-        # The same network exported to ONNX and run through onnxruntime (one call into
-        # C++ per step instead of a torch module tree), when the model is not one already.
+        variants = {'deploy_rt_process': 'safety: {rt_mode: process}'}
         from unilab_policy.exported_inference import is_exported
-        if not is_exported(model):
-            from unilab.export import export_run
-            runs['deploy_onnx'] = deploy(export_run(model, 'onnx', str(tmp / 'policy.onnx'))[0])
+        if not is_exported(model):  # an exported model runs through its own file
+            variants['deploy_torch'] = 'run: {deploy_runtime: torch}'
+        for name, text in variants.items():
+            (tmp / f'{name}.yaml').write_text(text + '\n')
+            runs[name] = deploy(model, '--config', str(tmp / f'{name}.yaml'))
         if multiprocess:
             runs['deploy_multiprocess'] = deploy(model, '--multiprocess')
         baseline = [sys.executable, '-m', 'unilab_bench.deploy_baseline', model, str(source)]

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The action map: actions -> commands in joint units, resolved per task, exported with the net."""
 
+import copy
 import dataclasses
+import time
 
 import numpy as np
 import pytest
@@ -12,9 +14,10 @@ from unilab_core.graph import TaskInfo
 from unilab_policy.action_map import ActionMap, resolve_action_map
 from unilab_policy.actor import PolicyActor, StepIn
 from unilab_policy.export import export_onnx
-from unilab_policy.exported_inference import ExportedPolicy
-from unilab_policy.factory import build_bundle
+from unilab_policy.exported_inference import ExportedPolicy, OnnxBundlePolicy
+from unilab_policy.factory import build_bundle, resolve_runtime
 from unilab_policy.params import PolicyNodeParams
+from unilab_policy.weights import flatten_state
 
 J, N = 3, 4
 OBS = 2 * J + 2
@@ -106,3 +109,70 @@ def test_an_exported_model_gives_commands_like_the_actor(tmp_path):
     # In a deploy actor the exported model's output is used as the command as it is.
     actor.inference = exported
     np.testing.assert_allclose(actor.step(StepIn(1, obs)).action.action, want, atol=1e-5)
+
+
+def test_the_onnx_runtime_acts_like_torch_and_follows_every_weight_swap():
+    amap = ActionMap('relative', [0.1, 0.2, 0.3], J)
+    torch_actor, bundle = _actor(amap, 'deploy')
+    onnx_actor = PolicyActor(copy.deepcopy(bundle), N, J, mode='deploy', action_map=amap,
+                             action_history=0, runtime='onnx')
+    assert isinstance(onnx_actor.inference, OnnxBundlePolicy)
+    obs = np.random.default_rng(3).normal(size=(N, OBS)).astype(np.float32)
+    # No weights yet: nothing exported, nothing to act with (the gate holds).
+    assert onnx_actor.step(StepIn(0, obs)).action is None
+    assert not onnx_actor.inference.onnx_active
+    onnx_actor.set_version(0)
+    torch_actor.set_version(0)
+    assert onnx_actor.inference.onnx_active  # the first export is ready before any step
+    np.testing.assert_allclose(onnx_actor.step(StepIn(1, obs)).action.action,
+                               torch_actor.step(StepIn(1, obs)).action.action, atol=1e-5)
+    # New weights act from the very next step: in torch while the export builds, then
+    # through onnxruntime, the same commands both ways.
+    flat = flatten_state(bundle)[0].numpy() * 1.5
+    for actor in (onnx_actor, torch_actor):
+        actor.load_weights(flat, 1)
+    want = torch_actor.step(StepIn(2, obs)).action.action
+    out = onnx_actor.step(StepIn(2, obs)).action
+    assert out.version == 1
+    np.testing.assert_allclose(out.action, want, atol=1e-5)
+    deadline = time.monotonic() + 60
+    while not onnx_actor.inference.onnx_active and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert onnx_actor.inference.onnx_active and onnx_actor.inference.exports == 2
+    np.testing.assert_allclose(onnx_actor.step(StepIn(3, obs)).action.action,
+                               torch_actor.step(StepIn(3, obs)).action.action, atol=1e-5)
+
+
+def test_the_onnx_runtime_is_for_deployed_policies_only():
+    amap = ActionMap('absolute', (), J)
+    _, bundle = _actor(amap, 'deploy')
+    for mode in ('on_policy', 'adapt'):
+        with pytest.raises(ValueError, match='runtime onnx'):
+            PolicyActor(bundle, N, J, mode=mode, runtime='onnx')
+        with pytest.raises(ValueError, match='runtime onnx needs mode deploy'):
+            PolicyNodeParams(obs_dim=OBS, act_dim=J, mode=mode, runtime='onnx')
+    cpu, cuda = torch.device('cpu'), torch.device('cuda')
+    assert resolve_runtime('auto', 'deploy', cpu) == 'onnx'
+    assert resolve_runtime('auto', 'deploy', cuda) == 'torch'  # CUDA graphs, no export
+    assert resolve_runtime('auto', 'adapt', cpu) == 'torch'
+    assert resolve_runtime('torch', 'deploy', cpu) == 'torch'
+
+
+def test_a_failed_export_leaves_the_policy_acting_in_torch(monkeypatch):
+    import unilab_policy.export as export
+    amap = ActionMap('absolute', (), J)
+    torch_actor, bundle = _actor(amap, 'deploy')
+    logs = []
+    actor = PolicyActor(copy.deepcopy(bundle), N, J, mode='deploy', runtime='onnx',
+                        log=logs.append)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError('exporter unavailable')
+    monkeypatch.setattr(export, 'onnx_bytes', broken)
+    actor.set_version(0)
+    torch_actor.set_version(0)
+    assert not actor.inference.onnx_active and actor.inference.failed == 1
+    assert any('acting in torch: exporter unavailable' in m for m in logs)
+    obs = np.random.default_rng(4).normal(size=(N, OBS)).astype(np.float32)
+    np.testing.assert_allclose(actor.step(StepIn(0, obs)).action.action,
+                               torch_actor.step(StepIn(0, obs)).action.action, atol=1e-6)

@@ -27,7 +27,9 @@ Modes:
 - ``deploy`` (a robot): deterministic actions (the policy mean) with whatever
   weights are loaded; never waits for a version and sends no chunks. Before
   any weights exist it has nothing to act with and returns no action (the
-  safety gate's watchdog holds the robot).
+  safety gate's watchdog holds the robot). ``runtime='onnx'`` runs the
+  deployable policy exported in memory through onnxruntime
+  (``exported_inference.OnnxBundlePolicy``, re-exported at each version).
 - ``adapt`` (a robot that learns online): samples like ``on_policy`` and sends
   chunks tagged with the acting version, but never waits: a robot cannot
   pause for an update. New weights swap in between two steps whenever they
@@ -44,12 +46,15 @@ import torch
 
 from unilab_policy.action_map import ActionMap
 from unilab_policy.chunk import ChunkBuilder
+from unilab_policy.exported_inference import OnnxBundlePolicy
 from unilab_policy.history import ActionHistory
 from unilab_policy.inference import InferencePolicy
 from unilab_policy.models import PolicyBundle
 from unilab_policy.weights import flatten_state, unflatten_into
 
 MODES = ('on_policy', 'deploy', 'adapt')
+#: How the network runs: torch, or (deploy mode) exported in memory to onnxruntime.
+RUNTIMES = ('torch', 'onnx')
 HISTORY_FILLS = ('zero', 'joint_position')
 #: Step outcome fields an observation may carry, each ``[N]``.
 OUTCOME_FIELDS = ('reward', 'terminated', 'truncated', 'episode_return', 'episode_length')
@@ -124,9 +129,15 @@ class PolicyActor:
                  rollout_length: int = 32, chunk_length: int = 8,
                  action_history: int = 0, action_low=(), action_high=(),
                  history_fill: str = 'zero', device: torch.device | None = None,
-                 graph_capture: bool = False, log: Callable[[str], None] = print):
+                 graph_capture: bool = False, runtime: str = 'torch',
+                 log: Callable[[str], None] = print):
         if mode not in MODES:
             raise ValueError(f'mode must be one of {MODES}, got {mode!r}')
+        if runtime not in RUNTIMES:
+            raise ValueError(f'runtime must be one of {RUNTIMES}, got {runtime!r}')
+        if runtime == 'onnx' and mode != 'deploy':
+            raise ValueError(f'runtime onnx acts deterministically (deploy mode); mode '
+                             f'{mode!r} samples actions and needs torch')
         if history_fill not in HISTORY_FILLS:
             raise ValueError(f'action_history_fill must be one of {HISTORY_FILLS}, got '
                              f'{history_fill!r}')
@@ -153,6 +164,10 @@ class PolicyActor:
                                   self.act_dim) if mode != 'deploy' else None
         self.inference = InferencePolicy(bundle, self.num_envs, self.device,
                                          graph_capture=graph_capture, log=log)
+        if runtime == 'onnx':
+            # Exported from the loaded weights at each version (set_version).
+            self.inference = OnnxBundlePolicy(self.action_map, self.num_envs, self.input_dim,
+                                              threads=torch.get_num_threads(), log=log)
         self._spec = flatten_state(bundle)[1]
         self.version = -1  # no weights yet
         self.steps_in_version = 0
@@ -179,6 +194,9 @@ class PolicyActor:
 
     def set_version(self, version: int) -> StepResult:
         """Start acting with ``version`` (the bundle already holds its weights)."""
+        reload = getattr(self.inference, 'reload', None)
+        if reload is not None:  # the in-memory ONNX export follows the bundle's weights
+            reload(self.bundle)
         self.version = int(version)
         self.steps_in_version = 0
         if self.chunk is not None:

@@ -9,6 +9,7 @@ the exported graph, so a user's own runtime needs nothing but the file.
 """
 
 import copy
+import io
 import os
 from typing import Optional, Union
 import warnings
@@ -82,26 +83,34 @@ def export_onnx(actor_critic: ActorCritic, normalizer: Optional[EmpiricalNormali
     JSON under ``METADATA_KEY``. Returns the exported module.
     """
     module = DeployablePolicy(actor_critic, normalizer, action_map)
-    dummy = torch.zeros(1, obs_dim)
 
     def write(tmp):
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore', DeprecationWarning)
-            torch.onnx.export(module, (dummy,), tmp, dynamo=False, opset_version=opset,
-                              input_names=['obs'], output_names=['action'],
-                              dynamic_axes={'obs': {0: 'batch'}, 'action': {0: 'batch'}})
+        data = onnx_bytes(module, obs_dim, opset)
         if metadata is not None:
             import json
 
             import onnx
-            model = onnx.load(tmp)
+            model = onnx.load_from_string(data)
             entry = model.metadata_props.add()
             entry.key, entry.value = METADATA_KEY, json.dumps(metadata)
-            onnx.save(model, tmp)
+            data = model.SerializeToString()
+        with open(tmp, 'wb') as f:
+            f.write(data)
 
     with atomic_path(path) as tmp:
         write(str(tmp))
     return module
+
+
+def onnx_bytes(module: DeployablePolicy, obs_dim: int, opset: int = ONNX_OPSET) -> bytes:
+    """Return ``module`` as a serialised ONNX model (input ``obs``, output ``action``)."""
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', DeprecationWarning)
+        torch.onnx.export(module, (torch.zeros(1, obs_dim),), buf, dynamo=False,
+                          opset_version=opset, input_names=['obs'], output_names=['action'],
+                          dynamic_axes={'obs': {0: 'batch'}, 'action': {0: 'batch'}})
+    return buf.getvalue()
 
 
 def export_torchscript(actor_critic: ActorCritic,

@@ -89,7 +89,15 @@ def make_actor(p: PolicyNodeParams, device: torch.device | str,
                        chunk_length=p.rollout.chunk_length,
                        action_history=p.model.action_history, action_low=p.action_low,
                        action_high=p.action_high, history_fill=p.action_history_fill,
-                       device=device, graph_capture=p.gpu.graph_capture, log=log)
+                       device=device, graph_capture=p.gpu.graph_capture,
+                       runtime=resolve_runtime(p.runtime, p.mode, device), log=log)
+
+
+def resolve_runtime(runtime: str, mode: str, device: torch.device) -> str:
+    """Return the actor's runtime: ``auto`` is onnx for a deployed policy on a CPU."""
+    if runtime != 'auto':
+        return runtime
+    return 'onnx' if mode == 'deploy' and device.type == 'cpu' else 'torch'
 
 
 def make_trainer(p: TrainerNodeParams, device: torch.device,
@@ -200,4 +208,6 @@ def load_weights_file(actor: PolicyActor, path: str | pathlib.Path) -> str:
         raise ConfigError(f'{path}: does not fit this policy ({str(exc).splitlines()[0]})') \
             from None
     actor.set_version(0)
-    return f'checkpoint {trained.checkpoint}'
+    how = ' (exported in memory, onnxruntime)' if getattr(actor.inference, 'onnx_active',
+                                                          False) else ''
+    return f'checkpoint {trained.checkpoint}{how}'

@@ -61,6 +61,10 @@ class PolicyNodeParams(PolicyNetParams):
     action_history_fill: Literal['zero', 'joint_position'] = Field(
         'zero', description='Action history at an episode start: zeros, or the measured '
         'joint positions that lead the observation (position-controlled joints).')
+    runtime: Literal['torch', 'onnx', 'auto'] = Field(
+        'torch', description='How the network runs: torch; onnx (deploy mode: exported in '
+        'memory from the loaded weights and run through onnxruntime); auto = onnx for a '
+        'deployed policy on a CPU, else torch. The deploy graph sets run.deploy_runtime.')
     weights_file: str = Field(
         '', description='deploy: a run directory, a checkpoint (.pt) or an exported ONNX '
         'model to load at start ("" = wait for the weights topic).')
@@ -72,6 +76,9 @@ class PolicyNodeParams(PolicyNetParams):
             v = getattr(self, name)
             if v and len(v) != self.act_dim:
                 raise ValueError(f'{name} has {len(v)} values, act_dim is {self.act_dim}')
+        if self.runtime == 'onnx' and self.mode != 'deploy':
+            raise ValueError(f'runtime onnx needs mode deploy (mode {self.mode} samples '
+                             'actions in torch)')
         if self.rollout.rollout_length % min(self.rollout.chunk_length,
                                              self.rollout.rollout_length):
             raise ValueError('rollout.rollout_length must be a multiple of '
