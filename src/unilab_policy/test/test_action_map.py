@@ -106,6 +106,8 @@ def test_an_exported_model_gives_commands_like_the_actor(tmp_path):
     export_onnx(bundle.actor_critic, bundle.obs_normalizer, path, OBS, action_map=amap)
     exported = ExportedPolicy(path, N, OBS)
     np.testing.assert_allclose(exported.act(obs).action.numpy(), want, atol=1e-5)
+    assert exported.command(obs).dtype == np.float32  # the control path's numpy call
+    np.testing.assert_allclose(exported.command(obs.astype(np.float64)), want, atol=1e-5)
     # In a deploy actor the exported model's output is used as the command as it is.
     actor.inference = exported
     np.testing.assert_allclose(actor.step(StepIn(1, obs)).action.action, want, atol=1e-5)
@@ -134,6 +136,8 @@ def test_the_onnx_runtime_acts_like_torch_and_follows_every_weight_swap():
     want = torch_actor.step(StepIn(2, obs)).action.action
     out = onnx_actor.step(StepIn(2, obs)).action
     assert out.version == 1
+    # Nothing trains on a deployed policy's value / log-prob: zeros nobody can write.
+    assert not out.value.any() and not out.log_prob.any() and not out.value.flags.writeable
     np.testing.assert_allclose(out.action, want, atol=1e-5)
     deadline = time.monotonic() + 60
     while not onnx_actor.inference.onnx_active and time.monotonic() < deadline:

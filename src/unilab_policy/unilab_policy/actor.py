@@ -169,6 +169,9 @@ class PolicyActor:
             self.inference = OnnxBundlePolicy(self.action_map, self.num_envs, self.input_dim,
                                               threads=torch.get_num_threads(), log=log)
         self._spec = flatten_state(bundle)[1]
+        # Value and log-prob of an exported runtime's step: zeros, shared read-only.
+        self._no_estimate = np.zeros(self.num_envs, np.float32)
+        self._no_estimate.flags.writeable = False
         self.version = -1  # no weights yet
         self.steps_in_version = 0
         self.pending: StepIn | None = None
@@ -267,13 +270,20 @@ class PolicyActor:
                         return StepResult(chunk=chunk)
             else:
                 self.chunk.drop_open_step()
-        out = self.inference.act(obs, deterministic=self.mode == 'deploy')
-        action = out.action.cpu().numpy()
-        # Commands in joint units (an exported model already gives them, see export.py).
-        command = action if getattr(self.inference, 'outputs_commands', False) \
-            else self.action_map.command(raw, action)
+        exported = getattr(self.inference, 'command', None)
+        if exported is not None:
+            # An exported runtime (deploy mode): numpy in, the command out, no torch on the
+            # control path; nothing trains on a deployed policy's value or log-prob.
+            command = exported(obs)
+            log_prob = value = self._no_estimate
+        else:
+            out = self.inference.act(obs, deterministic=self.mode == 'deploy')
+            action = out.action.cpu().numpy()
+            # Commands in joint units (an exported model already gives them, export.py).
+            command = action if getattr(self.inference, 'outputs_commands', False) \
+                else self.action_map.command(raw, action)
+            log_prob, value = out.log_prob.cpu().numpy(), out.value.cpu().numpy()
         self.history.push(command)
-        log_prob, value = out.log_prob.cpu().numpy(), out.value.cpu().numpy()
         if self.chunk is not None:
             # PPO learns in action space: the chunk keeps the sampled action.
             self.chunk.open_step(obs, action, log_prob, value, out.mean.cpu().numpy(),
