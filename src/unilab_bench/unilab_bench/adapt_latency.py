@@ -9,7 +9,9 @@ profile's rate), with a scenario beside the double giving a new goal every
 ``GOAL_TIMEOUT_S`` (episodes for the learner), run twice against fresh doubles:
 
 - ``deploy``: ``unilab deploy MODEL --robot arm6 --armed --multiprocess`` (no
-  learner; one process per node, as ``unilab adapt`` runs the deploy graph);
+  learner; one process per node, as ``unilab adapt`` runs the deploy graph; the
+  network in torch, ``run.deploy_runtime: torch``, as the adapting policy runs it,
+  so that the difference is the adapter's);
 - ``during_adapt``: ``unilab adapt MODEL --robot arm6 --armed`` (the deploy graph
   plus the recorder and the adapter, one process per node, the adapter under
   SCHED_IDLE with its configured threads), with rounds due every ``PERIOD_S`` after
@@ -56,10 +58,12 @@ def latency_during_adapt(model: str, cycles: int, tmp: pathlib.Path) -> dict:
     fast = tmp / 'adapt_rounds.yaml'
     fast.write_text(yaml.safe_dump({'adapt': {'period_s': PERIOD_S,
                                               'min_episodes': MIN_EPISODES}}))
+    same_runtime = tmp / 'deploy_torch.yaml'
+    same_runtime.write_text(yaml.safe_dump({'run': {'deploy_runtime': 'torch'}}))
     cli = [sys.executable, '-m', 'unilab.cli']
     robot = ['--robot', str(source), '--armed']
-    runs = {'deploy': cli + ['deploy', model, *robot, '--multiprocess',
-                             '--run-dir', str(tmp / 'deploy')],
+    runs = {'deploy': cli + ['deploy', model, *robot, '--multiprocess', '--config',
+                             str(same_runtime), '--run-dir', str(tmp / 'deploy')],
             'during_adapt': cli + ['adapt', model, *robot, '--config', str(fast),
                                    '--run-dir', str(tmp / 'during_adapt')]}
     goals = int(cycles / profile.control_rate_hz / GOAL_TIMEOUT_S) + 1000
