@@ -74,6 +74,7 @@ class Operator:
         self.node = rclpy.create_node('deploy_test_operator', context=self.context)
         self.commands: list[tuple[float, object]] = []
         self.safety: dict[str, str] = {}
+        self.policy: dict[str, str] = {}
         self.names = joint_names
         self.publishing = joint_names is not None
         self.node.create_subscription(command_type, command_topic,
@@ -92,6 +93,8 @@ class Operator:
         for s in msg.status:
             if s.name == '/safety':
                 self.safety = {kv.key: kv.value for kv in s.values}
+            elif s.name == '/policy':
+                self.policy = {kv.key: kv.value for kv in s.values}
 
     def _goal(self) -> None:
         msg = PoseStamped()
@@ -250,6 +253,9 @@ def test_names_order_stale_states_and_pt_equals_onnx(model, operator, tmp_path):
             op.wait(lambda: len(op.commands) >= 12, proc=deploy)
             firsts[name] = [m for _, m in op.commands[:12]]
             if name == 'pt':
+                # A checkpoint on a CPU acts through onnxruntime (exported in memory).
+                op.wait(lambda: op.policy.get('onnx_active') == '1', proc=deploy)
+                assert op.policy['onnx_exports'] == '1' and op.policy['onnx_failed'] == '0'
                 # The joint states stop: stale after joint_state_timeout_s -> hold.
                 op.publishing = False
                 stopped = time.monotonic()

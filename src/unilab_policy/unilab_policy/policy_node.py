@@ -120,6 +120,12 @@ class PolicyNode(Node):
             infer = {'inference_p50_ms': round(float(np.percentile(ms, 50)), 4),
                      'inference_p99_ms': round(float(np.percentile(ms, 99)), 4),
                      'inference_max_ms': round(float(ms.max()), 4)}
+        runtime = self.actor.inference
+        if hasattr(runtime, 'onnx_active'):
+            # A checkpoint exported in memory (runtime onnx): whether steps go through
+            # onnxruntime now, and exports built / refused (torch acts after a refusal).
+            infer.update(onnx_active=int(runtime.onnx_active), onnx_exports=runtime.exports,
+                         onnx_failed=runtime.failed)
         return {**c, 'dropped': c['bad_obs'], 'messages': c['steps'] + c['bad_obs'], **infer}
 
     def destroy_node(self):
