@@ -93,8 +93,8 @@ class ExportedPolicy:
             width = None
 
             def run(obs):
-                with torch.inference_mode():
-                    return module(torch.from_numpy(obs)).numpy()
+                with torch.inference_mode():  # a private copy: published arrays are read-only
+                    return module(torch.from_numpy(np.array(obs))).numpy()
             self._run = run
         if isinstance(width, int) and width != self.input_dim:
             raise ValueError(f'{path}: the model takes {width} inputs, the policy has '
@@ -192,8 +192,8 @@ class OnnxBundlePolicy:
         x = _float32(obs)
         if session is not None:
             return session.run(_OUTPUTS, {'obs': x})[0]
-        with torch.inference_mode():
-            return module(torch.from_numpy(x)).numpy()
+        with torch.inference_mode():  # a private copy: published arrays are read-only
+            return module(torch.from_numpy(np.array(x))).numpy()
 
     def act(self, obs: np.ndarray, deterministic: bool = True) -> ActOutput:
         """Return the deployable policy's command (deterministic only) as an ActOutput."""
