@@ -313,10 +313,12 @@ def _config(args) -> int:
 
 def _export(args) -> int:
     from unilab.export import export_run
+    from unilab_policy.export import ONNX_TOLERANCE
     out, diff = export_run(args.run_dir, args.format, args.out)
     print(f'unilab: exported {args.format} policy to {out}')
     if diff is not None:
-        print(f'unilab: onnxruntime check: max abs difference {diff:.2e} (<= 1e-5: ok)')
+        print(f'unilab: onnxruntime check: max abs difference {diff:.2e} '
+              f'(<= {ONNX_TOLERANCE:.0e}: ok)')
     return 0
 
 

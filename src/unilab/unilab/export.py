@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import pathlib
 
-ONNX_TOLERANCE = 1e-5
-
 
 def export_run(run_dir: str, fmt: str,
                out: str | None = None) -> tuple[pathlib.Path, float | None]:
     """Export and (for ONNX) verify against onnxruntime; return (path, max abs diff)."""
     from unilab_policy.action_map import ActionMap
-    from unilab_policy.export import export_onnx, export_torchscript, verify_onnx
+    from unilab_policy.export import (export_onnx, export_torchscript, ONNX_TOLERANCE,
+                                      verify_onnx)
     from unilab_policy.factory import load_trained
     from unilab.deploy import describe_model, model_metadata
     trained = load_trained(run_dir)
@@ -29,7 +28,7 @@ def export_run(run_dir: str, fmt: str,
         module = export_onnx(bundle.actor_critic, norm, path, obs_dim, metadata=metadata,
                              action_map=action_map)
         diff = verify_onnx(path, module, obs_dim)
-        if diff > ONNX_TOLERANCE:
+        if not diff <= ONNX_TOLERANCE:  # NaN included
             raise RuntimeError(f'ONNX output differs from torch by {diff:.2e} '
                                f'(> {ONNX_TOLERANCE}); {path} is not trustworthy')
         return path, diff

@@ -54,7 +54,7 @@ class RunSection(_Section):
     deploy_runtime: Literal['auto', 'torch', 'onnx'] = Field(
         'auto', description='How a policy deployed on a robot (`unilab deploy`) runs its '
         'network: onnx = exported in memory at start and run through onnxruntime (one C++ '
-        'call per step, ~0.3 ms less per cycle on a CPU); torch = the checkpoint\'s network '
+        'call per step, 0.4-0.5 ms less per cycle on a CPU); torch = the checkpoint\'s network '
         'in torch; auto = onnx on a CPU, torch on CUDA. Adaptation acts in torch.')
     executor: Literal['events', 'single_threaded'] = Field(
         'events', description='rclpy executor for composed mode (EventsExecutor is ~8x '

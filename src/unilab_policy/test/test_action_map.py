@@ -4,7 +4,9 @@
 
 import copy
 import dataclasses
+import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -13,9 +15,10 @@ from unilab_core.config import ConfigError, ModelSection, NormalizationSection
 from unilab_core.graph import TaskInfo
 from unilab_policy.action_map import ActionMap, resolve_action_map
 from unilab_policy.actor import PolicyActor, StepIn
-from unilab_policy.export import export_onnx
+from unilab_policy.export import export_onnx, export_torchscript
 from unilab_policy.exported_inference import ExportedPolicy, OnnxBundlePolicy
-from unilab_policy.factory import build_bundle, resolve_runtime
+from unilab_policy.factory import build_bundle, load_weights_file, resolve_runtime
+from unilab_policy.inference import InferencePolicy
 from unilab_policy.params import PolicyNodeParams
 from unilab_policy.weights import flatten_state
 
@@ -162,21 +165,77 @@ def test_the_onnx_runtime_is_for_deployed_policies_only():
     assert resolve_runtime('torch', 'deploy', cpu) == 'torch'
 
 
-def test_a_failed_export_leaves_the_policy_acting_in_torch(monkeypatch):
+def _raise(*args, **kwargs):
+    raise RuntimeError('exporter unavailable')
+
+
+@pytest.mark.parametrize('name, fake, why', [
+    ('onnx_bytes', _raise, 'exporter unavailable'),
+    # A mismatch, and a NaN one (NaN > tolerance is False: it must still be refused).
+    ('verify_onnx', lambda *a, **k: 1e-3, 'differs from torch by 1.00e-03'),
+    ('verify_onnx', lambda *a, **k: float('nan'), 'differs from torch by nan')])
+def test_a_failed_export_leaves_the_policy_acting_in_torch(monkeypatch, name, fake, why):
     import unilab_policy.export as export
     amap = ActionMap('absolute', (), J)
     torch_actor, bundle = _actor(amap, 'deploy')
     logs = []
     actor = PolicyActor(copy.deepcopy(bundle), N, J, mode='deploy', runtime='onnx',
                         log=logs.append)
-
-    def broken(*args, **kwargs):
-        raise RuntimeError('exporter unavailable')
-    monkeypatch.setattr(export, 'onnx_bytes', broken)
+    monkeypatch.setattr(export, name, fake)
     actor.set_version(0)
     torch_actor.set_version(0)
     assert not actor.inference.onnx_active and actor.inference.failed == 1
-    assert any('acting in torch: exporter unavailable' in m for m in logs)
+    assert any('acting in torch: ' in m and why in m for m in logs), logs
     obs = np.random.default_rng(4).normal(size=(N, OBS)).astype(np.float32)
     np.testing.assert_allclose(actor.step(StepIn(0, obs)).action.action,
                                torch_actor.step(StepIn(0, obs)).action.action, atol=1e-6)
+
+
+def test_a_burst_of_weights_runs_one_export_at_a_time_and_ends_on_the_newest():
+    amap = ActionMap('relative', [0.1, 0.2, 0.3], J)
+    torch_actor, bundle = _actor(amap, 'deploy')
+    actor = PolicyActor(copy.deepcopy(bundle), N, J, mode='deploy', action_map=amap,
+                        runtime='onnx')
+    actor.set_version(0)  # the first export, at once
+    base = flatten_state(bundle)[0].numpy()
+    for v in range(1, 11):  # a weights topic flooding new versions
+        flat = base * (1.0 + 0.05 * v)
+        actor.load_weights(flat, v)
+        assert sum(t.name == 'onnx-export' for t in threading.enumerate()) <= 1
+    torch_actor.load_weights(flat, 10)
+    deadline = time.monotonic() + 60
+    while not actor.inference.onnx_active and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert actor.inference.onnx_active and actor.inference._worker is None
+    # Versions that came while an export ran were skipped to the newest.
+    assert 2 <= actor.inference.exports < 11 and actor.inference.failed == 0
+    obs = np.random.default_rng(5).normal(size=(N, OBS)).astype(np.float32)
+    out = actor.step(StepIn(0, obs)).action
+    assert out.version == 10
+    np.testing.assert_allclose(out.action, torch_actor.step(StepIn(0, obs)).action.action,
+                               atol=1e-5)
+
+
+def test_an_exported_model_is_refused_for_a_sampling_actor(tmp_path):
+    amap = ActionMap('absolute', (), J)
+    actor, bundle = _actor(amap, 'on_policy')
+    path = tmp_path / 'p.onnx'
+    export_onnx(bundle.actor_critic, bundle.obs_normalizer, path, OBS, action_map=amap)
+    with pytest.raises(ConfigError, match='exported model acts only in deploy mode'):
+        load_weights_file(actor, path)
+    assert isinstance(actor.inference, InferencePolicy)  # nothing changed
+
+
+def test_an_exported_runtime_takes_a_read_only_observation(tmp_path):
+    amap = ActionMap('absolute', (), J)
+    actor, bundle = _actor(amap, 'deploy')
+    path = tmp_path / 'p.pt'
+    export_torchscript(bundle.actor_critic, bundle.obs_normalizer, path, OBS, action_map=amap)
+    obs = np.random.default_rng(6).normal(size=(N, OBS)).astype(np.float32)
+    obs.flags.writeable = False  # as published arrays are handed over
+    want = actor.step(StepIn(0, obs)).action.action
+    exported = ExportedPolicy(path, N, OBS)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')  # torch warns about non-writable arrays
+        got = exported.command(obs)
+    np.testing.assert_allclose(got, want, atol=1e-5)

@@ -140,15 +140,22 @@ def export_torchscript(actor_critic: ActorCritic,
     return module
 
 
-@torch.no_grad()
-def verify_onnx(path: Union[str, os.PathLike], module: nn.Module, obs_dim: int,
-                n: int = 64, seed: int = 0) -> float:
-    """Return max |onnxruntime(obs) - module(obs)| on ``n`` random N(0, 3^2) observations."""
-    import onnxruntime as ort
+#: Largest |onnxruntime - torch| an ONNX export may show (``unilab export``, the in-memory
+#: export of a deployed policy); anything larger, or NaN, refuses the export.
+ONNX_TOLERANCE = 1e-5
 
+
+@torch.no_grad()
+def verify_onnx(model, module: nn.Module, obs_dim: int, n: int = 64, seed: int = 0) -> float:
+    """
+    Return max |onnxruntime(obs) - module(obs)| on ``n`` random N(0, 3^2) observations.
+
+    ``model`` is an ONNX file path or an onnxruntime session already built.
+    """
+    from unilab_policy.exported_inference import onnx_session
+    session = model if hasattr(model, 'run') else onnx_session(os.fspath(model))
     gen = torch.Generator().manual_seed(seed)
     obs = 3.0 * torch.randn(n, obs_dim, generator=gen)
-    session = ort.InferenceSession(os.fspath(path), providers=['CPUExecutionProvider'])
     (onnx_out,) = session.run(['action'], {'obs': obs.numpy()})
     expected = module.to('cpu').eval()(obs)
     return float((torch.from_numpy(onnx_out) - expected).abs().max())

@@ -198,6 +198,11 @@ def load_weights_file(actor: PolicyActor, path: str | pathlib.Path) -> str:
     from unilab_policy.exported_inference import ExportedPolicy, is_exported
     path = pathlib.Path(path)
     if is_exported(path):
+        if actor.mode != 'deploy':
+            # An exported model has no sampling and no value head: nothing to learn from.
+            raise ConfigError(f'{path}: an exported model acts only in deploy mode (mode '
+                              f'{actor.mode} samples actions: give a run directory or a '
+                              'checkpoint)')
         actor.inference = ExportedPolicy(path, actor.num_envs, actor.input_dim)
         actor.set_version(0)
         return f'exported model {path}'
