@@ -139,3 +139,43 @@ def test_adapt_launch_file_starts_the_adapt_graph_unilab_adapt_starts(tmp_path, 
     assert cli_run.graph.parameters['policy'].mode == 'adapt'
     assert cli_run.graph.parameters['policy'].runtime == 'torch'  # samples, swaps
     assert cli_run.graph.optional == ('recorder', 'adapter')
+    # `unilab adapt` runs the control loop composed (as `unilab deploy` does) and the learners
+    # in their own processes; --multiprocess (and the launch file) one process per node.
+    from unilab.node_group import group_command
+    from unilab.runner import process_layout
+    graph = cli_run.graph
+    assert [(name, [s.name for s in specs]) for name, specs in process_layout(graph)] == [
+        ('perception+policy+safety', ['perception', 'policy', 'safety']),
+        ('recorder', ['recorder']), ('adapter', ['adapter'])]
+    assert [name for name, _ in process_layout(graph, one_per_node=True)] == [
+        'perception', 'policy', 'safety', 'recorder', 'adapter']
+    command = group_command(graph, ('perception', 'policy', 'safety'), cli_run.params_file,
+                            tmp_path / 'group.json')
+    assert command[1:3] == ['-m', 'unilab.node_group']
+    group = json.loads((tmp_path / 'group.json').read_text())
+    assert group['params_file'] == str(cli_run.params_file)
+    assert [(n['name'], n['module'], n['ros_args']) for n in group['nodes']] == [
+        (s.name, s.module, graph.ros_args(s.name)) for s in graph.nodes[:3]]
+
+
+def test_a_deploy_graph_runs_one_process_per_node():
+    from unilab.runner import process_layout
+    from unilab_core.graph import Graph, NodeSpec
+    nodes = tuple(NodeSpec(n, 'p', n, 'm', 'C') for n in ('a', 'b'))
+    assert [name for name, _ in process_layout(Graph('g', nodes, {}))] == ['a', 'b']
+
+
+def test_a_node_group_with_a_bad_parameter_exits_2_naming_it(tmp_path):
+    import subprocess
+    from unilab.node_group import group_command
+    from unilab_core.graph import Graph, NodeSpec
+    spec = NodeSpec('recorder', 'unilab', 'recorder_node', 'unilab.bag.recorder_node',
+                    'RecorderNode')
+    params = tmp_path / 'params.yaml'
+    params.write_text('recorder:\n  ros__parameters:\n    out: %s\n    topics: [/a]\n'
+                      '    flush_period_s: -1.0\n' % (tmp_path / 'bag'))
+    command = group_command(Graph('g', (spec,), {}), ('recorder',), params,
+                            tmp_path / 'group.json')
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert 'flush_period_s' in proc.stderr and 'Traceback' not in proc.stderr

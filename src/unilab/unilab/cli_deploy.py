@@ -28,10 +28,12 @@ def _deploy(args) -> int:
         print(f'unilab: DISARMED: nothing moves until `{arm}` (or `ros2 service call '
               f'{ns}/safety/arm std_srvs/srv/Trigger`)', flush=True)
     # The adapter trains beside the control loop: never in its interpreter (one GIL, one
-    # executor), so an adaptation graph always runs one process per node.
+    # executor). An adaptation graph runs its control nodes in one process (as a deploy
+    # does) and the recorder and adapter each in their own; --multiprocess: one per node.
     if args.multiprocess or adapt:
         try:
-            codes = spin_processes(run.graph, run.params_file, run.run_dir / 'logs')
+            codes = spin_processes(run.graph, run.params_file, run.run_dir / 'logs',
+                                   one_per_node=args.multiprocess)
         except GraphFailed as exc:
             # A dead node (the policy, say): the others were stopped; the gate held until then.
             print(f'unilab: deployment stopped: {exc}', file=sys.stderr)
@@ -85,7 +87,8 @@ def add_commands(sub) -> None:
                        help='let commands reach the robot at once (default: only after `arm`)')
         d.add_argument('--namespace', default='', help='ROS namespace of this robot (fleets)')
         d.add_argument('--multiprocess', action='store_true',
-                       help='one process per node (adapt: always)')
+                       help='one process per node (adapt: also for the control nodes, '
+                       'which otherwise share one process)')
         d.add_argument('--config', action='append', default=[],
                        help='extra YAML merged over the defaults (e.g. the adapt: section)')
         d.add_argument('--run-dir', help=f'output directory (default runs/<robot>-{name}-<time>)')

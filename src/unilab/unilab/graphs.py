@@ -242,9 +242,12 @@ def adapt_graph(deploy: Graph, cfg: RunConfig, model: str | pathlib.Path,
     remap['adapter'] = dict(robot)
     # The robot runs on if the learner or the recorder dies (a killed adapter leaves the
     # deployed version acting).
+    # The control loop runs composed, as `unilab deploy` runs it; the learners beside it in
+    # their own processes (one GIL and one executor for the robot alone).
     return Graph('adapt', deploy.nodes + (RECORDER, ADAPTER), params,
                  namespace=deploy.namespace, remappings=remap,
-                 optional=('recorder', 'adapter'))
+                 optional=('recorder', 'adapter'),
+                 together=tuple(n.name for n in deploy.nodes))
 
 
 # ---------------------------------------------------------------- robot side (robot double)

@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Callable
 
+from unilab.node_group import group_command
 from unilab.prepare import PreparedRun
 from unilab.progress import ProgressDisplay
 from unilab_core.atomic import atomic_write_text
@@ -85,16 +86,32 @@ def spin_composed(graph, params_file: pathlib.Path, executor: str = 'events',
         rclpy.try_shutdown()
 
 
+def process_layout(graph, one_per_node: bool = False) -> list[tuple[str, tuple]]:
+    """
+    Return ``[(process name, node specs)]``: which nodes of ``graph`` share a process.
+
+    One process per node, but the nodes of ``graph.together`` in one (named
+    ``a+b+c``) unless ``one_per_node``.
+    """
+    together = () if one_per_node else tuple(graph.together)
+    layout, grouped = [], [s for s in graph.nodes if s.name in together]
+    if grouped:
+        layout.append(('+'.join(s.name for s in grouped), tuple(grouped)))
+    layout += [(s.name, (s,)) for s in graph.nodes if s.name not in together]
+    return layout
+
+
 def spin_processes(graph, params_file: pathlib.Path, logs: pathlib.Path,
                    until: Callable[[dict], bool] | None = None,
-                   on_tick: Callable[[], None] | None = None) -> dict[str, int | None]:
+                   on_tick: Callable[[], None] | None = None,
+                   one_per_node: bool = False) -> dict[str, int | None]:
     """
-    Run one process per node of ``graph``; stop them all when ``until(procs)`` is true.
+    Run ``graph`` in processes (``process_layout``); stop them all when ``until(procs)``.
 
-    Without ``until`` it runs until Ctrl-C. A node that exits on its own before
-    that is a GraphFailed naming it and its log, unless the graph lists it as
-    ``optional`` (then its exit is reported and the rest runs on). Returns the
-    exit codes.
+    Without ``until`` it runs until Ctrl-C. A process that exits on its own before
+    that is a GraphFailed naming it and its log, unless every node in it is
+    ``optional`` in the graph (then its exit is reported and the rest runs on).
+    Returns the exit codes by process name.
     """
     logs.mkdir(parents=True, exist_ok=True)
     if threading.current_thread() is threading.main_thread():
@@ -108,11 +125,18 @@ def spin_processes(graph, params_file: pathlib.Path, logs: pathlib.Path,
     # (unilab_core.ros.runtime.stop_with_parent).
     env = dict(os.environ, UNILAB_PARENT_PID=str(os.getpid()))
     try:
-        for spec in graph.nodes:
-            out = open(logs / f'{spec.name}.log', 'w')
-            procs[spec.name] = subprocess.Popen(node_command(spec, params_file, graph),
-                                                env=env, stdout=out,
-                                                stderr=subprocess.STDOUT)
+        optional = set()
+        for name, specs in process_layout(graph, one_per_node):
+            if len(specs) == 1:
+                command = node_command(specs[0], params_file, graph)
+            else:
+                command = group_command(graph, tuple(s.name for s in specs), params_file,
+                                        logs / f'{name}.json')
+            if all(s.name in graph.optional for s in specs):
+                optional.add(name)
+            out = open(logs / f'{name}.log', 'w')
+            procs[name] = subprocess.Popen(command, env=env, stdout=out,
+                                           stderr=subprocess.STDOUT)
         try:
             while True:
                 time.sleep(0.5)
@@ -121,12 +145,12 @@ def spin_processes(graph, params_file: pathlib.Path, logs: pathlib.Path,
                 if until is not None and until(procs):
                     break
                 dead = [n for n, p in procs.items() if p.poll() is not None]
-                for n in [n for n in dead if n in graph.optional and n not in gone]:
+                for n in [n for n in dead if n in optional and n not in gone]:
                     gone.add(n)
                     print(f'unilab: node `{n}` exited ({procs[n].returncode}); the graph '
                           f'runs on without it; see {logs}/{n}.log', file=sys.stderr,
                           flush=True)
-                dead = [n for n in dead if n not in graph.optional]
+                dead = [n for n in dead if n not in optional]
                 if dead:
                     raise GraphFailed(f'node(s) {dead} exited early; see {logs}')
         except KeyboardInterrupt:

@@ -4,28 +4,32 @@
 ``unilab bench adapt --model RUN_DIR``: does online adaptation help, and does the fuse hold.
 
 A nominal-trained arm policy is deployed on a shifted robot (the ``payload``
-variant: masses x1.8, servo gains x0.6, friction x0.25, 2-3 steps of command
-delay) and adapted for ``--rounds`` rounds (``unilab.adapt.sim_robot``: the
-adapter's rounds, fuse and version files as ``unilab adapt`` runs them, with
-the robot simulated in the same process so that many rounds fit in minutes).
-Reported, as fractions: the robot success of the deployed policy in the first
-round and of the running version over the last three (``success_before``,
-``success_after``: final distance < 5 cm while the policy samples, as it must
-to learn), the same two policies scored deterministically over 64 episodes
-(``eval_success_before``, ``eval_success_after``), versions deployed and
-rolled back.
+variant: masses x3, servo gains x0.3, friction x0.25, 2-3 steps of command
+delay) and adapted for ``--steps`` rounds (default 30, 16 robot episodes each:
+a budget of 480 episodes; ``unilab.adapt.sim_robot``: the adapter's rounds, fuse
+and version files as ``unilab adapt`` runs them, with the robot simulated in the
+same process so that many rounds fit in minutes). Reported, as fractions:
+``success_before`` / ``success_after``, the starting version and the version
+running at the end, each deployed (deterministic, as ``unilab deploy`` acts) on
+the shifted robot for ``EVAL_EPISODES`` goals from a fixed seed (success: final
+distance < 5 cm); ``robot_success_before`` / ``robot_success_after``, what the
+adapter itself saw while the policy sampled (as it must to learn): the first
+round, and the last three rounds pooled (16 episodes a round: noisy); versions
+deployed and rolled back.
 
 Then the sabotaged runs (``adapt.sabotage``, for this bench and the tests only):
 ``huge_lr`` with the simulation test on (every candidate must be rejected
 before it reaches the robot: ``sabotage_sim_rejections``), and ``sign_flip``
 with the simulation test off (``sim_tolerance`` 1), so that harmful versions
 do reach the robot and the robot-side rule must roll back
-(``sabotage_rollbacks``, ``sabotage_start_success``, ``sabotage_final_success``).
-The same two versions are also scored deterministically
-(``sabotage_start_eval_success``, ``sabotage_final_eval_success``); with
-``adapt.hold_after_rollback`` (default) the fuse holds the last good version
-after the rollback, so the run ends on it.
+(``sabotage_rollbacks``). ``sabotage_start_success`` /
+``sabotage_final_success`` score the starting version and the one running at
+the end like ``success_before`` (``sabotage_robot_*``: the sampled rounds);
+with ``adapt.hold_after_rollback`` (default) the fuse holds the last good
+version after the rollback, so the run ends on it.
 ``--png FILE`` draws robot success per round with deployments and rollbacks.
+``target_met`` holds the issue's three: a gain of at least 20 points, at least
+one sabotage rollback, and the sabotaged run ending within 5 points of its start.
 
 Last, the control latency with and without the adapter beside the robot, over
 the ROS path (``unilab_bench.adapt_latency``: ``deploy_p99_ms``,
@@ -43,6 +47,9 @@ import numpy as np
 
 VARIANT = 'payload'
 EVAL_SEED = 10_007
+#: Goals each scored version is deployed for (16 envs x 8 episodes).
+EVAL_EPISODES = 128
+DEFAULT_ROUNDS = 30
 
 
 def _history(run_dir: pathlib.Path) -> list[dict]:
@@ -74,7 +81,7 @@ def _eval(cfg, model, flat, run_dir) -> float:
     unflatten_into(bundle, torch.from_numpy(np.asarray(flat, np.float32)),
                    flatten_state(bundle)[1])
     return evaluate_policy(cfg, bundle, 'arm6_reach', run_dir, VARIANTS[VARIANT], 16,
-                           EVAL_SEED, 4)['success']
+                           EVAL_SEED, EVAL_EPISODES // 16)['success']
 
 
 def _plot(path: str, runs: dict) -> None:
@@ -109,7 +116,7 @@ def bench_adapt(args) -> dict:
     if not model:
         raise ConfigError('bench adapt needs --model RUN_DIR (a nominal-trained arm6_reach '
                           'run, e.g. of `./unilab train`)')
-    rounds = args.steps or 20
+    rounds = args.steps or DEFAULT_ROUNDS
     seed = args.seed or 7
     base = load_run_config(list(default_config_files()) + [pathlib.Path(model) / 'config.yaml'])
     cfg = base.model_copy(update={'adapt': base.adapt.model_copy(update={'min_episodes': 16})})
@@ -127,18 +134,18 @@ def bench_adapt(args) -> dict:
         last = robot[-3:]
         eps = sum(h['episodes'] for h in last)
         out.update({
-            'success_before': round(robot[0]['robot_success'], 3),
-            'success_after': round(sum(h['robot_success'] * h['episodes'] for h in last)
-                                   / max(eps, 1), 3),
+            'robot_success_before': round(robot[0]['robot_success'], 3),
+            'robot_success_after': round(sum(h['robot_success'] * h['episodes'] for h in last)
+                                         / max(eps, 1), 3),
             'versions_deployed': sum(r.kind == 'deployed' for r in main['results']),
             'candidates_rejected': sum(r.kind == 'rejected' for r in main['results']),
             'rollbacks': fuse.rollbacks, 'running_version': fuse.running,
-            'adapt_wall_s': round(main['wall_s'], 1)})
+            'adapt_wall_s': round(main['wall_s'], 1), 'eval_episodes': EVAL_EPISODES})
         adapter_dir = tmp / 'adapt' / 'adapt' / 'versions'
         flat0 = np.load(adapter_dir / 'v0000.npy')
         flat_n = np.load(adapter_dir / f'v{fuse.running:04d}.npy')
-        out['eval_success_before'] = _eval(cfg, model, flat0, tmp)
-        out['eval_success_after'] = _eval(cfg, model, flat_n, tmp)
+        out['success_before'] = _eval(cfg, model, flat0, tmp)
+        out['success_after'] = _eval(cfg, model, flat_n, tmp)
         hist_main = _history(tmp / 'adapt')
 
         sim_guard = _run(with_adapt(sabotage='huge_lr'), model, 3, tmp / 'guard', seed)
@@ -150,15 +157,15 @@ def bench_adapt(args) -> dict:
         srobot = sab['robot']
         sfuse = Fuse(tmp / 'sabotage' / 'adapt' / 'fuse.json')
         out.update({'sabotage_rollbacks': sfuse.rollbacks,
-                    'sabotage_start_success': round(srobot[0]['robot_success'], 3),
-                    'sabotage_final_success': round(srobot[-1]['robot_success'], 3),
-                    'sabotage_worst_success': round(min(h['robot_success'] for h in srobot),
-                                                    3),
+                    'sabotage_robot_start_success': round(srobot[0]['robot_success'], 3),
+                    'sabotage_robot_final_success': round(srobot[-1]['robot_success'], 3),
+                    'sabotage_robot_worst_success': round(min(h['robot_success']
+                                                              for h in srobot), 3),
                     'sabotage_final_version': sfuse.running,
                     'sabotage_held': sfuse.held})
         sv = tmp / 'sabotage' / 'adapt' / 'versions'
-        out['sabotage_start_eval_success'] = _eval(cfg, model, np.load(sv / 'v0000.npy'), tmp)
-        out['sabotage_final_eval_success'] = _eval(
+        out['sabotage_start_success'] = _eval(cfg, model, np.load(sv / 'v0000.npy'), tmp)
+        out['sabotage_final_success'] = _eval(
             cfg, model, np.load(sv / f'v{sfuse.running:04d}.npy'), tmp)
         if getattr(args, 'png', None):
             _plot(args.png, {f'adaptation on `{VARIANT}`': hist_main,
@@ -173,4 +180,7 @@ def bench_adapt(args) -> dict:
             out.update(latency_during_adapt(str(model), cycles, tmp / 'latency'))
     out['success_gain_points'] = round(100 * (out['success_after'] - out['success_before']),
                                        1)
+    out['target_met'] = bool(
+        out['success_gain_points'] >= 20 and out['sabotage_rollbacks'] >= 1
+        and abs(out['sabotage_final_success'] - out['sabotage_start_success']) <= 0.05)
     return out

@@ -8,17 +8,19 @@ leaving -> the command arriving back, ``--latency-cycles`` cycles at the
 profile's rate), with a scenario beside the double giving a new goal every
 ``GOAL_TIMEOUT_S`` (episodes for the learner), run twice against fresh doubles:
 
-- ``deploy``: ``unilab deploy MODEL --robot arm6 --armed --multiprocess`` (no
-  learner; one process per node, as ``unilab adapt`` runs the deploy graph; the
-  network in torch, ``run.deploy_runtime: torch``, as the adapting policy runs it,
-  so that the difference is the adapter's);
-- ``during_adapt``: ``unilab adapt MODEL --robot arm6 --armed`` (the deploy graph
-  plus the recorder and the adapter, one process per node, the adapter under
-  SCHED_IDLE with its configured threads), with rounds due every ``PERIOD_S`` after
+- ``deploy``: ``unilab deploy MODEL --robot arm6 --armed`` (no learner; the
+  deploy graph composed in one process, as ``unilab deploy`` and ``unilab adapt``
+  run it; the network in torch, ``run.deploy_runtime: torch``, as the adapting
+  policy runs it, so that the difference is the adapter's);
+- ``during_adapt``: ``unilab adapt MODEL --robot arm6 --armed`` (the same control
+  process plus the recorder and the adapter in their own processes, the adapter
+  under SCHED_IDLE with its configured threads), with rounds due every ``PERIOD_S`` after
   ``MIN_EPISODES`` episodes, so that fine-tuning and simulation tests run during
   most of the measured cycles; ``adapt_rounds_during_latency`` says how many ran.
 
-Reported: ``deploy_p50_ms`` / ``deploy_p99_ms`` / ``deploy_max_ms`` and
+The two alternate in ``ROUNDS`` rounds of ``cycles / ROUNDS`` cycles each, as
+``bench deploy`` interleaves its controllers; each side's figures are over all
+its rounds. Reported: ``deploy_p50_ms`` / ``deploy_p99_ms`` / ``deploy_max_ms`` and
 ``deploy_p50_ms_during_adapt`` / ``deploy_p99_ms_during_adapt`` /
 ``deploy_max_ms_during_adapt``, with each run's ``deadline_misses``.
 """
@@ -39,6 +41,8 @@ GOAL_TIMEOUT_S = 1.0
 #: The adapter's rounds: as often as its work allows.
 PERIOD_S = 2.0
 MIN_EPISODES = 4
+#: Interleaved rounds (deploy, adapt, deploy, ...): the machine's drift hits both alike.
+ROUNDS = 3
 
 
 def _rounds(run_dir: pathlib.Path) -> int:
@@ -48,10 +52,11 @@ def _rounds(run_dir: pathlib.Path) -> int:
     return sum(json.loads(line)['kind'] == 'candidate' for line in open(history))
 
 
-def latency_during_adapt(model: str, cycles: int, tmp: pathlib.Path) -> dict:
+def latency_during_adapt(model: str, cycles: int, tmp: pathlib.Path,
+                         rounds: int = ROUNDS) -> dict:
     """Measure the control latency without and with the adapter (see the module doc)."""
     from unilab.paths import profile_path
-    from unilab_bench.deploy import figures, measure
+    from unilab_bench.deploy import figures, measure, merge_probes, split_cycles
     from unilab_core.robot_profile import load_profile
     source = profile_path(ROBOT).resolve()
     profile = load_profile(source)
@@ -62,18 +67,25 @@ def latency_during_adapt(model: str, cycles: int, tmp: pathlib.Path) -> dict:
     same_runtime.write_text(yaml.safe_dump({'run': {'deploy_runtime': 'torch'}}))
     cli = [sys.executable, '-m', 'unilab.cli']
     robot = ['--robot', str(source), '--armed']
-    runs = {'deploy': cli + ['deploy', model, *robot, '--multiprocess', '--config',
-                             str(same_runtime), '--run-dir', str(tmp / 'deploy')],
-            'during_adapt': cli + ['adapt', model, *robot, '--config', str(fast),
-                                   '--run-dir', str(tmp / 'during_adapt')]}
-    goals = int(cycles / profile.control_rate_hz / GOAL_TIMEOUT_S) + 1000
-    out: dict = {'latency_cycles': cycles}
-    for name, command in runs.items():
-        probe = measure(name, command, profile, source, cycles, tmp, goals=goals,
-                        goal_timeout_s=GOAL_TIMEOUT_S)
+    runs = {'deploy': cli + ['deploy', model, *robot, '--config', str(same_runtime)],
+            'during_adapt': cli + ['adapt', model, *robot, '--config', str(fast)]}
+    per_round = split_cycles(cycles, rounds)
+    probes: dict = {name: [] for name in runs}
+    adapt_dirs = []
+    for i, n in enumerate(per_round):
+        goals = int(n / profile.control_rate_hz / GOAL_TIMEOUT_S) + 1000
+        for name, command in runs.items():
+            run_dir = tmp / f'{name}_{i}'
+            if name == 'during_adapt':
+                adapt_dirs.append(run_dir)
+            probes[name].append(measure(f'{name}_{i}', command + ['--run-dir', str(run_dir)],
+                                        profile, source, n, tmp, goals=goals,
+                                        goal_timeout_s=GOAL_TIMEOUT_S))
+    out: dict = {'latency_cycles': cycles, 'latency_rounds': len(per_round)}
+    for name, got in probes.items():
         suffix = '' if name == 'deploy' else '_during_adapt'
-        out.update({k + suffix: v for k, v in figures('deploy', probe).items()})
-    out['adapt_rounds_during_latency'] = _rounds(tmp / 'during_adapt')
+        out.update({k + suffix: v for k, v in figures('deploy', merge_probes(got)).items()})
+    out['adapt_rounds_during_latency'] = sum(_rounds(d) for d in adapt_dirs)
     p99, p99_adapt = out.get('deploy_p99_ms'), out.get('deploy_p99_ms_during_adapt')
     if p99 is not None and p99_adapt is not None:
         out['deploy_p99_ms_adapt_increase'] = round(p99_adapt - p99, 3)

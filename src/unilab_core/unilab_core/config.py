@@ -542,10 +542,13 @@ class AdaptSection(_Section):
         'ppo', description='Fine-tuning method: ppo (PPO on the recorded on-policy steps with '
         'their log-probs) or iql (the offline learner of `train --offline`, IQL, on the '
         'same steps as a fixed dataset; its twin Q starts fresh each round).')
-    lr: float = Field(1e-4, gt=0.0, lt=1.0, description='Fine-tuning learning rate (fixed).')
+    lr: float = Field(3e-4, gt=0.0, lt=1.0, description='Fine-tuning learning rate (fixed).')
     epochs: int = Field(4, gt=0, description='Passes over the window per round (PPO epochs; '
                         'IQL: epochs x steps / batch_size updates).')
     batch_size: int = Field(32, gt=0, description='Minibatch size (transitions).')
+    critic_epochs: int = Field(8, ge=0, description='PPO only: passes fitting the critic\'s '
+                               'trainable layers to the robot\'s returns before the policy '
+                               'update (advantages recomputed after each pass; 0 = off).')
     sim_envs: int = Field(8, gt=0, description='Simulated envs of the simulation test.')
     sim_episodes_per_env: int = Field(2, gt=0, description='Episodes per env of the '
                                       'simulation test.')

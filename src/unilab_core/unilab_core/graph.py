@@ -97,6 +97,10 @@ class Graph:
     #: Nodes the graph runs on without (the adapter and recorder beside a robot's control
     #: loop): their exit is reported, the others keep running.
     optional: tuple[str, ...] = ()
+    #: Nodes a starter runs together in one process (on one executor) when the others run
+    #: one per process: the robot's control loop, while learners run beside it in their
+    #: own processes (``unilab adapt``). Empty: every node in its own process.
+    together: tuple[str, ...] = ()
 
     def node(self, name: str) -> NodeSpec:
         """Return the node called ``name``."""

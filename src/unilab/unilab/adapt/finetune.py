@@ -14,9 +14,10 @@ episode ends (the goal times out), i.e. reached and held, not passed by.
 
 ``Window`` keeps the most recent steps in order; ``score_versions`` gives the
 robot success of each acting version over its complete episodes;
-``finetune`` runs PPO epochs (``unilab_policy.ppo.PPO``, the trainer's update)
-on a copy of the policy over the window and returns its flat weights. No ROS
-import.
+``finetune`` first fits the critic to the robot's returns (``adapt.critic_epochs``:
+the recorded values are the critic's guesses for the simulated robot), then runs
+PPO epochs (``unilab_policy.ppo.PPO``, the trainer's update) on a copy of the
+policy over the window and returns its flat weights. No ROS import.
 """
 
 from __future__ import annotations
@@ -263,9 +264,51 @@ def finetune(bundle: PolicyBundle, flat: np.ndarray, steps: Steps, cfg: AdaptSec
     with torch.no_grad():
         last_value = ac.value(nxt)
     storage.compute_returns(last_value, advantage.gamma, advantage.gae_lambda)
+    metrics = _fit_critic(ac, storage, nxt, cfg, advantage, lr) if cfg.critic_epochs else {}
     if cfg.sabotage == 'sign_flip':
         storage.advantages.neg_()
-    return _result(work, steps, dict(ppo.update(storage)))
+    metrics.update(ppo.update(storage))
+    return _result(work, steps, metrics)
+
+
+def _fit_critic(ac, storage: RolloutStorage, nxt: torch.Tensor, cfg: AdaptSection,
+                advantage: AdvantageSection, lr: float) -> dict:
+    """
+    Fit the critic's trainable layers to the robot's returns; recompute the advantages.
+
+    The recorded values are the critic's guesses for the robot it was trained
+    on; on a shifted robot they bias every advantage. Each of
+    ``cfg.critic_epochs`` passes regresses V on the current GAE returns in
+    minibatches of ``cfg.batch_size``, then replaces the stored values (and the
+    truncation bootstraps, the rsl_rl approximation) with the new V and
+    recomputes returns and advantages, so the policy update that follows sees
+    advantages of this robot. The PPO update's clipped value loss then starts
+    from the fitted values.
+    """
+    params = [p for p in ac.critic.parameters() if p.requires_grad]
+    if not params:
+        return {}
+    opt = torch.optim.Adam(params, lr=lr)
+    obs = storage.obs[:, 0]
+    t = obs.shape[0]
+    before = float((storage.values[:, 0] - storage.returns[:, 0]).square().mean())
+    after = before
+    for _ in range(cfg.critic_epochs):
+        returns = storage.returns[:, 0].clone()
+        for idx in torch.randperm(t).split(cfg.batch_size):
+            loss = (ac.value(obs[idx]) - returns[idx]).square().mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            values = ac.value(obs)
+            after = float((values - returns).square().mean())
+            storage.values[:, 0] = values
+            storage.truncation_values[:, 0] = values
+            storage.compute_returns(ac.value(nxt), advantage.gamma, advantage.gae_lambda)
+    # Error of V against the returns it was fitted to: the recorded values before the
+    # first pass, the fitted ones after the last.
+    return {'critic_fit/value_mse_before': before, 'critic_fit/value_mse_after': after}
 
 
 def _result(work: PolicyBundle, steps: Steps, metrics: dict) -> tuple[np.ndarray, dict]:

@@ -130,25 +130,39 @@ def spin_nodes(nodes: list, executor_kind: str = 'events',
 
 def spin_node(node_cls, args=None) -> None:
     """Entry point body for a node's console script (one node per process)."""
+    spin_process(lambda: [node_cls()], args)
+
+
+def spin_process(make_nodes: Callable[[], list], args=None) -> None:
+    """
+    Entry point body of a process running ``make_nodes()`` on one executor.
+
+    One node (a console script) or several composed (``unilab.node_group``).
+    The process stops with its parent (``stop_with_parent``), takes SIGTERM as
+    Ctrl-C, exits 2 on a ConfigError (the message, no traceback), and runs until
+    one node is ``done``; the exit status is the worst of the nodes' ``exit_code``.
+    """
     _install_sigterm()
     if not stop_with_parent():
         print('error: the process that started this node is gone', file=sys.stderr)
         sys.exit(1)
     rclpy.init(args=args)
     try:
-        node = node_cls()
+        nodes = make_nodes()
     except ConfigError as exc:
         print(f'error: {exc}', file=sys.stderr)
-        rclpy.try_shutdown()
+        rclpy.try_shutdown()  # destroys the nodes made before the bad one
         sys.exit(2)
     executor_kind = 'events'
     try:
-        spin_nodes([node], executor_kind, until=lambda: getattr(node, 'done', False))
+        spin_nodes(nodes, executor_kind,
+                   until=lambda: any(getattr(n, 'done', False) for n in nodes))
     finally:
-        node.destroy_node()
+        for n in nodes:
+            n.destroy_node()
         rclpy.try_shutdown()
     # A node that stopped on an unrecoverable error says so in its exit status.
-    sys.exit(getattr(node, 'exit_code', 0))
+    sys.exit(max(getattr(n, 'exit_code', 0) for n in nodes))
 
 
 def create_composed(specs: Iterable, args_of: Callable[[str], list[str]] | None = None,
