@@ -129,7 +129,7 @@ def test_the_adapter_runs_under_sched_idle_and_its_threads_inherit_it():
     import subprocess
     import sys
     code = ('import os, threading\n'
-            'from unilab.adapt.adapter_node import sched_idle\n'
+            'from unilab_core.ros.runtime import sched_idle\n'
             'said = sched_idle()\n'
             'got = []\n'
             't = threading.Thread(target=lambda: got.append(os.sched_getscheduler(0)))\n'

@@ -139,6 +139,9 @@ def test_adapt_launch_file_starts_the_adapt_graph_unilab_adapt_starts(tmp_path, 
     assert cli_run.graph.parameters['policy'].mode == 'adapt'
     assert cli_run.graph.parameters['policy'].runtime == 'torch'  # samples, swaps
     assert cli_run.graph.optional == ('recorder', 'adapter')
+    # The learners yield to the control loop (adapt.sched_idle): the adapter and the recorder.
+    assert cli_run.graph.parameters['recorder'].sched_idle
+    assert cli_run.graph.parameters['adapter'].adapt.sched_idle
     # `unilab adapt` runs the control loop composed (as `unilab deploy` does) and the learners
     # in their own processes; --multiprocess (and the launch file) one process per node.
     from unilab.node_group import group_command

@@ -228,7 +228,7 @@ def adapt_graph(deploy: Graph, cfg: RunConfig, model: str | pathlib.Path,
                 topics.JOINT_STATES, safety.output.topic]
     params['recorder'] = RecorderNodeParams(
         out=str(pathlib.Path(run_dir) / RECORDINGS), topics=list(dict.fromkeys(recorded)),
-        rotate_mb=a.record_rotate_mb, keep_mb=a.record_keep_mb)
+        rotate_mb=a.record_rotate_mb, keep_mb=a.record_keep_mb, sched_idle=a.sched_idle)
     # The adapter reports as part of the robot; it needs the deploy graph's nodes (they do
     # not need it).
     robot_health = params['policy'].health

@@ -140,7 +140,8 @@ def bench_adapt(args) -> dict:
             'versions_deployed': sum(r.kind == 'deployed' for r in main['results']),
             'candidates_rejected': sum(r.kind == 'rejected' for r in main['results']),
             'rollbacks': fuse.rollbacks, 'running_version': fuse.running,
-            'adapt_wall_s': round(main['wall_s'], 1), 'eval_episodes': EVAL_EPISODES})
+            'adapt_wall_s': round(main['wall_s'], 1), 'eval_episodes': EVAL_EPISODES,
+            'robot_success_per_round': [round(h['robot_success'], 3) for h in robot]})
         adapter_dir = tmp / 'adapt' / 'adapt' / 'versions'
         flat0 = np.load(adapter_dir / 'v0000.npy')
         flat_n = np.load(adapter_dir / f'v{fuse.running:04d}.npy')

@@ -570,9 +570,10 @@ class AdaptSection(_Section):
     torch_threads: int = Field(1, gt=0, description='CPU threads of the fine-tuning.')
     nice: int = Field(10, ge=0, le=19, description='Scheduling niceness of the adapter '
                       'process (the control loop keeps the CPU).')
-    sched_idle: bool = Field(True, description='Run the adapter under SCHED_IDLE (Linux): it '
-                             'gets a core only when no other process wants it, so it never '
-                             'delays a control step (falls back to `nice` where refused).')
+    sched_idle: bool = Field(True, description='Run the adapter and the recorder under '
+                             'SCHED_IDLE (Linux): they get a core only when no other process '
+                             'wants it, so they do not delay a control step (the adapter falls '
+                             'back to `nice` where refused).')
     record_rotate_mb: float = Field(16.0, gt=0.0, description='Recorder: new bag after this '
                                     'many MB.')
     record_keep_mb: float = Field(512.0, gt=0.0, description='Recorder: disk budget of the '

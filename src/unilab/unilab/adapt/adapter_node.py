@@ -33,6 +33,7 @@ from unilab_core import topics
 from unilab_core.config import ConfigError, load_run_config
 from unilab_core.ros.diagnostics import NodeDiagnostics
 from unilab_core.ros.params import declare_params
+from unilab_core.ros.runtime import sched_idle
 from unilab_core.ros.tensor_msg import Batch
 from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints, TensorPublisher,
                                           TensorSubscription)
@@ -60,20 +61,6 @@ def make_sim_test(cfg, bundle, task_name: str, run_dir, adapt):
                                  adapt.sim_seed, adapt.sim_episodes_per_env)
         return float(result['success'])
     return sim_test
-
-
-def sched_idle() -> str:
-    """
-    Move the calling thread, and the threads it starts later, to SCHED_IDLE; say how it went.
-
-    The node's executor, the rounds' worker and torch's threads then run only on a core no
-    other process wants; the DDS threads rclpy started before keep their priority.
-    """
-    try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (AttributeError, OSError) as exc:
-        return f'nice only (SCHED_IDLE refused: {exc})'
-    return 'SCHED_IDLE'
 
 
 def build_adapter(run_dir, model: str, adapt, log=print) -> Adapter:

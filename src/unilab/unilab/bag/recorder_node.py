@@ -24,6 +24,7 @@ from unilab.bag.rotating import RotatingBagWriter
 from unilab.bag.storage import BagWriter
 from unilab_core import topics as graph_topics
 from unilab_core.ros.params import declare_params
+from unilab_core.ros.runtime import sched_idle
 
 #: What ``unilab record`` records by default: sensors, observation, action, safe
 #: command, reward/done (task_state and observation carry them), rollouts, clock.
@@ -65,6 +66,8 @@ class RecorderNode(Node):
             p = declare_params(self, RecorderNodeParams)
             out, topics, storage, flush_period_s = p.out, p.topics, p.storage, p.flush_period_s
             rotate_mb, keep_mb = p.rotate_mb, p.keep_mb
+            if p.sched_idle:  # beside a robot's control loop (unilab adapt)
+                self.get_logger().info(f'recording under {sched_idle()}')
         self.wanted = list(dict.fromkeys(topics))
         self.writer = (RotatingBagWriter(out, storage, int(rotate_mb * 2**20),
                                          int(keep_mb * 2**20)) if rotate_mb

@@ -23,3 +23,7 @@ class RecorderNodeParams(_Section):
                              '(0 = one bag).')
     keep_mb: float = Field(1024.0, gt=0.0, description='Delete the oldest closed bags beyond '
                            'this many MB in total (with rotate_mb).')
+    sched_idle: bool = Field(False, description='Write under SCHED_IDLE (Linux): only when no '
+                             'other process wants the core (beside a robot\'s control loop; '
+                             'the subscriptions\' queues, 1000 messages each, hold what '
+                             'arrives meanwhile).')

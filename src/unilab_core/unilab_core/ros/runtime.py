@@ -84,6 +84,21 @@ def stop_with_parent() -> bool:
     return os.getppid() == int(want)
 
 
+def sched_idle() -> str:
+    """
+    Move the calling thread, and the threads it starts later, to SCHED_IDLE; say how it went.
+
+    For the processes beside a robot's control loop (the adapter, the recorder): their
+    executor and the threads started after it run only on a core no other process
+    wants; the DDS threads rclpy started before keep their priority.
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError) as exc:
+        return f'nice only (SCHED_IDLE refused: {exc})'
+    return 'SCHED_IDLE'
+
+
 def spin_nodes(nodes: list, executor_kind: str = 'events',
                until: Callable[[], bool] | None = None,
                on_tick: Callable[[], None] | None = None, tick_s: float = 0.5,
