@@ -141,25 +141,35 @@ def test_too_little_data_is_refused():
                  AdvantageSection(), PolicyUpdateSection())
 
 
-def test_critic_is_fitted_to_the_robots_returns_before_the_policy_update():
+def test_critic_is_fitted_to_the_robots_returns_before_the_policy_update(monkeypatch):
+    from unilab.adapt import finetune as ft
+    seen = []
+    update = ft.PPO.update
+
+    def spy(self, storage):
+        # What the policy update is given: the stored values, the critic's own values of
+        # the same observations at that moment, and the advantages.
+        with torch.no_grad():
+            critic = self.actor_critic.value(storage.obs[:, 0])
+        seen.append((storage.values[:, 0].clone(), critic, storage.advantages.clone()))
+        return update(self, storage)
+    monkeypatch.setattr(ft.PPO, 'update', spy)
     torch.manual_seed(0)
     bundle = _bundle()
     flat0 = flatten_state(bundle)[0].numpy().copy()
     steps = _steps()
     plain = AdaptSection(batch_size=16, lr=1e-2, layers='all', critic_epochs=0)
-    off_flat, off = finetune(bundle, flat0, steps, plain, AdvantageSection(),
-                             PolicyUpdateSection())
+    _, off = finetune(bundle, flat0, steps, plain, AdvantageSection(), PolicyUpdateSection())
     assert not any(k.startswith('critic_fit/') for k in off)
     fit = plain.model_copy(update={'critic_epochs': 8})
     new, on = finetune(bundle, flat0, steps, fit, AdvantageSection(), PolicyUpdateSection())
     assert np.all(np.isfinite(new))
     # Random rewards: V cannot fit them all, but it fits them better than the recorded values.
     assert on['critic_fit/value_mse_after'] < 0.8 * on['critic_fit/value_mse_before']
-    # Only the critic's fit differs before the policy update: the actors differ after it
-    # because the advantages do.
-    tuned_off = _bundle()
-    unflatten_into(tuned_off, torch.from_numpy(off_flat), flatten_state(tuned_off)[1])
-    tuned_on = _bundle()
-    unflatten_into(tuned_on, torch.from_numpy(new), flatten_state(tuned_on)[1])
-    assert not torch.equal(tuned_off.actor_critic.actor[-1].weight,
-                           tuned_on.actor_critic.actor[-1].weight)
+    (v_off, c_off, a_off), (v_on, c_on, a_on) = seen
+    # Without the fit the update sees the recorded values; with it, the fitted critic's, and
+    # advantages recomputed from them.
+    np.testing.assert_allclose(v_off.numpy(), steps.values, rtol=1e-6)
+    assert not torch.allclose(v_off, c_off)
+    torch.testing.assert_close(v_on, c_on)
+    assert not torch.allclose(a_on, a_off)

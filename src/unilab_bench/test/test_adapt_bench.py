@@ -34,3 +34,23 @@ def test_latency_is_timed_with_and_without_the_adapter(tmp_path):
             'adapter.log', 'perception+policy+safety.log', 'recorder.log']
         assert not (tmp_path / f'deploy_{i}' / 'adapt').exists()
     assert out['adapt_rounds_during_latency'] == candidates
+
+
+def test_the_targets_need_the_gain_the_fuse_and_the_latency():
+    from unilab_bench.adapt import targets
+    good = {'success_before': 0.5, 'success_after': 0.75, 'sabotage_rollbacks': 1,
+            'sabotage_start_success': 0.5, 'sabotage_final_success': 0.52,
+            'deploy_p99_ms_adapt_increase': 0.4}
+    got = targets(good)
+    assert got['success_gain_points'] == 25.0
+    assert got['adaptation_target_met'] and got['latency_target_met'] and got['target_met']
+    for change in ({'success_after': 0.69}, {'sabotage_rollbacks': 0},
+                   {'sabotage_final_success': 0.4}):
+        got = targets({**good, **change})
+        assert not got['adaptation_target_met'] and not got['target_met'], change
+    slow = targets({**good, 'deploy_p99_ms_adapt_increase': 1.33})
+    assert slow['adaptation_target_met'] and not slow['latency_target_met']
+    assert not slow['target_met']
+    # Without the latency part (--latency-cycles 0) only the adaptation is judged.
+    unmeasured = targets({k: v for k, v in good.items() if k != 'deploy_p99_ms_adapt_increase'})
+    assert unmeasured['latency_target_met'] is None and unmeasured['target_met']

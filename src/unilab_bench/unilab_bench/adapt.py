@@ -28,8 +28,10 @@ the end like ``success_before`` (``sabotage_robot_*``: the sampled rounds);
 with ``adapt.hold_after_rollback`` (default) the fuse holds the last good
 version after the rollback, so the run ends on it.
 ``--png FILE`` draws robot success per round with deployments and rollbacks.
-``target_met`` holds the issue's three: a gain of at least 20 points, at least
-one sabotage rollback, and the sabotaged run ending within 5 points of its start.
+``adaptation_target_met``: a gain of at least 20 points, at least one sabotage
+rollback, and the sabotaged run ending within 5 points of its start;
+``target_met``: those and, where the latency part ran, the control p99 during
+adaptation within 1 ms of the same loop without it (``targets``).
 
 Last, the control latency with and without the adapter beside the robot, over
 the ROS path (``unilab_bench.adapt_latency``: ``deploy_p99_ms``,
@@ -47,8 +49,12 @@ import numpy as np
 
 VARIANT = 'payload'
 EVAL_SEED = 10_007
-#: Goals each scored version is deployed for (16 envs x 8 episodes).
+#: Goals each scored version is deployed for (``EVAL_ENVS`` envs, the same episodes each).
+EVAL_ENVS = 16
 EVAL_EPISODES = 128
+#: The targets: success gain (points), control p99 increase while adapting (ms).
+GAIN_TARGET_POINTS = 20.0
+LATENCY_TARGET_MS = 1.0
 DEFAULT_ROUNDS = 30
 
 
@@ -80,8 +86,8 @@ def _eval(cfg, model, flat, run_dir) -> float:
     cfg = cfg.model_copy(update={'model': trained.params.model})  # the network's action map
     unflatten_into(bundle, torch.from_numpy(np.asarray(flat, np.float32)),
                    flatten_state(bundle)[1])
-    return evaluate_policy(cfg, bundle, 'arm6_reach', run_dir, VARIANTS[VARIANT], 16,
-                           EVAL_SEED, EVAL_EPISODES // 16)['success']
+    return evaluate_policy(cfg, bundle, 'arm6_reach', run_dir, VARIANTS[VARIANT], EVAL_ENVS,
+                           EVAL_SEED, EVAL_EPISODES // EVAL_ENVS)['success']
 
 
 def _plot(path: str, runs: dict) -> None:
@@ -179,9 +185,18 @@ def bench_adapt(args) -> dict:
             from unilab_bench.adapt_latency import latency_during_adapt
             (tmp / 'latency').mkdir()
             out.update(latency_during_adapt(str(model), cycles, tmp / 'latency'))
-    out['success_gain_points'] = round(100 * (out['success_after'] - out['success_before']),
-                                       1)
-    out['target_met'] = bool(
-        out['success_gain_points'] >= 20 and out['sabotage_rollbacks'] >= 1
-        and abs(out['sabotage_final_success'] - out['sabotage_start_success']) <= 0.05)
+    out.update(targets(out))
     return out
+
+
+def targets(out: dict) -> dict:
+    """Return the gain and the target verdicts of a result (see the module docstring)."""
+    gain = round(100 * (out['success_after'] - out['success_before']), 1)
+    adaptation = bool(
+        gain >= GAIN_TARGET_POINTS and out['sabotage_rollbacks'] >= 1
+        and abs(out['sabotage_final_success'] - out['sabotage_start_success']) <= 0.05)
+    rise = out.get('deploy_p99_ms_adapt_increase')
+    latency = None if rise is None else bool(rise <= LATENCY_TARGET_MS)
+    return {'success_gain_points': gain, 'adaptation_target_met': adaptation,
+            'latency_target_met': latency,
+            'target_met': adaptation and latency is not False}
