@@ -124,21 +124,30 @@ def test_a_chunk_of_another_width_is_refused_counted_and_changes_nothing(tmp_pat
     assert a.window.size == 0 and a.window.dropped_steps == 7
 
 
-def test_the_adapter_runs_under_sched_idle_and_its_threads_inherit_it():
-    # In a child: a thread cannot leave SCHED_IDLE without privileges.
+def test_sched_idle_moves_the_threads_started_before_and_after_it():
+    # In a child: a thread cannot leave SCHED_IDLE without privileges. The thread started
+    # before plays rclpy's DDS threads (they exist before a node can ask).
     import subprocess
     import sys
     code = ('import os, threading\n'
             'from unilab_core.ros.runtime import sched_idle\n'
+            'go = threading.Event(); before = []\n'
+            'def waiting():\n'
+            '    go.wait(); before.append(os.sched_getscheduler(0))\n'
+            'w = threading.Thread(target=waiting); w.start()\n'
             'said = sched_idle()\n'
+            'go.set(); w.join()\n'
             'got = []\n'
             't = threading.Thread(target=lambda: got.append(os.sched_getscheduler(0)))\n'
             't.start(); t.join()\n'
-            'print(said, os.sched_getscheduler(0) == os.SCHED_IDLE, got[0] == os.SCHED_IDLE)\n')
+            'every = all(os.sched_getscheduler(int(t)) == os.SCHED_IDLE\n'
+            '            for t in os.listdir(\'/proc/self/task\'))\n'
+            'print(said.split()[0], before[0] == os.SCHED_IDLE, got[0] == os.SCHED_IDLE,\n'
+            '      every)\n')
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ['SCHED_IDLE', 'True', 'True']
+    assert out.stdout.split() == ['SCHED_IDLE', 'True', 'True', 'True']
 
 
 def test_a_restarted_adapter_rebuilds_its_window_from_the_closed_recorded_bags(tmp_path):

@@ -173,3 +173,18 @@ def test_critic_is_fitted_to_the_robots_returns_before_the_policy_update(monkeyp
     assert not torch.allclose(v_off, c_off)
     torch.testing.assert_close(v_on, c_on)
     assert not torch.allclose(a_on, a_off)
+
+
+@pytest.mark.parametrize('method', ['ppo', 'iql'])
+def test_pause_runs_before_every_update_step_and_changes_nothing(method):
+    # The adapter's pacer yields to the control loop there: between minibatches only.
+    bundle = _bundle()
+    flat0 = flatten_state(bundle)[0].numpy().copy()
+    cfg = AdaptSection(batch_size=16, epochs=2, critic_epochs=3, method=method)
+    calls = []
+    plain, _ = finetune(bundle, flat0, _steps(), cfg, AdvantageSection(), PolicyUpdateSection())
+    paced, _ = finetune(bundle, flat0, _steps(), cfg, AdvantageSection(), PolicyUpdateSection(),
+                        pause=lambda: calls.append(1))
+    np.testing.assert_array_equal(plain, paced)
+    # 64 steps in minibatches of 16: 4 a pass; PPO: 3 critic passes + 2 epochs; IQL: 2 x 4.
+    assert len(calls) == (4 * (3 + 2) if method == 'ppo' else 2 * 4)

@@ -120,7 +120,10 @@ def test_adapt_runs_a_round_on_the_robot_double_and_survives_a_killed_adapter(tm
         # loaded machine delays the adapter's timer).
         mine = _adapter_statuses()
         assert mine and mine[-1].hardware_id == 'robot/arm6'
-        assert {'running_version', 'fuse_rollbacks'} <= {kv.key for kv in mine[-1].values}
+        values = {kv.key: kv.value for kv in mine[-1].values}
+        assert {'running_version', 'fuse_rollbacks', 'pauses', 'paused_s'} <= set(values)
+        # The round's work yielded to the control steps (50 Hz, phase from the chunks).
+        assert int(values['pauses']) > 0 and float(values['paused_s']) > 0.0
         pids = _pids_running('adapter_node', str(rd))
         assert len(pids) == 1, pids
         os.kill(pids[0], signal.SIGKILL)

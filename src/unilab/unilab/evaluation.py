@@ -22,7 +22,7 @@ __all__ = ['evaluate_policy', 'SUCCESS_M']
 
 def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, num_envs: int,
                     seed: int, episodes_per_env: int = 2, actor=None,
-                    task_options: dict | None = None) -> dict:
+                    task_options: dict | None = None, pause=None) -> dict:
     """
     Return mean / std of deterministic episode returns and the success rate.
 
@@ -33,7 +33,8 @@ def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, 
     per-episode tracking figures (``episode_stats``) add their means: velocity
     tracking errors and the share of episodes that survived.
     ``run_dir`` receives the joint-limits file the gate uses when the task's
-    limits are derived from its model.
+    limits are derived from its model. ``pause`` (a callable) runs after every
+    step: a learner beside a robot yields to the control loop there.
     """
     from unilab.direct import make_gate
     from unilab.graphs import policy_params
@@ -66,6 +67,8 @@ def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, 
             dist = final_distance(task, take)
             if dist is not None:
                 final_dist.extend(dist.tolist())
+            if pause is not None:
+                pause()
 
         loop = SimLoop(task, actor, gate, on_step=on_step)
         loop.reset(seed=seed)

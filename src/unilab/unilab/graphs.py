@@ -234,7 +234,8 @@ def adapt_graph(deploy: Graph, cfg: RunConfig, model: str | pathlib.Path,
     robot_health = params['policy'].health
     ns = deploy.namespace.rstrip('/')
     params['adapter'] = AdapterNodeParams(
-        run_dir=str(run_dir), model=str(model), adapt=a, health=robot_health.model_copy(
+        run_dir=str(run_dir), model=str(model), adapt=a,
+        control_rate_hz=params['perception'].control_rate_hz, health=robot_health.model_copy(
             update={'peers': [f'{ns}/{n.name}' for n in deploy.nodes]}))
     remap = dict(deploy.remappings)
     robot = remap.get('policy', {})

@@ -30,6 +30,19 @@ def test_the_ik_expert_reaches_every_target_through_the_gate(tmp_path):
     assert 0.0 < expert['clamp_share'] < 1.0
 
 
+def test_evaluation_pauses_after_every_step_when_asked(tmp_path):
+    # The adapter's simulation test yields to the robot's control loop there.
+    from unilab.evaluation import evaluate_policy
+    calls = []
+    plain = evaluate_policy(_cfg(), None, 'arm6_reach', str(tmp_path), None, 2, 5, 1)
+    paced = evaluate_policy(_cfg(), None, 'arm6_reach', str(tmp_path), None, 2, 5, 1,
+                            pause=lambda: calls.append(1))
+    assert paced == plain
+    from unilab_bridge.tasks import make_task
+    with make_task('arm6_reach', 1) as task:
+        assert len(calls) == task.max_episode_steps  # one episode per env, in lockstep
+
+
 def test_quad_evaluation_reports_tracking_and_survival(tmp_path):
     from unilab.evaluation import evaluate_policy
     res = evaluate_policy(_cfg(), None, 'quad_walk', str(tmp_path), None, 4, 0, 1,

@@ -574,6 +574,13 @@ class AdaptSection(_Section):
                              'SCHED_IDLE (Linux): they get a core only when no other process '
                              'wants it, so they do not delay a control step (the adapter falls '
                              'back to `nice` where refused).')
+    yield_to_control: bool = Field(True, description='The adapter pauses its work around each '
+                                   'control step (phase from the rollout chunks\' stamps; off '
+                                   'where the quiet window exceeds 3/4 of the control period).')
+    yield_before_ms: float = Field(4.0, ge=0.0, description='Quiet window: from this long '
+                                   'before a control step\'s command is due out ...')
+    yield_after_ms: float = Field(3.0, ge=0.0, description='... to this long after it (a slow '
+                                  'step included).')
     record_rotate_mb: float = Field(16.0, gt=0.0, description='Recorder: new bag after this '
                                     'many MB.')
     record_keep_mb: float = Field(512.0, gt=0.0, description='Recorder: disk budget of the '

@@ -20,6 +20,7 @@ from unilab_core import topics
 from unilab_core.ros.tensor_msg import make_batch, read_batch
 from unilab_core.testing import spin_until
 from unilab_interfaces.msg import TensorBatch
+from unilab_policy.actor import ActOut, Chunk, StepResult
 from unilab_policy.node_common import WEIGHTS_QOS
 from unilab_policy.policy_node import PolicyNode
 from unilab_policy.trainer_node import TrainerNode
@@ -314,3 +315,18 @@ def test_new_version_mid_rollout_starts_a_clean_rollout(graph):
             np.testing.assert_array_equal(c.tensors['actions'][i], action)
     assert sum(K for c in chunks if c.version == 5) == T
     assert [c.seq for c in chunks] == [0] + list(range(K + 2, K + 2 + T, K))
+
+
+def test_the_action_goes_before_its_chunk_which_carries_the_wall_clock(graph, monkeypatch):
+    """The command path first; the chunk's stamp gives a learner the control steps' phase."""
+    _, _, policy, _ = graph
+    sent = []
+    monkeypatch.setattr(policy.action_pub, 'publish', lambda *a: sent.append(('action', a)))
+    monkeypatch.setattr(policy.rollout_pub, 'publish', lambda *a: sent.append(('rollout', a)))
+    out = ActOut(7, 2, 123, np.zeros((N, 2), np.float32), np.zeros(N, np.float32),
+                 np.zeros(N, np.float32), None)
+    before = time.time_ns()
+    policy._send(StepResult(action=out, chunk=Chunk(0, 2, {'obs': np.zeros((K, N, 3))})))
+    assert [kind for kind, _ in sent] == ['action', 'rollout']
+    assert sent[0][1][-1] == 123   # the action keeps its observation's stamp
+    assert before <= sent[1][1][-1] <= time.time_ns()

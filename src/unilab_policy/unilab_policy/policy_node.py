@@ -100,14 +100,18 @@ class PolicyNode(Node):
         self._send(result)
 
     def _send(self, result: StepResult) -> None:
+        out = result.action
+        if out is not None:
+            # The action first: in one process the gate answers inside this publish, so the
+            # command is out before the chunk (copied, serialized for plain readers) goes.
+            tensors = {'action': out.action, 'value': out.value, 'log_prob': out.log_prob}
+            self.action_pub.publish('action', out.seq, tensors, out.version, out.stamp_ns)
         if result.chunk is not None:
             c = result.chunk
-            self.rollout_pub.publish('rollout', c.first_seq, c.tensors, c.version)
-        out = result.action
-        if out is None:
-            return
-        tensors = {'action': out.action, 'value': out.value, 'log_prob': out.log_prob}
-        self.action_pub.publish('action', out.seq, tensors, out.version, out.stamp_ns)
+            # Stamped with the wall clock as the step's work ends: a learner beside the
+            # robot (the adapter) times its own work around the control steps from it.
+            self.rollout_pub.publish('rollout', c.first_seq, c.tensors, c.version,
+                                     time.time_ns())
 
     def _health_counters(self) -> dict:
         c = self.counters

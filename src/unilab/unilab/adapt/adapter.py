@@ -58,12 +58,14 @@ class Adapter:
 
     def __init__(self, run_dir: str | pathlib.Path, bundle, flat0: np.ndarray,
                  cfg: AdaptSection, advantage: AdvantageSection, update: PolicyUpdateSection,
-                 sim_test: Callable[[np.ndarray], float], log=print):
+                 sim_test: Callable[[np.ndarray], float], log=print,
+                 pause: Callable[[], None] | None = None):
         self.dir = pathlib.Path(run_dir) / 'adapt'
         (self.dir / 'versions').mkdir(parents=True, exist_ok=True)
         self.cfg, self.advantage, self.update = cfg, advantage, update
         self.bundle = bundle
         self.sim_test = sim_test
+        self.pause = pause  # the fine-tuning yields to the control loop (unilab.adapt.pacer)
         self.log = log
         self.fuse = Fuse(self.dir / 'fuse.json', cfg.sim_tolerance, cfg.drop_tolerance,
                          cfg.consecutive_drops, cfg.drop_z, cfg.hold_after_rollback)
@@ -241,7 +243,8 @@ class Adapter:
         try:
             flat, metrics = finetune(self.bundle, self.load_weights(running), mine, self.cfg,
                                      self.advantage, self.update,
-                                     seed=self.rounds if seed is None else seed)
+                                     seed=self.rounds if seed is None else seed,
+                                     pause=self.pause)
         except AdaptDataError as exc:
             self._history('failed', str(exc))
             return RoundResult('failed', str(exc))

@@ -28,6 +28,7 @@ from std_srvs.srv import Trigger
 import torch
 from unilab.adapt.adapter import Adapter, RoundResult
 from unilab.adapt.finetune import AdaptDataError, ROBOT_REWARD_TASKS
+from unilab.adapt.pacer import ControlPacer
 from unilab.adapt.params import AdapterNodeParams, RECORDINGS
 from unilab_core import topics
 from unilab_core.config import ConfigError, load_run_config
@@ -41,7 +42,7 @@ from unilab_policy.node_common import WEIGHTS_QOS
 from unilab_policy.weights import flatten_state
 
 
-def make_sim_test(cfg, bundle, task_name: str, run_dir, adapt):
+def make_sim_test(cfg, bundle, task_name: str, run_dir, adapt, pause=None):
     """Return ``flat weights -> simulation success``: the fuse's simulation test."""
     import copy
 
@@ -58,13 +59,17 @@ def make_sim_test(cfg, bundle, task_name: str, run_dir, adapt):
     def sim_test(flat) -> float:
         unflatten_into(work, torch.from_numpy(np.asarray(flat, np.float32)), spec)
         result = evaluate_policy(cfg, work, task_name, run_dir, variant, adapt.sim_envs,
-                                 adapt.sim_seed, adapt.sim_episodes_per_env)
+                                 adapt.sim_seed, adapt.sim_episodes_per_env, pause=pause)
         return float(result['success'])
     return sim_test
 
 
-def build_adapter(run_dir, model: str, adapt, log=print) -> Adapter:
-    """Return the adapter of a deployment (its run directory's config, the trained policy)."""
+def build_adapter(run_dir, model: str, adapt, log=print, pause=None) -> Adapter:
+    """
+    Return the adapter of a deployment (its run directory's config, the trained policy).
+
+    ``pause`` (``ControlPacer.pause``) runs between the pieces of a round's work.
+    """
     from unilab.deploy import describe_model
     from unilab_policy.factory import load_trained
     run_dir = pathlib.Path(run_dir)
@@ -77,9 +82,9 @@ def build_adapter(run_dir, model: str, adapt, log=print) -> Adapter:
     # The network acts as it was trained (its action map), whatever the config says today.
     cfg = cfg.model_copy(update={'model': desc.params.model})
     flat0 = flatten_state(trained.bundle)[0].numpy()
-    sim_test = make_sim_test(cfg, trained.bundle, desc.task.name, run_dir, adapt)
+    sim_test = make_sim_test(cfg, trained.bundle, desc.task.name, run_dir, adapt, pause)
     return Adapter(run_dir, trained.bundle, flat0, adapt, cfg.advantage, cfg.policy_update,
-                   sim_test, log=log)
+                   sim_test, log=log, pause=pause)
 
 
 class AdapterNode(Node):
@@ -92,8 +97,12 @@ class AdapterNode(Node):
             os.nice(p.adapt.nice)
         self.sched = sched_idle() if p.adapt.sched_idle else f'nice {p.adapt.nice}'
         torch.set_num_threads(p.adapt.torch_threads)
+        # The round's work stays out of the control steps (their phase: the chunks' stamps).
+        self.pacer = ControlPacer(p.control_rate_hz if p.adapt.yield_to_control else 0.0,
+                                  p.adapt.yield_before_ms / 1e3, p.adapt.yield_after_ms / 1e3)
         try:
-            self.core = build_adapter(p.run_dir, p.model, p.adapt, log=self.get_logger().info)
+            self.core = build_adapter(p.run_dir, p.model, p.adapt, log=self.get_logger().info,
+                                      pause=self.pacer.pause)
         except (ValueError, OSError) as exc:
             raise ConfigError(f'adapter: {exc}') from None
         self.counters = {'chunks': 0, 'bad_chunks': 0, 'rounds': 0, 'deployed': 0,
@@ -127,7 +136,7 @@ class AdapterNode(Node):
         self.get_logger().info(
             f'adapting: running version {f.running}, last good {f.last_good}, a round every '
             f'{p.adapt.period_s:g} s after {p.adapt.min_episodes} robot episodes; '
-            f'scheduling {self.sched}; files in {self.core.dir}')
+            f'scheduling {self.sched}, {self.pacer.describe()}; files in {self.core.dir}')
         r = self.replayed
         if r['bags'] or r['open_bags'] or r['unreadable_bags']:
             self.get_logger().info(
@@ -149,6 +158,7 @@ class AdapterNode(Node):
         self.get_logger().error(f'dropped rollout chunk: {exc}', throttle_duration_sec=5.0)
 
     def _on_chunk(self, batch: Batch) -> None:
+        self.pacer.observe(batch.stamp_ns)
         # Copies: the batch's arrays may be a shared-memory slot the next chunk reuses. The
         # executor only queues; the round's worker thread owns the adapter's core.
         try:
@@ -232,7 +242,7 @@ class AdapterNode(Node):
                 'held': int(f.held), 'window_steps': self.core.window.size,
                 'window_dropped_steps': self.core.window.dropped_steps,
                 'replayed_chunks': self.replayed['chunks'],
-                'replayed_bad_chunks': self.replayed['bad_chunks']}
+                'replayed_bad_chunks': self.replayed['bad_chunks'], **self.pacer.counters()}
 
     def destroy_node(self):
         """Release transport endpoints (unlink shared memory), then destroy the node."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 import collections
 import copy
 import dataclasses
+from typing import Callable
 
 import numpy as np
 import torch
@@ -218,7 +219,8 @@ def _trainable(ac, layers: str, last_layers: int) -> list[torch.nn.Parameter]:
 
 def finetune(bundle: PolicyBundle, flat: np.ndarray, steps: Steps, cfg: AdaptSection,
              advantage: AdvantageSection, update: PolicyUpdateSection,
-             seed: int = 0) -> tuple[np.ndarray, dict]:
+             seed: int = 0, pause: Callable[[], None] | None = None
+             ) -> tuple[np.ndarray, dict]:
     """
     Return the flat weights of ``flat`` fine-tuned on ``steps`` (``cfg.method``), and metrics.
 
@@ -226,6 +228,8 @@ def finetune(bundle: PolicyBundle, flat: np.ndarray, steps: Steps, cfg: AdaptSec
     normaliser stays as trained. ``cfg.sabotage`` (bench and tests only) makes
     the update harm the policy: ``sign_flip`` ascends instead of descending the
     surrogate (negated advantages), ``huge_lr`` uses a learning rate of 0.05.
+    ``pause`` (the adapter's ``ControlPacer.pause``) is called before every
+    optimiser step: the work yields to the control loop between minibatches.
     """
     if len(steps) < 2:
         raise AdaptDataError(f'{len(steps)} recorded steps: nothing to fine-tune on')
@@ -242,10 +246,10 @@ def finetune(bundle: PolicyBundle, flat: np.ndarray, steps: Steps, cfg: AdaptSec
     params = PPOParams(update=upd, advantage=advantage,
                        num_mini_batches=num_mini_batches_for(cfg.batch_size, t, 1))
     if cfg.method == 'iql':
-        metrics = _iql(work, steps, cfg, advantage, lr, seed)
+        metrics = _iql(work, steps, cfg, advantage, lr, seed, pause)
         return _result(work, steps, metrics)
     ppo = PPO(ac, params, 'cpu')
-    ppo.optimizer = torch.optim.Adam(trainable, lr=lr)
+    ppo.optimizer = _paced(torch.optim.Adam(trainable, lr=lr), pause)
     storage = RolloutStorage(t, 1, ac.obs_dim, ac.act_dim, 'cpu')
     with torch.no_grad():
         obs = work.normalize(torch.from_numpy(steps.obs))
@@ -264,15 +268,23 @@ def finetune(bundle: PolicyBundle, flat: np.ndarray, steps: Steps, cfg: AdaptSec
     with torch.no_grad():
         last_value = ac.value(nxt)
     storage.compute_returns(last_value, advantage.gamma, advantage.gae_lambda)
-    metrics = _fit_critic(ac, storage, nxt, cfg, advantage, lr) if cfg.critic_epochs else {}
+    metrics = (_fit_critic(ac, storage, nxt, cfg, advantage, lr, pause)
+               if cfg.critic_epochs else {})
     if cfg.sabotage == 'sign_flip':
         storage.advantages.neg_()
     metrics.update(ppo.update(storage))
     return _result(work, steps, metrics)
 
 
+def _paced(opt: torch.optim.Optimizer, pause) -> torch.optim.Optimizer:
+    """Return ``opt`` calling ``pause`` before each of its steps (when given)."""
+    if pause is not None:
+        opt.register_step_pre_hook(lambda *_: pause())
+    return opt
+
+
 def _fit_critic(ac, storage: RolloutStorage, nxt: torch.Tensor, cfg: AdaptSection,
-                advantage: AdvantageSection, lr: float) -> dict:
+                advantage: AdvantageSection, lr: float, pause=None) -> dict:
     """
     Fit the critic's trainable layers to the robot's returns; recompute the advantages.
 
@@ -288,7 +300,7 @@ def _fit_critic(ac, storage: RolloutStorage, nxt: torch.Tensor, cfg: AdaptSectio
     params = [p for p in ac.critic.parameters() if p.requires_grad]
     if not params:
         return {}
-    opt = torch.optim.Adam(params, lr=lr)
+    opt = _paced(torch.optim.Adam(params, lr=lr), pause)
     obs = storage.obs[:, 0]
     t = obs.shape[0]
     before = float((storage.values[:, 0] - storage.returns[:, 0]).square().mean())
@@ -322,7 +334,7 @@ def _result(work: PolicyBundle, steps: Steps, metrics: dict) -> tuple[np.ndarray
 
 
 def _iql(work: PolicyBundle, steps: Steps, cfg: AdaptSection, advantage: AdvantageSection,
-         lr: float, seed: int) -> dict:
+         lr: float, seed: int, pause=None) -> dict:
     """
     Fine-tune ``work`` in place by IQL on the window as a fixed dataset; return the losses.
 
@@ -344,5 +356,7 @@ def _iql(work: PolicyBundle, steps: Steps, cfg: AdaptSection, advantage: Advanta
     gen = torch.Generator().manual_seed(seed)
     losses: dict = {}
     for _ in range(cfg.epochs * max(1, len(steps) // cfg.batch_size)):
+        if pause is not None:
+            pause()
         losses = iql.update(data, cfg.batch_size, gen)
     return losses

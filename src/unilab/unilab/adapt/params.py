@@ -19,5 +19,8 @@ class AdapterNodeParams(_Section):
                          '(its config.yaml; the adapter writes into <run_dir>/adapt).')
     model: str = Field('', min_length=1, description='The deployed policy: a run directory '
                        'or checkpoint (fine-tuning needs the network, not an export).')
+    control_rate_hz: float = Field(0.0, ge=0.0, description='The robot\'s control rate (the '
+                                   'profile\'s): the period the adapter yields around '
+                                   '(0: unknown, no yielding).')
     adapt: AdaptSection = Field(default_factory=AdaptSection)
     health: HealthParams = Field(default_factory=HealthParams)

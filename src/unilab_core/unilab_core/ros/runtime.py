@@ -9,6 +9,7 @@ import importlib
 import os
 import signal
 import sys
+import threading
 import time
 from typing import Callable, Iterable
 
@@ -86,17 +87,32 @@ def stop_with_parent() -> bool:
 
 def sched_idle() -> str:
     """
-    Move the calling thread, and the threads it starts later, to SCHED_IDLE; say how it went.
+    Move every thread of this process, and those it starts later, to SCHED_IDLE; say how.
 
-    For the processes beside a robot's control loop (the adapter, the recorder): their
-    executor and the threads started after it run only on a core no other process
-    wants; the DDS threads rclpy started before keep their priority.
+    For the processes beside a robot's control loop (the adapter, the recorder): they
+    run only on a core no other process wants, their DDS threads (started by rclpy
+    before the node could ask) included, so that receiving the robot's topics never
+    takes a core from the control loop as it handles the same messages. Threads that
+    cannot be moved (gone meanwhile) are skipped.
     """
     try:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     except (AttributeError, OSError) as exc:
         return f'nice only (SCHED_IDLE refused: {exc})'
-    return 'SCHED_IDLE'
+    moved = 1
+    try:
+        tids = [int(t) for t in os.listdir('/proc/self/task')]
+    except OSError:
+        tids = []
+    for tid in tids:
+        if tid == threading.get_native_id():
+            continue
+        try:
+            os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+            moved += 1
+        except OSError:
+            pass
+    return f'SCHED_IDLE ({moved} threads)'
 
 
 def spin_nodes(nodes: list, executor_kind: str = 'events',
