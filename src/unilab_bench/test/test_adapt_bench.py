@@ -13,8 +13,10 @@ def test_latency_is_timed_with_and_without_the_adapter(tmp_path):
     from unilab_bench.adapt_latency import latency_during_adapt
     from unilab_bench.procs import fresh_run_dir
     model = fresh_run_dir('arm6_reach', tmp_path / 'model')
-    out = latency_during_adapt(str(model), 40, tmp_path, rounds=2)
+    png = tmp_path / 'latency.png'
+    out = latency_during_adapt(str(model), 40, tmp_path, rounds=2, png=png)
     assert out['latency_rounds'] == 2
+    assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'  # both sides' histograms
     for suffix in ('', '_during_adapt'):
         # Every cycle of both rounds either timed a command or counted a miss.
         assert out[f'deploy_cycles{suffix}'] == 40
@@ -54,3 +56,9 @@ def test_the_targets_need_the_gain_the_fuse_and_the_latency():
     # Without the latency part (--latency-cycles 0) only the adaptation is judged.
     unmeasured = targets({k: v for k, v in good.items() if k != 'deploy_p99_ms_adapt_increase'})
     assert unmeasured['latency_target_met'] is None and unmeasured['target_met']
+
+
+def test_the_latency_histograms_go_beside_the_rounds_plot():
+    from unilab_bench.adapt import latency_png
+    assert str(latency_png('docs/adapt_rounds.png')) == 'docs/adapt_rounds_latency.png'
+    assert str(latency_png('out/plot')) == 'out/plot_latency.png'

@@ -27,7 +27,8 @@ do reach the robot and the robot-side rule must roll back
 the end like ``success_before`` (``sabotage_robot_*``: the sampled rounds);
 with ``adapt.hold_after_rollback`` (default) the fuse holds the last good
 version after the rollback, so the run ends on it.
-``--png FILE`` draws robot success per round with deployments and rollbacks.
+``--png FILE`` draws robot success per round with deployments and rollbacks, and
+the latency part's histograms beside it (``FILE`` with ``_latency`` before the suffix).
 ``adaptation_target_met``: a gain of at least 20 points, at least one sabotage
 rollback, and the sabotaged run ending within 5 points of its start;
 ``target_met``: those and, where the latency part ran, the control p99 during
@@ -184,9 +185,17 @@ def bench_adapt(args) -> dict:
         if cycles:
             from unilab_bench.adapt_latency import latency_during_adapt
             (tmp / 'latency').mkdir()
-            out.update(latency_during_adapt(str(model), cycles, tmp / 'latency'))
+            png = getattr(args, 'png', None)
+            out.update(latency_during_adapt(str(model), cycles, tmp / 'latency', png=(
+                latency_png(png) if png else None)))
     out.update(targets(out))
     return out
+
+
+def latency_png(png: str | pathlib.Path) -> pathlib.Path:
+    """Return where ``--png FILE`` puts the latency histograms (``FILE_latency.png``)."""
+    png = pathlib.Path(png)
+    return png.with_name(f'{png.stem}_latency{png.suffix or ".png"}')
 
 
 def targets(out: dict) -> dict:

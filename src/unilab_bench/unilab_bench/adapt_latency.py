@@ -22,7 +22,8 @@ The two alternate in ``ROUNDS`` rounds of ``cycles / ROUNDS`` cycles each, as
 ``bench deploy`` interleaves its controllers; each side's figures are over all
 its rounds. Reported: ``deploy_p50_ms`` / ``deploy_p99_ms`` / ``deploy_max_ms`` and
 ``deploy_p50_ms_during_adapt`` / ``deploy_p99_ms_during_adapt`` /
-``deploy_max_ms_during_adapt``, with each run's ``deadline_misses``.
+``deploy_max_ms_during_adapt``, with each run's ``deadline_misses``; ``png``
+draws both sides' latency histograms (``plot_latency``).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def _rounds(run_dir: pathlib.Path) -> int:
 
 
 def latency_during_adapt(model: str, cycles: int, tmp: pathlib.Path,
-                         rounds: int = ROUNDS) -> dict:
+                         rounds: int = ROUNDS, png: str | pathlib.Path | None = None) -> dict:
     """Measure the control latency without and with the adapter (see the module doc)."""
     from unilab.paths import profile_path
     from unilab_bench.deploy import figures, measure, merge_probes, split_cycles
@@ -82,11 +83,45 @@ def latency_during_adapt(model: str, cycles: int, tmp: pathlib.Path,
                                         profile, source, n, tmp, goals=goals,
                                         goal_timeout_s=GOAL_TIMEOUT_S))
     out: dict = {'latency_cycles': cycles, 'latency_rounds': len(per_round)}
-    for name, got in probes.items():
+    merged = {name: merge_probes(got) for name, got in probes.items()}
+    for name, probe in merged.items():
         suffix = '' if name == 'deploy' else '_during_adapt'
-        out.update({k + suffix: v for k, v in figures('deploy', merge_probes(got)).items()})
+        out.update({k + suffix: v for k, v in figures('deploy', probe).items()})
+    if png:
+        plot_latency(png, {'unilab deploy': merged['deploy']['latency_ms'],
+                           'unilab adapt (adapter training beside it)':
+                           merged['during_adapt']['latency_ms']})
     out['adapt_rounds_during_latency'] = sum(_rounds(d) for d in adapt_dirs)
     p99, p99_adapt = out.get('deploy_p99_ms'), out.get('deploy_p99_ms_during_adapt')
     if p99 is not None and p99_adapt is not None:
         out['deploy_p99_ms_adapt_increase'] = round(p99_adapt - p99, 3)
     return out
+
+
+def plot_latency(path, samples: dict) -> None:
+    """Draw each side's control latency (``name -> ms per cycle``) as a histogram."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    import numpy as np
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    every = np.concatenate([np.asarray(v, float) for v in samples.values() if len(v)])
+    bins = np.linspace(0.0, float(np.percentile(every, 99.9)) * 1.1, 80)
+    for name, ms in samples.items():
+        ms = np.asarray(ms, float)
+        if not ms.size:
+            continue
+        p50, p99 = np.percentile(ms, [50, 99])
+        ax.hist(np.minimum(ms, bins[-1]), bins=bins, histtype='step', linewidth=1.4,
+                label=f'{name}: p50 {p50:.2f}, p99 {p99:.2f}, max {ms.max():.2f} ms')
+        ax.axvline(p99, linestyle=':', color=ax.patches[-1].get_edgecolor())
+    ax.set_yscale('log')
+    ax.set_xlabel('/joint_states out -> command back at the robot [ms] '
+                  '(the last bin holds the slower)')
+    ax.set_ylabel('control cycles')
+    ax.set_title('Control latency on the robot double, without and with online '
+                 'adaptation (p99 dotted)', fontsize=10)
+    ax.legend(fontsize=7, loc='upper right')
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -87,8 +87,8 @@ class ControlPacer:
             return self.period_ns + self.after_ns - phase
         return 0
 
-    def pause(self, *_args) -> None:
-        """Sleep through the current quiet window, if any (a hook: arguments ignored)."""
+    def pause(self) -> None:
+        """Sleep through the current quiet window, if any."""
         left = self.quiet_left_ns(self.clock())
         if left > 0:
             self.pauses += 1
