@@ -33,7 +33,7 @@ def test_no_phase_known_means_no_pause():
     p, t = pacer()
     assert p.enabled
     p.pause()
-    assert t.naps == [] and p.counters() == {'pauses': 0, 'paused_s': 0.0}
+    assert t.naps == [] and p.counters() == {'pauses': 0, 'paused_s': 0.0, 'future_stamps': 0}
 
 
 @pytest.mark.parametrize('since_end_ms, left_ms', [
@@ -61,7 +61,7 @@ def test_pause_sleeps_to_the_windows_end_and_counts_it():
     assert t.naps == [pytest.approx(0.004)]
     p.pause()  # out of the window now: no second nap
     assert len(t.naps) == 1
-    assert p.counters() == {'pauses': 1, 'paused_s': 0.004}
+    assert p.counters() == {'pauses': 1, 'paused_s': 0.004, 'future_stamps': 0}
 
 
 def test_the_newest_stamp_sets_the_phase_and_unstamped_chunks_are_ignored():
@@ -100,3 +100,15 @@ def test_describe_says_the_window():
     assert p.enabled
     assert p.describe() == ('yielding 4 ms before to 3 ms after each control step '
                             '(period 10 ms)')
+
+
+def test_a_stamp_from_the_future_is_counted_not_taken():
+    # Another host's clock or a broken sender must not switch yielding off for good.
+    p, t = pacer()
+    p.observe(t.now - 17 * MS)
+    p.observe(t.now + 10**12)  # 1000 s ahead
+    assert p.last_end_ns == t.now - 17 * MS and p.counters()['future_stamps'] == 1
+    p.pause()
+    assert t.naps == [pytest.approx(0.004)]
+    p.observe(t.now + 5 * MS)  # within a period: this host's own jitter, taken
+    assert p.last_end_ns == t.now + 5 * MS and p.counters()['future_stamps'] == 1

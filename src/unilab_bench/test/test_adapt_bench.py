@@ -62,3 +62,12 @@ def test_the_latency_histograms_go_beside_the_rounds_plot():
     from unilab_bench.adapt import latency_png
     assert str(latency_png('docs/adapt_rounds.png')) == 'docs/adapt_rounds_latency.png'
     assert str(latency_png('out/plot')) == 'out/plot_latency.png'
+
+
+def test_no_latency_histogram_without_a_timed_cycle(tmp_path):
+    from unilab_bench.adapt_latency import plot_latency
+    png = tmp_path / 'latency.png'
+    assert not plot_latency(png, {'unilab deploy': [], 'unilab adapt': []})
+    assert not png.exists()
+    assert plot_latency(png, {'unilab deploy': [1.5, 2.0], 'unilab adapt': []})
+    assert png.read_bytes()[:4] == b'\x89PNG'

@@ -87,10 +87,10 @@ def latency_during_adapt(model: str, cycles: int, tmp: pathlib.Path,
     for name, probe in merged.items():
         suffix = '' if name == 'deploy' else '_during_adapt'
         out.update({k + suffix: v for k, v in figures('deploy', probe).items()})
-    if png:
-        plot_latency(png, {'unilab deploy': merged['deploy']['latency_ms'],
-                           'unilab adapt (adapter training beside it)':
-                           merged['during_adapt']['latency_ms']})
+    if png and not plot_latency(png, {'unilab deploy': merged['deploy']['latency_ms'],
+                                      'unilab adapt (adapter training beside it)':
+                                      merged['during_adapt']['latency_ms']}):
+        print(f'{png}: not drawn, no control cycle was timed', file=sys.stderr)
     out['adapt_rounds_during_latency'] = sum(_rounds(d) for d in adapt_dirs)
     p99, p99_adapt = out.get('deploy_p99_ms'), out.get('deploy_p99_ms_during_adapt')
     if p99 is not None and p99_adapt is not None:
@@ -98,14 +98,20 @@ def latency_during_adapt(model: str, cycles: int, tmp: pathlib.Path,
     return out
 
 
-def plot_latency(path, samples: dict) -> None:
-    """Draw each side's control latency (``name -> ms per cycle``) as a histogram."""
+def plot_latency(path, samples: dict) -> bool:
+    """
+    Draw each side's control latency (``name -> ms per cycle``) as a histogram.
+
+    Return False, drawing nothing, when no cycle was timed (every one a deadline miss).
+    """
+    import numpy as np
+    every = np.concatenate([np.asarray(v, float) for v in samples.values()] or [[]])
+    if not every.size:
+        return False
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    import numpy as np
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    every = np.concatenate([np.asarray(v, float) for v in samples.values() if len(v)])
     bins = np.linspace(0.0, float(np.percentile(every, 99.9)) * 1.1, 80)
     for name, ms in samples.items():
         ms = np.asarray(ms, float)
@@ -125,3 +131,4 @@ def plot_latency(path, samples: dict) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return True

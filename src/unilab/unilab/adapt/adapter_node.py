@@ -97,9 +97,11 @@ class AdapterNode(Node):
             os.nice(p.adapt.nice)
         self.sched = sched_idle() if p.adapt.sched_idle else f'nice {p.adapt.nice}'
         torch.set_num_threads(p.adapt.torch_threads)
-        # The round's work stays out of the control steps (their phase: the chunks' stamps).
-        self.pacer = ControlPacer(p.control_rate_hz if p.adapt.yield_to_control else 0.0,
-                                  p.adapt.yield_before_ms / 1e3, p.adapt.yield_after_ms / 1e3)
+        # The round's work stays out of the control steps (their phase: the chunks' stamps);
+        # switched off, the window is empty (and the start line says so).
+        before, after = ((p.adapt.yield_before_ms / 1e3, p.adapt.yield_after_ms / 1e3)
+                         if p.adapt.yield_to_control else (0.0, 0.0))
+        self.pacer = ControlPacer(p.control_rate_hz, before, after)
         try:
             self.core = build_adapter(p.run_dir, p.model, p.adapt, log=self.get_logger().info,
                                       pause=self.pacer.pause)

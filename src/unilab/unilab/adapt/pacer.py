@@ -20,12 +20,14 @@ over ``MAX_QUIET_SHARE`` of a period (the learner would barely run: with the
 default 7 ms window, above about 100 Hz the steps come too fast to yield around;
 SCHED_IDLE alone keeps the loop first there), or
 no chunk for ``STALE_S`` (the robot is not acting: nothing to stay out of the
-way of). What was paused is counted (``pauses``, ``paused_s``).
+way of). What was paused is counted (``pauses``, ``paused_s``). A stamp from
+the future (more than a period ahead of this host's clock: another host's
+clock, or a broken sender) is not taken, so it cannot switch yielding off for
+good; such stamps are counted (``future_stamps``).
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Callable
 
@@ -49,7 +51,7 @@ class ControlPacer:
         self.last_end_ns: int | None = None
         self.pauses = 0
         self.paused_ns = 0
-        self._lock = threading.Lock()
+        self.future_stamps = 0
 
     def describe(self) -> str:
         """Return how the pacer acts, for the node's start-up log."""
@@ -65,12 +67,14 @@ class ControlPacer:
                 f'{MAX_QUIET_SHARE:g} of the period ({self.period_ns / 1e6:g} ms)')
 
     def observe(self, end_ns: int) -> None:
-        """Take a control step's end (a rollout chunk's stamp, wall clock ns)."""
+        """Take a control step's end (a rollout chunk's stamp, wall clock ns; one caller)."""
         if end_ns <= 0:
             return  # an unstamped chunk (an older publisher) says nothing of the phase
-        with self._lock:
-            if self.last_end_ns is None or end_ns > self.last_end_ns:
-                self.last_end_ns = int(end_ns)
+        if end_ns > self.clock() + self.period_ns:
+            self.future_stamps += 1
+            return
+        if self.last_end_ns is None or end_ns > self.last_end_ns:
+            self.last_end_ns = int(end_ns)
 
     def quiet_left_ns(self, now_ns: int) -> int:
         """Return how long the quiet window around ``now_ns`` still lasts (0: none)."""
@@ -97,4 +101,5 @@ class ControlPacer:
 
     def counters(self) -> dict:
         """Return the pauses so far and the time spent in them (seconds)."""
-        return {'pauses': self.pauses, 'paused_s': round(self.paused_ns / 1e9, 3)}
+        return {'pauses': self.pauses, 'paused_s': round(self.paused_ns / 1e9, 3),
+                'future_stamps': self.future_stamps}
