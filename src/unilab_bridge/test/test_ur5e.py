@@ -119,3 +119,21 @@ def test_the_ik_expert_reaches_every_corner_of_the_workspace():
             state = task.step(expert(q, extras))
             q, extras = state.joint_position, state.extras
         assert np.linalg.norm(extras[:, 6:9], axis=1).max() < 0.01
+
+
+def test_the_ur5e_robot_double_runs_the_makers_model_in_its_real_variant():
+    from unilab_bridge.robot_double import RobotDouble
+    from unilab_bridge.tasks.disturbed import DisturbedTask
+    double = RobotDouble(load_profile(PROFILE), robots=2, seed=4, variant='real')
+    try:
+        assert isinstance(double.task, DisturbedTask)  # heavier links, delays, drops
+        assert double.task.inner.sim.model.nbody == mujoco.MjModel.from_xml_path(
+            str(ASSET)).nbody
+        rng = np.random.default_rng(0)
+        for _ in range(30):
+            double.command[:] = double.command + rng.uniform(-0.05, 0.05, size=(2, 6))
+            double.state = double.task.step(double.command)
+            for q, tool in zip(double.state.joint_position, double.state.extras[:, :3]):
+                assert np.linalg.norm(tool - dh_flange(q)[:3, 3]) < 1e-3
+    finally:
+        double.close()

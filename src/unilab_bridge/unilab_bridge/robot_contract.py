@@ -151,14 +151,16 @@ def check_convention(profile: RobotProfile, urdf_text: str,
     The poses: zero and 19 random ones in the model's joint ranges (within +-pi). A URDF
     that cannot be read, or names no frame of the model, is a problem too.
     """
-    item = ContractItem(
-        'kinematics', namespaced(namespace, 'robot_description'), 'std_msgs/msg/String',
-        'publish', True, note='the profile\'s model and the robot\'s URDF agree')
+    def item(note):
+        return ContractItem('kinematics', namespaced(namespace, 'robot_description'),
+                            'std_msgs/msg/String', 'publish', True, note=note)
     try:
         result = compare_with_urdf(profile.model_file, urdf_text, profile.joint_names)
     except ValueError as exc:
-        return ItemResult(item, (f'convention check impossible: {exc}',))
-    return ItemResult(item, () if result.ok else (
+        return ItemResult(item('model vs URDF'), (f'convention check impossible: {exc}',))
+    if result.ok:
+        return ItemResult(item(result.describe()), ())
+    return ItemResult(item('model vs URDF'), (
         f'{result.describe()}: the model\'s joint zeros, axes or signs are not the '
         'robot\'s',))
 
@@ -189,8 +191,11 @@ def format_report(results: list[ItemResult], snap: GraphSnapshot) -> str:
         kind = 'required' if r.item.required else 'optional'
         rate = snap.rates_hz.get(r.item.topic)
         measured = f', measured {_fmt_hz(rate)}' if rate else ''
-        lines.append(f'{status} {r.item.topic} [{r.item.msg_type}, {r.item.role}, {kind}'
-                     f'{measured}]')
+        if r.item.key == 'kinematics':
+            lines.append(f'{status} {r.item.topic} kinematics [{r.item.note}]')
+        else:
+            lines.append(f'{status} {r.item.topic} [{r.item.msg_type}, {r.item.role}, {kind}'
+                         f'{measured}]')
         lines += [f'          - {p}' for p in r.problems]
     if any(n.endswith('/robot_double') for n in snap.nodes):
         lines.append('note: the robot double is running; this robot is a simulation')
