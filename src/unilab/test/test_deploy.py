@@ -12,6 +12,7 @@ from unilab.graphs import deploy_graph
 from unilab.paths import profile_path
 from unilab.prepare import task_info
 from unilab_core.config import ConfigError, ModelSection, RunConfig
+from unilab_core.graph import TaskInfo
 from unilab_core.robot_profile import load_profile
 from unilab_policy.checkpoint import save_checkpoint
 from unilab_policy.factory import build_bundle
@@ -119,3 +120,50 @@ def test_deploy_refuses_bad_input_with_exit_code_2(tmp_path, arm6, capsys):
         assert 'Traceback' not in proc.stderr
         for w in words:
             assert w in proc.stderr, proc.stderr
+
+
+def test_the_ur5e_profile_refuses_a_model_of_another_robots_task(tmp_path, arm6, capsys):
+    # An arm6_reach policy has the UR5e's joints, commands and rate, but not its zeros.
+    profile, params, info = arm6
+    run, _ = _run_dir(tmp_path, params)
+    (run / 'config.yaml').write_text('run: {task: arm6_reach}\n')
+    proc = cli_here(capsys, 'deploy', run, '--robot', 'ur5e')
+    assert proc.returncode == 2 and 'Traceback' not in proc.stderr
+    error = [line for line in proc.stderr.splitlines() if 'does not fit' in line]
+    assert len(error) == 1, proc.stderr
+    assert 'trained on `arm6_reach`, the profile is for `ur5e_reach`' in error[0]
+
+
+def test_a_tasks_home_and_workspace_travel_with_the_model():
+    info, _ = task_info('ur5e_reach')
+    assert info.home == (0.0, -1.57, 1.57, -1.57, -1.57, 0.0)
+    assert info.workspace_frame == 'base_link'
+    assert info.workspace_min == (0.25, -0.4, 0.1) and info.workspace_max == (0.65, 0.4, 0.5)
+    # Exported metadata is JSON (lists); describe_model reads it back as the same TaskInfo.
+    meta = yaml.safe_load(yaml.safe_dump(model_metadata(PolicyNodeParams(
+        obs_dim=info.obs_dim, act_dim=info.action_dim), info)))
+    assert TaskInfo(**{k: tuple(v) if isinstance(v, list) else v
+                       for k, v in meta['task'].items()}) == info
+
+
+def test_the_ur5e_deploy_graph_sees_the_tool_where_the_makers_double_has_it():
+    """The perception node's forward kinematics against UR's DH table, not our model."""
+    from unilab_perception.task_inputs import ReachInputs
+    from ur5e_double import dh_flange, HOME
+    profile = load_profile(profile_path('ur5e'))
+    info, _ = task_info(profile.task)
+    params = PolicyNodeParams(obs_dim=info.obs_dim, act_dim=info.action_dim)
+    per = deploy_graph(RunConfig(), profile, params, info, '/m', profile.joint_limits_file,
+                       armed=False).parameters['perception']
+    inputs = ReachInputs(per.model_file, per.joint_names, per.task_inputs.tool_site)
+    inputs.set_goal([0.5, 0.0, 0.3])
+    rng = np.random.default_rng(3)
+    for q in np.vstack([HOME, rng.uniform(-np.pi, np.pi, size=(19, 6))]):
+        tool = inputs.extras(q[None, :])[0, :3]
+        assert np.linalg.norm(tool - dh_flange(q)[:3, 3]) < 1e-3, q
+    # The old profile's model (arm6's zeros) puts the tool elsewhere: this test would fail.
+    old = ReachInputs(load_profile(profile_path('arm6')).model_file, per.joint_names,
+                      'ee_site')
+    old.set_goal([0.5, 0.0, 0.3])
+    home = np.array([HOME])
+    assert np.linalg.norm(old.extras(home)[0, :3] - dh_flange(HOME)[:3, 3]) > 0.1

@@ -13,6 +13,7 @@ from conftest import cli, cli_here
 import pytest
 from unilab.graphs import robot_sim_graph
 from unilab.robot_sim import robot_sim_params
+from unilab_core.pytest_fixtures import fresh_context  # noqa: F401 - a fixture
 import yaml
 
 
@@ -136,3 +137,39 @@ def test_every_shipped_profile_drives_its_task(name):
         load_joint_limits(p.joint_limits_file or p.urdf_file, p.joint_names)  # all covered
     finally:
         d.close()
+
+
+def _profile_copy(tmp_path, name, **changes):
+    """Copy the ur5e profile and its limits file elsewhere (the limits resolve beside it)."""
+    from unilab.paths import profile_path
+    src = profile_path('ur5e')
+    data = yaml.safe_load(src.read_text())
+    data['robot'].update(changes)
+    limits = data['robot']['joint_limits_file']
+    (tmp_path / limits).write_text((src.parent / limits).read_text())
+    path = tmp_path / f'{name}.yaml'
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_check_robot_compares_the_model_with_a_makers_double(
+        tmp_path, fresh_context):  # noqa: F811 - the fixture
+    """Against a double built from UR's DH table: ur5e.xml agrees, arm6.xml does not."""
+    from ur5e_double import DhDouble
+    # The double publishes at 100 Hz (the driver's 500 Hz is not the point here).
+    ur5e = _profile_copy(tmp_path, 'ur5e_copy', joint_state_rate_hz=100.0)
+    arm6 = _profile_copy(tmp_path, 'ur5e_arm6_model', joint_state_rate_hz=100.0,
+                         model_file='package://unilab_bridge/assets/arm6.xml')
+    double = DhDouble(fresh_context)
+    try:
+        ok = cli('check-robot', '--robot', ur5e, '--timeout', '6')
+        wrong = cli('check-robot', '--robot', arm6, '--timeout', '6')
+    finally:
+        double.close()
+    kinematics = [line for line in ok.stdout.splitlines() if 'robot_description' in line]
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert any(line.startswith('ok') and 'kinematics [model and URDF agree' in line
+               for line in kinematics), ok.stdout
+    assert wrong.returncode == 1, wrong.stdout
+    assert 'model and URDF DISAGREE' in wrong.stdout
+    assert wrong.stdout.splitlines()[-1] == 'robot NOT ok: kinematics'

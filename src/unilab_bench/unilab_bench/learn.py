@@ -64,11 +64,12 @@ RANKS_STEPS, RANKS = 600_000, 2
 class ExpertActor:
     """The scripted Jacobian IK reach controller behind PolicyActor's ``step`` protocol."""
 
-    def __init__(self, num_envs: int, joints: int):
+    def __init__(self, num_envs: int, joints: int, asset=None):
+        """Drive ``asset`` (a reach task's MJCF; default arm6_reach's) with the IK expert."""
         from unilab_bridge.tasks.arm6_reach import ASSET
         from unilab_bridge.tasks.model_cache import load_model
         from unilab_bridge.tasks.reach_expert import JacobianReachController
-        self.controller = JacobianReachController(load_model(ASSET))
+        self.controller = JacobianReachController(load_model(asset or ASSET))
         self.joints = int(joints)
         self._none = np.zeros(num_envs, np.float32)
 

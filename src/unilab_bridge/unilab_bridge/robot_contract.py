@@ -9,6 +9,11 @@ expose (see ``unilab_core.robot_profile``), so that is what is checked:
 present by name), a subscriber on the controller's command topic with its type,
 the IMU / point cloud / odometry topics the profile uses, and, optionally,
 ``robot_description``. The training graph's private topics are not part of it.
+When the robot publishes its URDF and the profile computes the tool position
+from its model (``task_inputs.kind: reach``), the model's convention is checked
+too: the frames both name must agree within 1 mm at a set of joint poses
+(``unilab_core.kinematics.compare_with_urdf``), or the policy would be told a
+tool position the robot does not have.
 Pure: the check works on a ``GraphSnapshot`` (topic types, publisher/subscriber
 nodes, measured rates, sampled joint names), which ``robot_probe.py`` fills from a
 live ROS graph and tests fabricate by hand.
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from unilab_core.kinematics import compare_with_urdf
 from unilab_core.robot_profile import namespaced, RobotProfile
 
 # A measured rate may fall this far below the nominal one (timer jitter, short window).
@@ -53,6 +59,7 @@ class GraphSnapshot:
     names: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     nodes: list[str] = dataclasses.field(default_factory=list)
     window_s: float = 0.0
+    robot_description: str = ''  # the URDF the robot published ('' = none received)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,9 +143,38 @@ def check_item(item: ContractItem, snap: GraphSnapshot) -> ItemResult:
     return ItemResult(item, tuple(problems))
 
 
-def check_contract(items: list[ContractItem], snap: GraphSnapshot) -> list[ItemResult]:
-    """Check every item; see ``contract_ok`` for the overall verdict."""
-    return [check_item(item, snap) for item in items]
+def check_convention(profile: RobotProfile, urdf_text: str,
+                     namespace: str = '') -> ItemResult:
+    """
+    Check the profile's model against the robot's URDF: same frames at the same joint poses.
+
+    The poses: zero and 19 random ones in the model's joint ranges (within +-pi). A URDF
+    that cannot be read, or names no frame of the model, is a problem too.
+    """
+    def item(note):
+        return ContractItem('kinematics', namespaced(namespace, 'robot_description'),
+                            'std_msgs/msg/String', 'publish', True, note=note)
+    try:
+        result = compare_with_urdf(profile.model_file, urdf_text, profile.joint_names)
+    except ValueError as exc:
+        return ItemResult(item('model vs URDF'), (f'convention check impossible: {exc}',))
+    if result.ok:
+        return ItemResult(item(result.describe()), ())
+    return ItemResult(item('model vs URDF'), (
+        f'{result.describe()}: the model\'s joint zeros, axes or signs are not the '
+        'robot\'s',))
+
+
+def check_contract(items: list[ContractItem], snap: GraphSnapshot,
+                   profile: RobotProfile | None = None) -> list[ItemResult]:
+    """Check every item (and the model's convention, given ``profile``); see contract_ok."""
+    results = [check_item(item, snap) for item in items]
+    if profile is not None and snap.robot_description and profile.model_file \
+            and profile.task_inputs.kind == 'reach':
+        ns = next((i.topic[:-len('/robot_description')] for i in items
+                   if i.key == 'robot_description'), '')
+        results.append(check_convention(profile, snap.robot_description, ns))
+    return results
 
 
 def contract_ok(results: list[ItemResult]) -> bool:
@@ -150,12 +186,16 @@ def format_report(results: list[ItemResult], snap: GraphSnapshot) -> str:
     """Return the human-readable report the check command prints."""
     lines = []
     for r in results:
-        status = 'ok     ' if r.met else ('MISSING' if r.item.required else 'absent ')
+        status = 'ok     ' if r.met else ('WRONG  ' if r.item.key == 'kinematics' else
+                                          'MISSING' if r.item.required else 'absent ')
         kind = 'required' if r.item.required else 'optional'
         rate = snap.rates_hz.get(r.item.topic)
         measured = f', measured {_fmt_hz(rate)}' if rate else ''
-        lines.append(f'{status} {r.item.topic} [{r.item.msg_type}, {r.item.role}, {kind}'
-                     f'{measured}]')
+        if r.item.key == 'kinematics':
+            lines.append(f'{status} {r.item.topic} kinematics [{r.item.note}]')
+        else:
+            lines.append(f'{status} {r.item.topic} [{r.item.msg_type}, {r.item.role}, {kind}'
+                         f'{measured}]')
         lines += [f'          - {p}' for p in r.problems]
     if any(n.endswith('/robot_double') for n in snap.nodes):
         lines.append('note: the robot double is running; this robot is a simulation')

@@ -6,7 +6,8 @@ ROS edge of ``unilab check-robot``: look at a live graph and fill a GraphSnapsho
 Waits a moment for DDS discovery, reads topic types and the publisher / subscriber nodes of
 every contract topic, subscribes (best effort, which matches reliable publishers too) to each
 published contract topic for the rest of the window, and records message times and the
-joint names seen. The verdict is ``robot_contract.check_contract``.
+joint names seen; ``robot_description`` is read as robot_state_publisher latches it
+(reliable, transient local) and kept whole. The verdict is ``robot_contract.check_contract``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import importlib
 import time
 
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from unilab_bridge.robot_contract import ContractItem, GraphSnapshot
 
 # At most this many distinct joint names are kept per topic.
@@ -88,6 +89,14 @@ def probe_graph(node: Node, items: list[ContractItem], window_s: float,
                     seen.update(dict.fromkeys(new))
                     snap.names[topic] = list(seen)
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
+        if item.key == 'robot_description':
+            def on_description(msg, on_msg=on_msg):
+                on_msg(msg)
+                snap.robot_description = str(msg.data)
+            subs.append(node.create_subscription(msg_type, item.topic, on_description, QoSProfile(
+                depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                durability=DurabilityPolicy.TRANSIENT_LOCAL)))
+            continue
         subs.append(node.create_subscription(msg_type, item.topic, on_msg, qos))
     end = time.monotonic() + window_s
     while time.monotonic() < end:
@@ -117,5 +126,5 @@ def run_check(profile, namespace: str, timeout_s: float) -> tuple[bool, str]:
         node.destroy_node()
     finally:
         rclpy.try_shutdown()
-    results = check_contract(items, snap)
+    results = check_contract(items, snap, profile)
     return contract_ok(results), format_report(results, snap)

@@ -5,12 +5,13 @@ Operator scenarios without ROS: goals for K robots and a score per goal.
 
 Reach (``task_inputs.kind: reach``): each robot gets ``goals`` target positions one
 after another, sampled by the task's own reachable-target sampler
-(``Arm6Reach.sample_targets``: forward kinematics of random joint configurations,
-so every goal is reachable). The tool position is computed from the robot's
-measured joints (``SiteKinematics`` on the profile's ``model_file`` and
-``task_inputs.tool_site``), as an operator's tools would. A goal succeeds when the
-tool comes within ``tolerance_m`` before ``goal_timeout_s``; then the next goal
-follows at once. 5 cm is the success radius of ``unilab bench sim2real``.
+(``sample_targets``: arm6_reach takes forward kinematics of random joint
+configurations, ur5e_reach its workspace box; every goal is reachable). The tool
+position is computed from the robot's measured joints (``SiteKinematics`` on the
+profile's ``model_file`` and ``task_inputs.tool_site``), as an operator's tools
+would. A goal succeeds when the tool comes within ``tolerance_m`` before
+``goal_timeout_s``; then the next goal follows at once. 5 cm is the success radius
+of ``unilab bench sim2real``.
 
 Walk (``kind: walk``), a minimal scenario: each goal is a forward velocity (from the
 task's command range) held for ``goal_timeout_s``; it succeeds when the base never

@@ -60,6 +60,13 @@ class TaskInfo:
     action_mode: str = 'absolute'
     action_scale: tuple[float, ...] = ()
     action_offset: tuple[float, ...] = ()   # 'offset' mode: the pose actions are around
+    # Where the task lives, recorded with every checkpoint and export so a robot can refuse
+    # what the policy never saw: the joint pose episodes start around, and the box (m, in
+    # workspace_frame, the model's base frame) every goal was drawn from (empty: unknown).
+    home: tuple[float, ...] = ()
+    workspace_frame: str = ''
+    workspace_min: tuple[float, ...] = ()
+    workspace_max: tuple[float, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

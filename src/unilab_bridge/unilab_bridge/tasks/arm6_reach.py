@@ -1,6 +1,12 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""arm6_reach: move the end-effector of a 6-joint arm to a random target position."""
+"""
+arm6_reach: move the end-effector of a 6-joint arm to a random target position.
+
+``Arm6Reach`` is the reach task of any fixed-base arm: a subclass names its model
+(``ASSET``), joint speed limit, home pose, workspace box and target sampler
+(``ur5e_reach.py``); the reward, the episode logic and the observation are this file's.
+"""
 
 import pathlib
 
@@ -39,14 +45,25 @@ ACTION_SCALE_SLEW_STEPS = 2.0
 class Arm6Reach(BatchedTask):
     """Batched reach task; commands are absolute joint position targets in rad (home = 0)."""
 
+    NAME = 'arm6_reach'
+    ASSET = ASSET
+    MAX_JOINT_VELOCITY = MAX_JOINT_VELOCITY
+    #: Episodes start at HOME plus uniform noise of +-reset_noise on every joint.
+    HOME = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    #: The box every target lies in (m, in WORKSPACE_FRAME, the model's world frame): for
+    #: arm6 the bounds of its sampler's reach (the targets fill a shell, not the box).
+    WORKSPACE_MIN = (-0.35, -0.7, 0.15)
+    WORKSPACE_MAX = (0.85, 0.85, 0.95)
+    WORKSPACE_FRAME = 'base_link'
+
     def __init__(self, num_envs, seed=0, max_episode_steps=100, decimation=4,
                  reset_noise=0.1, reward_scales=None, num_threads=None, auto_reset=True):
         """Load the arm model and allocate ``num_envs`` simulations (call reset() next)."""
-        self.name = 'arm6_reach'
+        self.name = self.NAME
         self.num_envs = int(num_envs)
         if self.num_envs < 1:
             raise ValueError(f'num_envs must be >= 1, got {num_envs}')
-        self.model = load_model(ASSET)
+        self.model = load_model(self.ASSET)
         act_ids, jnt_ids = actuated_joints(self.model)
         self.joint_names = [self.model.joint(j).name for j in jnt_ids]
         self._qpos_adr = self.model.jnt_qposadr[jnt_ids]
@@ -63,7 +80,10 @@ class Arm6Reach(BatchedTask):
         self.control_dt = float(self.model.opt.timestep * decimation)
         self.max_episode_steps = int(max_episode_steps)
         self.joint_limits = joint_limits_from_model(
-            self.model, act_ids, jnt_ids, [MAX_JOINT_VELOCITY] * len(jnt_ids))
+            self.model, act_ids, jnt_ids, [self.MAX_JOINT_VELOCITY] * len(jnt_ids))
+        self.home = np.asarray(self.HOME, dtype=float)
+        self.workspace = {'frame': self.WORKSPACE_FRAME, 'min': tuple(self.WORKSPACE_MIN),
+                          'max': tuple(self.WORKSPACE_MAX)}
         self.action_low = self.model.actuator_ctrlrange[:, 0].copy()
         self.action_high = self.model.actuator_ctrlrange[:, 1].copy()
         self.action_mode = 'relative'
@@ -90,7 +110,7 @@ class Arm6Reach(BatchedTask):
         self._was_reset = False
 
     def reset(self, seed=None):
-        """Reset every env to home plus small joint noise, with a new target each."""
+        """Reset every env to HOME plus small joint noise, with a new target each."""
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         for i in range(self.num_envs):
@@ -160,7 +180,7 @@ class Arm6Reach(BatchedTask):
     def _reset_env(self, i):
         data = self._batch.env_data(i)
         mujoco.mj_resetData(self._batch.models[i], data)
-        q0 = self._rng.uniform(-self.reset_noise, self.reset_noise, self.action_dim)
+        q0 = self.home + self._rng.uniform(-self.reset_noise, self.reset_noise, self.action_dim)
         q0 = np.clip(q0, self.action_low, self.action_high)
         data.qpos[self._qpos_adr] = q0
         # Command the start pose so the arm holds still until the policy acts.

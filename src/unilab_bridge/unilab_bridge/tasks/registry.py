@@ -6,6 +6,7 @@ from unilab_bridge.tasks.arm6_reach import Arm6Reach
 from unilab_bridge.tasks.gym_adapter import gym_mujoco_ids, GymBatchedTask, is_gym_mujoco_id
 from unilab_bridge.tasks.quad12_walk import Quad12Walk
 from unilab_bridge.tasks.quad_walk import QuadWalk
+from unilab_bridge.tasks.ur5e_reach import Ur5eReach
 
 DEFAULT_TASK = 'arm6_reach'
 
@@ -14,6 +15,7 @@ _TASKS = {
     'arm6_reach': Arm6Reach,
     'quad_walk': QuadWalk,
     'quad12_walk': Quad12Walk,
+    'ur5e_reach': Ur5eReach,
 }
 
 GYM_NOTE = 'any registered gymnasium MuJoCo env id (e.g. Hopper-v5) also works'

@@ -1,0 +1,40 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+ur5e_reach: the reach task on a UR5e with the maker's joint zeros (``assets/ur5e.xml``).
+
+The same task as arm6_reach (reward, episodes, observation ``[tool, goal, goal - tool]``),
+on a model whose joints are Universal Robots' own, so a policy's joint positions and
+commands mean on a real UR5e what they meant in training. Episodes start near UR's home
+pose; targets are drawn uniformly from a box above the table in front of the robot, in
+``base_link`` (ur_description's base frame: x forward, z up from the mounting plane), all
+of it reachable by the flange (``tests``: the IK expert reaches every corner).
+"""
+
+import math
+import pathlib
+
+from unilab_bridge.tasks.arm6_reach import Arm6Reach
+
+ASSET = pathlib.Path(__file__).resolve().parents[1] / 'assets' / 'ur5e.xml'
+
+#: UR's usual home pose (rad): upper arm up, forearm forward, flange pointing down.
+UR5E_HOME = (0.0, -1.57, 1.57, -1.57, -1.57, 0.0)
+
+
+class Ur5eReach(Arm6Reach):
+    """Reach with a UR5e: targets in a box above its table, episodes from UR's home pose."""
+
+    NAME = 'ur5e_reach'
+    ASSET = ASSET
+    MAX_JOINT_VELOCITY = math.pi  # UR5e: 180 deg/s on every joint
+    HOME = UR5E_HOME
+    # In front of the robot, 10 cm above the table to 50 cm; the home pose's flange is at
+    # (0.49, 0.13, 0.49), inside. The far corners are 0.78 m from the shoulder (reach 0.85 m).
+    WORKSPACE_MIN = (0.25, -0.4, 0.1)
+    WORKSPACE_MAX = (0.65, 0.4, 0.5)
+    WORKSPACE_FRAME = 'base_link'
+
+    def sample_targets(self, count):
+        """Return [count, 3] target positions drawn uniformly from the workspace box."""
+        return self._rng.uniform(self.WORKSPACE_MIN, self.WORKSPACE_MAX, size=(count, 3))
