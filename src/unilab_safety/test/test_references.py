@@ -40,3 +40,20 @@ def test_malformed_flags_are_counted_and_memory_stays_bounded():
         e.joint_state(k, np.zeros((2, 1)))
         e.task_state(k, k, [0.0, 0.0], [0.0, 0.0])
     assert len(e._positions) == 4 and len(e._starts) == 4
+
+
+def test_an_action_before_its_task_state_is_expected_and_a_missed_step_counted():
+    # The simulator publishes step 3's task state: step 4's is on its way, step 6's not yet.
+    e = EpisodeStarts(2, 1)
+    assert not e.expects(0)  # no task state seen yet: nothing to wait for
+    assert e.task_state(3, 30, [0.0, 0.0], [0.0, 0.0])
+    assert e.expects(4) and not e.expects(3) and not e.expects(6)
+    # Gated without its task state (it never came): the starts are unknown, counted.
+    assert e.for_step(4) == (None, None)
+    assert e.missing == 1 and e.verified == e.unverified == 0
+    # Once it is here the step is no longer expected, and its starts apply.
+    e.joint_state(40, np.ones((2, 1)))
+    assert e.task_state(4, 40, [1.0, 0.0], [0.0, 0.0])
+    assert not e.expects(4) and e.expects(5)
+    starts, positions = e.for_step(4)
+    assert starts.tolist() == [True, False] and e.verified == 1 and e.missing == 1

@@ -584,3 +584,40 @@ def test_lockstep_episode_starts_come_from_the_simulators_task_state(graph, priv
     assert spin_until(executor, lambda: 2 in node.episode_starts._starts, 5.0)
     probe.send(executor, 2, target)
     assert node.stats()['episode_starts_unverified'] == 1
+
+
+@pytest.mark.parametrize('node_params', [{'lockstep': True}])
+def test_an_action_that_overtakes_its_task_state_waits_for_it(graph, private_topics):
+    # In a composed graph the action of step seq can reach the gate before the gate's own
+    # task-state callback for that step (the observation and action are delivered inline):
+    # the gate must still apply the step's episode starts, not gate the action blind.
+    node, probe, executor = graph
+    task_pub = probe.create_publisher(TensorBatch, private_topics.task_state, 10)
+    assert spin_until(executor, lambda: task_pub.get_subscription_count() > 0, 5.0)
+    calm = {'terminated': np.float32([0.0, 0.0]), 'truncated': np.float32([0.0, 0.0])}
+    probe.measured(executor, np.full((2, 3), M), stamp_ns=0)
+    task_pub.publish(make_batch('task_state', 0, calm, stamp_ns=0))
+    assert spin_until(executor, lambda: 0 in node.episode_starts._starts, 5.0)
+    probe.send(executor, 0, np.float32(M))
+    # Step 1: env 1 restarted at a new pose; its action comes before its task state.
+    pose = np.array([[0.0, 1.0, 0.0], [0.8, 1.8, 0.2]])
+    probe.measured(executor, pose, stamp_ns=20_000_000)
+    before = len(probe.commands)
+    target = np.float32([[0.9, 1.9, 0.0], [0.9, 1.9, 0.0]])
+    probe.action_pub.publish(make_batch('action', 1, {'action': target}, version=3,
+                                        stamp_ns=20_000_000))
+    assert spin_until(executor, lambda: node.actions_waited == 1, 5.0)
+    assert not any(read_batch(c).seq == 1 for c in probe.commands[before:])  # waiting
+    task_pub.publish(make_batch('task_state', 1, {
+        'terminated': np.float32([0.0, 1.0]), 'truncated': np.float32([0.0, 0.0])},
+        stamp_ns=20_000_000))
+
+    def answer():
+        return next((b for b in map(read_batch, probe.commands[before:]) if b.seq == 1), None)
+    assert spin_until(executor, lambda: answer() is not None, 5.0), 'no command'
+    # env 1 starts from its measured new pose, not from env 0's path.
+    np.testing.assert_allclose(answer().tensors['command'][1], [0.9, 1.8 + STEP[1], 0.0],
+                               rtol=1e-6)
+    stats = node.stats()
+    assert stats['episode_starts_applied'] == 1 and stats['episode_starts_missing'] == 0
+    assert stats['actions_waited_for_task_state'] == 1

@@ -11,8 +11,11 @@ state (``terminated`` / ``truncated`` of step ``seq``), never the publisher of
 actions. A start is applied only together with the joint positions the
 simulator published for the same step (the same stamp); a start without them
 cannot be verified and is refused (counted), so the rows stay limited from
-their last command. On a robot nothing here is used: there are no episodes.
-No ROS import; the safety node feeds it.
+their last command. A step's action gated before that step's task state
+arrived cannot have its starts applied either: counted in ``missing``, and the
+safety node waits for the task state of a step the simulator is known to be
+publishing (``expects``) rather than gate its action blind. On a robot nothing
+here is used: there are no episodes. No ROS import; the safety node feeds it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class EpisodeStarts:
         self.verified = 0    # steps whose starts were applied
         self.unverified = 0  # steps with starts but no joint positions of that step
         self.bad = 0         # task states whose flags do not fit
+        self.missing = 0     # steps gated before their task state arrived
+        self.last_seq: int | None = None  # newest step with a task state
 
     @staticmethod
     def _bound(store: collections.OrderedDict, keep: int) -> None:
@@ -56,8 +61,20 @@ class EpisodeStarts:
             return False
         self._starts[int(seq)] = (int(stamp_ns), (term > 0.5) | (trunc > 0.5))
         self._starts.move_to_end(int(seq))
+        self.last_seq = int(seq) if self.last_seq is None else max(self.last_seq, int(seq))
         self._bound(self._starts, self.keep)
         return True
+
+    def expects(self, seq: int) -> bool:
+        """
+        Whether step ``seq``'s task state is still to come.
+
+        In lock-step the simulator publishes each step's task state before the
+        step's action can exist; when it has published step ``seq - 1`` but not
+        ``seq``, that task state is on its way (another process, or a callback
+        queued behind the action's) and the action must wait for it.
+        """
+        return self.last_seq is not None and self.last_seq == int(seq) - 1
 
     def for_step(self, seq: int) -> tuple[np.ndarray | None, np.ndarray | None]:
         """
@@ -65,9 +82,13 @@ class EpisodeStarts:
 
         ``starts`` is a bool ``[N]`` mask and ``positions`` the measured
         ``[N, J]`` of that step, both None when no env starts an episode then,
-        or when the start cannot be verified (counted in ``unverified``).
+        or when the start cannot be verified (counted in ``unverified``), or
+        when the step's task state has not arrived while the simulator publishes
+        task states (counted in ``missing``).
         """
         entry = self._starts.get(int(seq))
+        if entry is None and self.last_seq is not None:
+            self.missing += 1
         if entry is None or not entry[1].any():
             return None, None
         stamp, starts = entry

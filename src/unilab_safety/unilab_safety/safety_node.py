@@ -150,8 +150,18 @@ class SafetyNode(Node):
         if spec.lockstep:
             # Simulation: episode starts come from the simulator's own task state only.
             self.episode_starts = EpisodeStarts(self.num_envs, len(joint_names))
+            # In one process the task state is taken inside the simulator's publish, before
+            # the step's observation, action and gating run (the action arrives inline
+            # too: an executor-delivered task state would come after the step's action).
+            # Across processes an action that overtakes its task state waits for it
+            # (``_parked``).
             self.task_sub = TensorSubscription(self, topics.TASK_STATE, self._on_task_state,
-                                               qos=qos, on_error=self._bad_task_state)
+                                               qos=qos, on_error=self._bad_task_state,
+                                               deliver='inline')
+        # An action whose step's task state is still on its way: (seq, version, stamp_ns,
+        # action, recv_ns), gated when that task state arrives.
+        self._parked = None
+        self.actions_waited = 0
         self._last_safe = None  # last command published (the hold if the RT process dies)
         self._dead = False
         self._closing = False
@@ -294,11 +304,21 @@ class SafetyNode(Node):
             self.bad_messages += 1
             self._log_once('bad_message', f'rejected malformed action message: {exc}')
             return
+        if self.episode_starts is not None and self.episode_starts.expects(batch.seq):
+            # Lock-step: the simulator published step seq-1's task state, so step seq's is
+            # on its way; gate this action once it is here (a re-sent step replaces it).
+            self._parked = (batch.seq, batch.version, batch.stamp_ns, action, recv_ns)
+            self.actions_waited += 1
+            return
+        self._gate(batch.seq, batch.version, batch.stamp_ns, action, recv_ns)
+
+    def _gate(self, seq: int, version: int, stamp_ns: int, action: np.ndarray,
+              recv_ns: int) -> None:
         # A `reset` tensor in the action is ignored: an action publisher cannot lift the
         # rate limit. Episode starts come from the simulator's task state (verified).
         reset_mask = None
         if self.episode_starts is not None:
-            reset_mask, positions = self.episode_starts.for_step(batch.seq)
+            reset_mask, positions = self.episode_starts.for_step(seq)
             if positions is not None:
                 self.rt.put_state(positions)
         # The gate accepts any row count; here a row is an env, so anything but
@@ -309,21 +329,21 @@ class SafetyNode(Node):
                            f'{[self.num_envs, self.gate.n_joints]}, got {list(action.shape)};'
                            ' holding')
         if self._dead:
-            self._publish_dead_hold(batch.seq, batch.version, batch.stamp_ns)
+            self._publish_dead_hold(seq, version, stamp_ns)
             return
-        self.rt.put(ActionIn(batch.seq, batch.version, batch.stamp_ns, action, reset_mask,
+        self.rt.put(ActionIn(seq, version, stamp_ns, action, reset_mask,
                              shape_ok, recv_ns))
         if self.rt.answers_inline:
             if not self.rt.alive:
                 # This action's cycle raised (or the loop had died): answer it with the
                 # e-stop hold now; the publisher thread reports the death.
-                self._publish_dead_hold(batch.seq, batch.version, batch.stamp_ns)
+                self._publish_dead_hold(seq, version, stamp_ns)
                 return
             # Gated in put: publish the answer (if any: disarmed, stale) on this thread.
             while self._publish_next() is not None:
                 pass
         else:
-            self._answer_inline(batch.seq)
+            self._answer_inline(seq)
 
     def _bad_joint_state(self, exc: Exception) -> None:
         self.bad_joint_states += 1
@@ -343,6 +363,10 @@ class SafetyNode(Node):
     def _bad_task_state(self, exc: Exception) -> None:
         self.episode_starts.bad += 1
         self._log_once('task_state', f'ignoring task state: {exc}')
+        # Unreadable, so its step is unknown: a waiting action is gated now, its starts
+        # counted missing, rather than wait for a re-sent step.
+        if self._parked is not None:
+            self._release_parked(self._parked[0])
 
     def _on_task_state(self, batch: Batch) -> None:
         t = batch.tensors
@@ -355,6 +379,14 @@ class SafetyNode(Node):
         if not ok:
             self._log_once('task_state', 'ignoring task state: terminated / truncated do '
                            f'not fit {self.num_envs} envs or are not finite')
+        self._release_parked(batch.seq)
+
+    def _release_parked(self, seq: int) -> None:
+        """Gate the action that waited for step ``seq``'s task state (or an earlier one)."""
+        parked = self._parked
+        if parked is not None and parked[0] <= seq:
+            self._parked = None
+            self._gate(*parked)
 
     def _on_arm(self, response, armed: bool):
         """Let commands reach the actuators (arm) or stop them (disarm)."""
@@ -398,7 +430,9 @@ class SafetyNode(Node):
         if self.episode_starts is not None:
             e = self.episode_starts
             out.update({'episode_starts_applied': e.verified,
-                        'episode_starts_unverified': e.unverified, 'bad_task_states': e.bad})
+                        'episode_starts_unverified': e.unverified,
+                        'episode_starts_missing': e.missing, 'bad_task_states': e.bad,
+                        'actions_waited_for_task_state': self.actions_waited})
         out.update({f'published_{k}': v for k, v in self.published.items()})
         out['deadline_misses'] = self.rt.deadline_misses
         out['loop_cycles'] = self.rt.cycles
@@ -461,9 +495,19 @@ class SafetyNode(Node):
                     'the control rate)']
         return []
 
+    def _missed_starts(self, stats: dict) -> list[str]:
+        # Episode starts the gate could not apply (their step's task state came after the
+        # action, or never): those rows started limited from the last episode's command.
+        missing = stats.get('episode_starts_missing', 0)
+        if missing:
+            self._log_once('missing_starts', f'{missing} steps were gated before their task '
+                           'state arrived: their episode starts were not applied')
+            return [f'episode starts not applied: {missing} steps gated before their task state']
+        return []
+
     def _publish_diagnostics(self) -> None:
         stats = self.stats()
-        overload = self._overload(stats) + self._early(stats)
+        overload = self._overload(stats) + self._early(stats) + self._missed_starts(stats)
         stats['overload_periods'] = self.overload_periods
         self.health.publish(self.health_counters(stats), overload)
         self._write_stats(stats)
