@@ -47,7 +47,9 @@ def task_info(name: str) -> tuple[TaskInfo, dict]:
                         action_high=tuple(float(x) for x in task.action_high),
                         action_mode=task.action_mode,
                         action_scale=tuple(float(x) for x in task.action_scale),
-                        action_offset=tuple(float(x) for x in task.action_offset))
+                        action_offset=tuple(float(x) for x in task.action_offset),
+                        workspace=task.workspace.box() if task.workspace else (),
+                        workspace_frame=task.workspace.frame if task.workspace else '')
         return info, dict(task.joint_limits)
     finally:
         task.close()

@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """arm6_reach: move the end-effector of a 6-joint arm to a random target position."""
 
+import itertools
 import pathlib
 
 import mujoco
 import numpy as np
+from unilab_core.graph import Workspace
 
 from unilab_bridge.sensors import ImuSensor, set_sensors_enabled
 from unilab_bridge.tasks.base import BatchedTask, EpisodeCounter, StepState
@@ -27,6 +29,12 @@ TARGET_Q_HIGH = np.array([1.4, 1.2, 1.6, 0.8, 0.0, 0.0])
 TARGET_MIN_HEIGHT = 0.15
 TARGET_MIN_RADIUS = 0.25
 
+#: The workspace box is the targets' range padded by this much (m): a goal a little off
+#: the sampled targets is still one the policy has seen the like of.
+WORKSPACE_PAD = 0.05
+#: Grid points per varying joint when the workspace box is derived from TARGET_Q_*.
+WORKSPACE_GRID = 9
+
 EXTRAS_DIM = 9  # ee_pos (3), target_pos (3), target - ee (3)
 
 # The policy acts in joint position targets around the measured position (docs/actions.md):
@@ -34,6 +42,32 @@ EXTRAS_DIM = 9  # ee_pos (3), target_pos (3), target - ee (3)
 # exploration noise of a fresh policy (std 0.5) moves the target about one slew step, and a
 # servo with the arm's gains needs about two to three slew steps of lead for full speed.
 ACTION_SCALE_SLEW_STEPS = 2.0
+
+
+def target_workspace(model, site) -> Workspace:
+    """
+    Return the box around every target ``sample_targets`` can draw, padded.
+
+    Targets are the tool positions of configurations in TARGET_Q_LOW..HIGH that
+    keep clear of the floor and the pedestal; the box is taken over a grid of
+    those configurations (WORKSPACE_GRID points per varying joint, extremes
+    included) and padded by WORKSPACE_PAD. Frame: the model's world, the
+    robot's base.
+    """
+    data = mujoco.MjData(model)
+    axes = [np.linspace(a, b, WORKSPACE_GRID) if b > a else np.array([a])
+            for a, b in zip(TARGET_Q_LOW, TARGET_Q_HIGH)]
+    lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+    for q in itertools.product(*axes):
+        data.qpos[:len(q)] = q
+        mujoco.mj_kinematics(model, data)
+        pos = data.site_xpos[site]
+        if pos[2] >= TARGET_MIN_HEIGHT and np.hypot(pos[0], pos[1]) >= TARGET_MIN_RADIUS:
+            np.minimum(lo, pos, out=lo)
+            np.maximum(hi, pos, out=hi)
+    lo[2] = max(lo[2], TARGET_MIN_HEIGHT)
+    return Workspace(tuple(float(v) for v in lo - WORKSPACE_PAD),
+                     tuple(float(v) for v in hi + WORKSPACE_PAD))
 
 
 class Arm6Reach(BatchedTask):
@@ -77,6 +111,7 @@ class Arm6Reach(BatchedTask):
         self._site = self.model.site('ee_site').id
         self._mocap = self.model.body('target').mocapid[0]
         self._fk_data = mujoco.MjData(self.model)
+        self.workspace = target_workspace(self.model, self._site)
         self._rng = np.random.default_rng(seed)
         n = self.num_envs
         self._target = np.zeros((n, 3))
