@@ -42,10 +42,28 @@ def _deploy(args) -> int:
             print(f'unilab: deployment stopped: {exc}', file=sys.stderr)
             return 1
         print(f'unilab: stopped ({codes})')
+        stats = {}
     else:
-        spin_composed(run.graph, run.params_file)
+        stats = spin_composed(run.graph, run.params_file)
         print('unilab: stopped')
+    _report(run, stats)
     return 0
+
+
+#: What the deploy summary line names: the gate's refusals and clamps, the goals refused.
+REPORTED = ('rejected', 'clamped', 'envelope_clamps', 'tracking_clamps', 'tracking_holds',
+            'tool_speed_clamps', 'goals_refused_workspace', 'goals_refused_frame',
+            'goals_refused_non_finite')
+
+
+def _report(run, node_counters: dict) -> None:
+    """Write ``summary.json`` (safety stats, node counters) and print its refusal counters."""
+    from unilab.runner import merge_summary
+    summary = merge_summary(run, {'node_counters': node_counters})
+    found = {**summary.get('safety', {}), **node_counters.get('perception', {})}
+    line = ', '.join(f'{k} {found[k]}' for k in REPORTED if k in found)
+    if line:
+        print(f'unilab: {line} (all counters: {run.run_dir / "summary.json"})', flush=True)
 
 
 def _arm(args) -> int:

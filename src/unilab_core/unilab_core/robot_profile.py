@@ -159,7 +159,10 @@ def load_profile(path: str | pathlib.Path) -> RobotProfile:
         if value:
             full = resolve_file(value, base)
             if not full.is_file():
-                raise ConfigError(f'{path}: key `{key}`: {full} not found')
+                hint = '' if value.startswith('package://') or pathlib.Path(value).is_absolute() \
+                    else (f' (relative to the profile\'s directory {base}: a copied profile '
+                          'needs its files copied beside it, or absolute paths)')
+                raise ConfigError(f'{path}: key `{key}`: {full} not found{hint}')
             updates[key] = str(full)
     return profile.model_copy(update=updates)
 

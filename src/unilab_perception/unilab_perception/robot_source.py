@@ -23,7 +23,8 @@ import numpy as np
 from sensor_msgs.msg import Imu
 
 from unilab_perception.ingest import InvalidMessage, read_imu
-from unilab_perception.task_inputs import GoalRefused, MissingInput, ReachInputs, WalkInputs
+from unilab_perception.task_inputs import (GOAL_REFUSALS, GoalRefused, MissingInput,
+                                           ReachInputs, WalkInputs)
 
 
 class RobotStep(NamedTuple):
@@ -47,6 +48,9 @@ class RobotSource:
         if ti.kind == 'reach':
             self.inputs = ReachInputs(p.model_file, p.joint_names, ti.tool_site,
                                       ti.goal_frame, p.goal_workspace)
+            # On /diagnostics and in the deploy summary with the node's counters.
+            node.counters.update({'goals_accepted': 0, **{f'goals_refused_{k}': 0
+                                                          for k in GOAL_REFUSALS}})
             node.create_subscription(PoseStamped, ti.goal_topic, self._on_goal, qos)
         elif ti.kind == 'walk':
             self.inputs = WalkInputs()
@@ -68,9 +72,12 @@ class RobotSource:
         try:
             self.inputs.set_goal([pos.x, pos.y, pos.z], msg.header.frame_id)
         except GoalRefused as exc:
-            # Counted per kind (task_inputs/goal_workspace, _frame, _non_finite); the
-            # policy keeps its last valid goal.
+            # Counted per kind (goals_refused_workspace, _frame, _non_finite); the policy
+            # keeps its last valid goal (before the first one it does not act).
+            self.node.counters[f'goals_refused_{exc.kind}'] += 1
             self._refused(f'goal_{exc.kind}', exc)
+            return
+        self.node.counters['goals_accepted'] += 1
 
     def _on_imu(self, msg: Imu) -> None:
         try:

@@ -32,6 +32,10 @@ class MissingInput(ValueError):
     """A task input has not arrived yet (or was refused); the message names it."""
 
 
+#: Why a goal is refused (each counted: ``goals_refused_<kind>``).
+GOAL_REFUSALS = ('non_finite', 'frame', 'workspace')
+
+
 class GoalRefused(ValueError):
     """A goal the policy must not chase; ``kind`` (non_finite, frame, workspace) is counted."""
 
@@ -80,8 +84,11 @@ class ReachInputs:
             raise ValueError(f'workspace must be [xmin, ymin, zmin, xmax, ymax, zmax], got '
                              f'{list(workspace)}')
         self.frame = frame
-        self.workspace = (np.asarray(workspace[:3], np.float64),
-                          np.asarray(workspace[3:], np.float64)) if workspace else None
+        # In the goal's precision (float32, as the policy sees it): a goal on the box's
+        # face is inside.
+        self.workspace = (np.asarray(workspace[:3], np.float32).astype(np.float64),
+                          np.asarray(workspace[3:], np.float32).astype(np.float64)) \
+            if workspace else None
         self.goal: np.ndarray | None = None
         self.episode = 0  # a new goal is a new episode (for rollouts recorded on a robot)
 

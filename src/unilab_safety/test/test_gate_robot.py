@@ -151,3 +151,49 @@ def test_robot_rules_allocate_nothing_in_the_loop(tool_kin):
     assert peak < 4096
     c = g.robot_counters
     assert c['envelope_clamps'] == 0 and c['tracking_clamps'] == 2 * n
+
+
+def _arm6_spec(**flat):
+    import pathlib
+
+    import unilab_bridge
+    from spec_helpers import spec
+    root = pathlib.Path(__file__).resolve().parents[3]
+    names = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
+             'wrist_2_joint', 'wrist_3_joint']
+    model = pathlib.Path(unilab_bridge.__file__).parent / 'assets' / 'arm6.xml'
+    base = dict(joint_names=names, dt=0.02, tool_model_file=str(model), tool_site='ee_site',
+                joint_limits_file=str(root / 'config' / 'robots' / 'arm6_joint_limits.yaml'))
+    return spec(**{**base, **flat})
+
+
+def test_the_spec_switches_the_robot_rules_on_for_a_robot_only():
+    from unilab_safety.build import build_gate
+    train = build_gate(_arm6_spec())
+    assert train.tracking_error is None and train.tool_speed is None
+    assert train.envelope is None
+    robot = build_gate(_arm6_spec(robot_rules=True, envelope_low=[-1.0] * 6,
+                                  envelope_high=[1.0] * 6, max_tracking_error_rad=0.12,
+                                  max_tool_speed_mps=0.5))
+    assert robot.tracking_error == 0.12 and robot.tracking_hold_cycles == 25
+    assert robot.tool_speed.max_speed == 0.5 and robot.tool_speed.dt == 0.02
+    np.testing.assert_array_equal(robot.envelope[0], [-1.0] * 6)
+    with pytest.raises(ValueError, match='tool_model_file'):
+        build_gate(_arm6_spec(robot_rules=True, tool_model_file=''))
+    assert build_gate(_arm6_spec(robot_rules=True, tool_model_file='',
+                                 max_tool_speed_mps=0.0)).tool_speed is None
+
+
+def test_the_arm6_tool_is_kept_under_its_speed_on_the_real_model():
+    # Every joint at its slew limit (3.14 rad/s * 0.02 s) from home moves the arm6 tool
+    # faster than 1 m/s; the gate keeps the step's tool displacement at 0.02 m.
+    from unilab_safety.build import build_gate
+    g = build_gate(_arm6_spec(robot_rules=True, max_tracking_error_rad=1.0,
+                              max_tool_speed_mps=1.0))
+    home = np.zeros(6)
+    fk = g.tool_speed.fk
+    r = g.filter(np.full((1, 6), 1.0), state_position=home)
+    p0, p1 = fk.positions(home[None])[0], fk.positions(r.command)[0]
+    assert np.linalg.norm(p1 - p0) <= 0.02 + 1e-9
+    assert np.linalg.norm(p1 - p0) > 0.019
+    assert g.robot_counters['tool_speed_clamps'] == 1
