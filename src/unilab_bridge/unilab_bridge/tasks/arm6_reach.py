@@ -7,7 +7,6 @@ import pathlib
 
 import mujoco
 import numpy as np
-from unilab_core.graph import Workspace
 
 from unilab_bridge.sensors import ImuSensor, set_sensors_enabled
 from unilab_bridge.tasks.base import BatchedTask, EpisodeCounter, StepState
@@ -15,6 +14,7 @@ from unilab_bridge.tasks.joint_limits import actuated_joints, joint_limits_from_
 from unilab_bridge.tasks.mj_batch import MjBatch
 from unilab_bridge.tasks.model_cache import load_model
 from unilab_bridge.tasks.reach_reward import combine, reach_terms, REWARD_SCALES
+from unilab_core.graph import Workspace
 
 ASSET = pathlib.Path(__file__).resolve().parents[1] / 'assets' / 'arm6.xml'
 
