@@ -138,7 +138,7 @@ def test_a_tasks_home_and_workspace_travel_with_the_model():
     info, _ = task_info('ur5e_reach')
     assert info.home == (0.0, -1.57, 1.57, -1.57, -1.57, 0.0)
     assert info.workspace_frame == 'base_link'
-    assert info.workspace_min == (0.25, -0.4, 0.1) and info.workspace_max == (0.65, 0.4, 0.5)
+    assert info.workspace == (0.25, -0.4, 0.1, 0.65, 0.4, 0.5)
     # Exported metadata is JSON (lists); describe_model reads it back as the same TaskInfo.
     meta = yaml.safe_load(yaml.safe_dump(model_metadata(PolicyNodeParams(
         obs_dim=info.obs_dim, act_dim=info.action_dim), info)))

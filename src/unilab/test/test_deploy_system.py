@@ -75,6 +75,8 @@ class Operator:
         self.commands: list[tuple[float, object]] = []
         self.safety: dict[str, str] = {}
         self.policy: dict[str, str] = {}
+        self.perception: dict[str, str] = {}
+        self.goal = GOAL
         self.names = joint_names
         self.publishing = joint_names is not None
         self.node.create_subscription(command_type, command_topic,
@@ -95,11 +97,13 @@ class Operator:
                 self.safety = {kv.key: kv.value for kv in s.values}
             elif s.name == '/policy':
                 self.policy = {kv.key: kv.value for kv in s.values}
+            elif s.name == '/perception':
+                self.perception = {kv.key: kv.value for kv in s.values}
 
     def _goal(self) -> None:
         msg = PoseStamped()
         msg.header.frame_id = 'base_link'
-        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = GOAL
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = self.goal
         msg.pose.orientation.w = 1.0
         self.goal_pub.publish(msg)
 
@@ -272,6 +276,9 @@ def test_names_order_stale_states_and_pt_equals_onnx(model, operator, tmp_path):
             op.close()
     for msg in firsts['pt']:
         assert list(msg.joint_names) == list(reversed(ARM6.joint_names))
+        # Stamped with the time it was made (the controller drops one that arrives late).
+        made = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        assert made > 0 and abs(made - time.time()) < 600
         (point,) = msg.points
         assert point.time_from_start.nanosec == 20_000_000  # one control period
         assert _within_limits(list(reversed(point.positions)))
@@ -298,3 +305,53 @@ def test_a_joint_the_robot_does_not_publish_is_named_and_nothing_moves(model, op
     line = next(li for li in text.splitlines() if 'wrist_3_joint' in li)
     assert 'lacks 1 expected joint' in line, line
     assert op.commands == []
+
+
+@pytest.fixture(scope='module')
+def enveloped(model, tmp_path_factory):
+    """Return a copy of the model's run whose checkpoint carries a trained envelope."""
+    import shutil
+    from unilab_policy.checkpoint import load_checkpoint
+    run = tmp_path_factory.mktemp('enveloped') / 'run'
+    shutil.copytree(model[0], run)
+    state = load_checkpoint(run / 'checkpoints' / 'latest.pt')
+    workspace = list(task_info('arm6_reach')[0].workspace)
+    state['envelope'] = {'samples': 100, 'joint_low': [-0.4] * 6, 'joint_high': [0.4] * 6,
+                         'workspace': workspace, 'workspace_frame': 'base_link'}
+    save_checkpoint(run / 'checkpoints' / 'latest.pt', state)
+    return run
+
+
+@pytest.mark.system
+def test_a_far_goal_is_refused_the_envelope_holds_and_ctrl_c_exits_130(
+        enveloped, operator, tmp_path):
+    op = operator()
+    op.goal = (5.0, 5.0, 5.0)  # far outside the task's workspace (the issue's goal)
+    double = Process('robot-sim', '--robot', 'arm6')
+    deploy = Process('deploy', enveloped, '--robot', 'arm6', '--armed', '--run-dir',
+                     tmp_path / 'd')
+    try:
+        # Refused and counted; with no valid goal yet there is no observation: no command.
+        op.wait(lambda: int(op.perception.get('goals_refused_workspace', 0)) >= 3,
+                proc=deploy)
+        assert op.perception['goals_accepted'] == '0' and op.commands == []
+        # Every refusal / clamp counter of the robot rules is on /diagnostics.
+        op.wait(lambda: 'envelope_clamps' in op.safety, proc=deploy)
+        for key in ('envelope_clamps', 'tracking_clamps', 'tracking_holds',
+                    'tool_speed_clamps'):
+            assert key in op.safety, sorted(op.safety)
+        op.goal = GOAL  # inside: accepted, the policy acts
+        op.wait(lambda: len(op.commands) >= 30, proc=deploy)
+        # Within the trained range plus the 0.1 rad margin, whatever the network asks.
+        for _, msg in op.commands:
+            assert np.all(np.abs(msg.data) <= 0.5 + 1e-9), msg.data
+    finally:
+        deploy.stop()
+        double.stop()
+    assert deploy.returncode == 130, deploy.output()  # Ctrl-C, as README says
+    assert double.returncode == 130, double.output()
+    assert 'warning' not in deploy.output()  # the model carries its envelope
+    summary = yaml.safe_load((tmp_path / 'd' / 'summary.json').read_text())
+    assert summary['node_counters']['perception']['goals_refused_workspace'] >= 3
+    assert summary['safety']['passed'] + summary['safety']['clamped'] >= 30
+    assert 'goals_refused_workspace' in deploy.output()

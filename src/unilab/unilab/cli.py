@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 
 from unilab_core.config import ConfigError
 
@@ -505,14 +507,39 @@ def _command_plugins() -> list:
                                        key=lambda ep: ep.name)]
 
 
+def _record_interrupts() -> tuple[list, object]:
+    """
+    Make Ctrl-C raise KeyboardInterrupt and remember that it came; return (record, previous).
+
+    Long-running commands (train, deploy, robot-sim, record...) stop cleanly on
+    Ctrl-C and return normally (the spin loops catch the interrupt to flush
+    checkpoints and stats), so the exit status cannot come from the exception:
+    ``main`` turns a clean return after Ctrl-C into 130. Installed even where a
+    background start inherited SIGINT ignored (``kill -INT`` must stop it).
+    """
+    record: list = []
+    if threading.current_thread() is not threading.main_thread():
+        return record, None
+
+    def on_sigint(signum, frame):
+        record.append(signum)
+        raise KeyboardInterrupt
+    return record, signal.signal(signal.SIGINT, on_sigint)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; configuration errors exit 2 with one clear message."""
+    """Entry point; configuration errors exit 2 with one clear message; Ctrl-C exits 130."""
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     if args.argv[:1] == ['train']:
         args.argv = args.argv[1:]
+    interrupted, previous = _record_interrupts()
     try:
-        return args.func(args)
+        rc = args.func(args)
+        if interrupted and not rc:
+            print('unilab: interrupted', file=sys.stderr)
+            return 130
+        return rc
     except ConfigError as exc:
         print(f'unilab: configuration error:\n{exc}', file=sys.stderr)
         return 2
@@ -524,6 +551,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print('unilab: ' + ' '.join(str(exc).split()), file=sys.stderr)
         return 2
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 if __name__ == '__main__':

@@ -12,7 +12,10 @@ def _deploy(args) -> int:
     from unilab.runner import GraphFailed, spin_composed, spin_processes
     adapt = getattr(args, 'adapt', False)
     run = prepare_deploy(args.model, args.robot, armed=args.armed, namespace=args.namespace,
-                         config_files=args.config, run_dir=args.run_dir, adapt=adapt)
+                         config_files=args.config, run_dir=args.run_dir, adapt=adapt,
+                         require_envelope=args.require_envelope)
+    for text in run.warnings:
+        print(f'unilab: warning: {text}', file=sys.stderr, flush=True)
     p = run.profile
     ns = run.graph.namespace
     print(f'unilab: deploying {run.model.path} on robot `{p.name}` ({len(p.joint_names)} '
@@ -39,10 +42,28 @@ def _deploy(args) -> int:
             print(f'unilab: deployment stopped: {exc}', file=sys.stderr)
             return 1
         print(f'unilab: stopped ({codes})')
+        stats = {}
     else:
-        spin_composed(run.graph, run.params_file)
+        stats = spin_composed(run.graph, run.params_file)
         print('unilab: stopped')
+    _report(run, stats)
     return 0
+
+
+#: What the deploy summary line names: the gate's refusals and clamps, the goals refused.
+REPORTED = ('rejected', 'clamped', 'envelope_clamps', 'tracking_clamps', 'tracking_holds',
+            'tool_speed_clamps', 'goals_refused_workspace', 'goals_refused_frame',
+            'goals_refused_non_finite')
+
+
+def _report(run, node_counters: dict) -> None:
+    """Write ``summary.json`` (safety stats, node counters) and print its refusal counters."""
+    from unilab.runner import merge_summary
+    summary = merge_summary(run, {'node_counters': node_counters})
+    found = {**summary.get('safety', {}), **node_counters.get('perception', {})}
+    line = ', '.join(f'{k} {found[k]}' for k in REPORTED if k in found)
+    if line:
+        print(f'unilab: {line} (all counters: {run.run_dir / "summary.json"})', flush=True)
 
 
 def _arm(args) -> int:
@@ -92,6 +113,9 @@ def add_commands(sub) -> None:
         d.add_argument('--config', action='append', default=[],
                        help='extra YAML merged over the defaults (e.g. the adapt: section)')
         d.add_argument('--run-dir', help=f'output directory (default runs/<robot>-{name}-<time>)')
+        d.add_argument('--require-envelope', action='store_true',
+                       help='refuse a model that carries no trained joint range (older '
+                       'checkpoints; default: warn and enforce the driver\'s limits only)')
         d.set_defaults(func=_deploy, adapt=name == 'adapt')
     for action, text in (('arm', 'let a running deployment command the robot'),
                          ('disarm', 'stop a running deployment from commanding the robot')):

@@ -38,12 +38,23 @@ class DeployModel:
     path: pathlib.Path          # what the policy node loads (run dir, checkpoint, export)
     params: object              # the policy node's parameters it was trained with
     task: TaskInfo              # the task it was trained on
+    envelope: dict | None = None  # the trained envelope (unilab_policy.envelope), if carried
 
 
-def model_metadata(params, task: TaskInfo) -> dict:
+def model_metadata(params, task: TaskInfo, envelope: dict | None = None) -> dict:
     """Return the description an exported model carries (plain data)."""
     return {'format': 1, 'policy': params.model_dump(mode='python'),
-            'task': dataclasses.asdict(task)}
+            'task': dataclasses.asdict(task),
+            **({'envelope': envelope} if envelope else {})}
+
+
+def _checkpoint_envelope(checkpoint: pathlib.Path) -> dict | None:
+    """Return the trained envelope a checkpoint carries (None: none, or no checkpoint yet)."""
+    if not checkpoint.is_file():
+        return None  # the policy node names the missing file
+    from unilab_policy.checkpoint import load_checkpoint
+    from unilab_policy.envelope import KEY
+    return load_checkpoint(checkpoint).get(KEY)
 
 
 def describe_model(path: str | pathlib.Path) -> DeployModel:
@@ -66,9 +77,10 @@ def describe_model(path: str | pathlib.Path) -> DeployModel:
         return DeployModel(path, PolicyNodeParams.model_validate(
                                upgrade_policy_params(meta['policy'])),
                            TaskInfo(**{k: tuple(v) if isinstance(v, list) else v
-                                       for k, v in meta['task'].items()}))
+                                       for k, v in meta['task'].items()}),
+                           meta.get('envelope'))
     from unilab_policy.factory import checkpoint_of, run_policy_params
-    run_dir, _ = checkpoint_of(path)
+    run_dir, checkpoint = checkpoint_of(path)
     params = run_policy_params(run_dir)
     task_name = params.run.task
     config = run_dir / 'config.yaml'
@@ -76,7 +88,7 @@ def describe_model(path: str | pathlib.Path) -> DeployModel:
         task_name = (yaml.safe_load(config.read_text()) or {}).get('run', {}).get(
             'task', task_name)
     info, _ = task_info(task_name)
-    return DeployModel(path, params, info)
+    return DeployModel(path, params, info, _checkpoint_envelope(checkpoint))
 
 
 def check_model_fits(model: DeployModel, profile: RobotProfile, source: str) -> None:
@@ -110,17 +122,23 @@ class PreparedDeploy:
     run_dir: pathlib.Path
     graph: Graph
     params_file: pathlib.Path
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
 
 def prepare_deploy(model: str, robot: str, armed: bool = False, namespace: str = '',
                    config_files: list[str] | None = None, run_dir: str | None = None,
-                   overrides: dict | None = None, adapt: bool = False) -> PreparedDeploy:
+                   overrides: dict | None = None, adapt: bool = False,
+                   require_envelope: bool = False) -> PreparedDeploy:
     """
     Check model and profile, write the deploy graph's parameter file; return the run.
 
     ``adapt`` starts the adaptation graph instead (``unilab adapt``): the deploy
     graph plus recorder and adapter, which needs the network (a run directory or
     checkpoint, not an export).
+
+    A model without a trained envelope (trained before checkpoints carried one)
+    runs within the driver's limits only, with a warning in ``warnings``;
+    ``require_envelope`` refuses it instead (ConfigError).
     """
     source = str(profile_path(robot))
     profile = load_profile(source)
@@ -135,12 +153,21 @@ def prepare_deploy(model: str, robot: str, armed: bool = False, namespace: str =
         raise ConfigError(f'model {desc.path}: task `{desc.task.name}` has no reward '
                           'computable on a robot; adaptation supports '
                           f'{", ".join(ROBOT_REWARD_TASKS)}')
+    warnings = []
+    if not (desc.envelope or {}).get('joint_low'):
+        text = (f'model {desc.path} carries no trained joint range (trained before '
+                'checkpoints recorded one)')
+        if require_envelope:
+            raise ConfigError(f'{text}; --require-envelope refuses it: train it again, or '
+                              'deploy without --require-envelope (driver limits only)')
+        warnings.append(f'{text}: the gate enforces the driver\'s joint limits only')
     cfg = load_run_config(list(default_config_files()) + list(config_files or []), overrides)
     rd = make_run_dir(profile.name, run_dir, 'adapt' if adapt else 'deploy')
     dump_config(cfg, rd / 'config.yaml')
     limits = profile.joint_limits_file or profile.urdf_file
     graph = deploy_graph(cfg, profile, desc.params, desc.task, desc.path.resolve(), limits,
-                         namespace=namespace, armed=armed, run_dir=rd)
+                         namespace=namespace, armed=armed, run_dir=rd,
+                         envelope=desc.envelope)
     if adapt:
         graph = adapt_graph(graph, cfg, desc.path.resolve(), rd)
     params = graph.write_params(rd / 'graph_params.yaml')
@@ -149,4 +176,4 @@ def prepare_deploy(model: str, robot: str, armed: bool = False, namespace: str =
         'adapt': adapt,
         'armed_at_start': armed,
         'started': datetime.datetime.now().isoformat(timespec='seconds')}, sort_keys=False))
-    return PreparedDeploy(cfg, profile, desc, rd, graph, params)
+    return PreparedDeploy(cfg, profile, desc, rd, graph, params, warnings)

@@ -18,7 +18,8 @@ def export_run(run_dir: str, fmt: str,
     trained = load_trained(run_dir)
     bundle, obs_dim = trained.bundle, trained.input_dim
     # What deployment checks against a robot profile travels inside the file.
-    metadata = model_metadata(trained.params, describe_model(run_dir).task)
+    desc = describe_model(run_dir)
+    metadata = model_metadata(trained.params, desc.task, desc.envelope)
     norm = bundle.obs_normalizer if trained.params.normalization.observations else None
     # The file gives commands in joint units: the action map is part of it.
     action_map = ActionMap.of(trained.params.model, trained.params.act_dim)

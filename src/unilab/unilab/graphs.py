@@ -27,6 +27,7 @@ from unilab_perception.layout import observation_layout
 from unilab_perception.params import (BevSection, ImageSection, PerceptionNodeParams,
                                       PointCloudSection, SensorsSection)
 from unilab_policy.action_map import resolve_action_map
+from unilab_policy.envelope import joint_range
 from unilab_policy.params import PolicyNodeParams, TrainerNodeParams
 from unilab_safety.params import OutputSection, SafetySpec
 
@@ -101,9 +102,15 @@ def policy_params(cfg: RunConfig, task: TaskInfo, mode: str = 'on_policy',
 def trainer_params(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
                    resume: str = '') -> TrainerNodeParams:
     """Return the trainer node's parameters."""
+    # The checkpoints carry the trained envelope: the range of the joint positions that
+    # lead the observation (position-held joints), and the task's workspace.
     return TrainerNodeParams(**_network(cfg, task), run_dir=str(run_dir), resume=resume,
                              rollout=cfg.rollout, advantage=cfg.advantage,
-                             policy_update=cfg.policy_update, logging=cfg.logging)
+                             policy_update=cfg.policy_update, logging=cfg.logging,
+                             envelope_joints=len(task.joint_names)
+                             if holds_joint_positions(task) else 0,
+                             workspace=list(task.workspace),
+                             workspace_frame=task.workspace_frame)
 
 
 def safety_spec(cfg: RunConfig, task: TaskInfo, limits_file: str | pathlib.Path,
@@ -151,7 +158,7 @@ def training_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
 def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams,
                  task: TaskInfo, weights: str | pathlib.Path, limits_file: str | pathlib.Path,
                  namespace: str = '', armed: bool = False,
-                 run_dir: str | pathlib.Path = '') -> Graph:
+                 run_dir: str | pathlib.Path = '', envelope: dict | None = None) -> Graph:
     """
     Return the deploy graph: perception, policy and safety for one robot, on its own topics.
 
@@ -161,17 +168,24 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
     the policy acts deterministically with the trained weights and never waits,
     and the safety gate (wall clock, real-time loop) is the only path to the
     controller, armed or not at start.
+
+    ``envelope`` is the model's trained envelope (``unilab_policy.envelope``): the
+    gate narrows the position limits to its joint range plus
+    ``safety.envelope_margin_rad``, and goals outside its workspace are refused
+    (else the task's own workspace). The robot-only rules (tracking bound; the
+    tool-speed limit for a reach task with a model) are on here, never in training.
     """
     def ns(topic: str) -> str:  # a robot's topic inside its namespace (a fleet on one graph)
         return namespaced(namespace, topic)
 
+    ws = list((envelope or {}).get('workspace') or task.workspace)
     inputs = profile.task_inputs.model_copy(update={
         k: ns(getattr(profile.task_inputs, k))
         for k in ('goal_topic', 'cmd_vel_topic', 'odom_topic')})
     per = perception_params(cfg, task, 1).model_copy(update={
         'joint_names': list(profile.joint_names), 'obs_dim': policy.obs_dim,
         'source': 'robot', 'control_rate_hz': profile.control_rate_hz,
-        'model_file': profile.model_file, 'task_inputs': inputs})
+        'model_file': profile.model_file, 'task_inputs': inputs, 'goal_workspace': ws})
     if profile.imu_topic:
         per = per.model_copy(update={'imu': per.imu.model_copy(
             update={'topic': ns(profile.imu_topic)})})
@@ -184,11 +198,21 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
     spec = safety_spec(cfg, robot_task, limits_file, 1, lockstep=False, run_dir=run_dir)
     # At one command per control period, a watchdog of one period would trip on jitter.
     watchdog = max(cfg.safety.watchdog_timeout_s, DEPLOY_WATCHDOG_PERIODS * profile.control_dt)
+    joints = joint_range(envelope, cfg.safety.envelope_margin_rad)
+    # The tool-speed limit needs a tool: a reach task's, on the profile's model.
+    tool = profile.task_inputs.kind == 'reach' and bool(profile.model_file)
     spec = spec.model_copy(update={
+        'robot_rules': True, 'envelope_low': joints[0] if joints else [],
+        'envelope_high': joints[1] if joints else [],
+        'tool_model_file': profile.model_file if tool else '',
+        'tool_site': profile.task_inputs.tool_site if tool else '',
         'armed': armed, 'state_timeout_s': profile.joint_state_timeout_s,
         'output': OutputSection(type=profile.command.type, topic=ns(profile.command.topic),
+                                stamp=profile.command.stamp,
                                 joints=profile.controller_joints),
-        'safety': spec.safety.model_copy(update={'watchdog_timeout_s': watchdog})})
+        'safety': spec.safety.model_copy(update={
+            'watchdog_timeout_s': watchdog,
+            'max_tool_speed_mps': cfg.safety.max_tool_speed_mps if tool else 0.0})})
     # The graph's own topics (absolute names) and the robot's joint states, per robot.
     own = {t: ns(t) for t in (topics.OBSERVATION, topics.ACTION, topics.WEIGHTS,
                               topics.SAFE_COMMAND, topics.ROLLOUT)}

@@ -30,19 +30,6 @@ class PreparedRun:
     joint_limits_file: pathlib.Path
 
 
-def _task_region(task) -> dict:
-    """Return TaskInfo's home / workspace fields of a task that declares them, else {}."""
-    out = {}
-    if getattr(task, 'home', None) is not None:
-        out['home'] = tuple(float(x) for x in task.home)
-    space = getattr(task, 'workspace', None)
-    if space:
-        out.update(workspace_frame=str(space['frame']),
-                   workspace_min=tuple(float(x) for x in space['min']),
-                   workspace_max=tuple(float(x) for x in space['max']))
-    return out
-
-
 def task_info(name: str) -> tuple[TaskInfo, dict]:
     """Instantiate the task once (one env) to read its dimensions and joint limits."""
     try:
@@ -61,7 +48,9 @@ def task_info(name: str) -> tuple[TaskInfo, dict]:
                         action_mode=task.action_mode,
                         action_scale=tuple(float(x) for x in task.action_scale),
                         action_offset=tuple(float(x) for x in task.action_offset),
-                        **_task_region(task))
+                        home=tuple(float(x) for x in getattr(task, 'home', ())),
+                        workspace=task.workspace.box() if task.workspace else (),
+                        workspace_frame=task.workspace.frame if task.workspace else '')
         return info, dict(task.joint_limits)
     finally:
         task.close()

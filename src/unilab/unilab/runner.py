@@ -118,7 +118,8 @@ def spin_processes(graph, params_file: pathlib.Path, logs: pathlib.Path,
         # `kill PID` (SIGTERM) stops the nodes as Ctrl-C does, and so does SIGINT even when a
         # background start inherited it ignored: the parent must never leave its nodes behind.
         _install_sigterm()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # (the CLI's is kept)
     procs = {}
     gone: set[str] = set()
     # Each node asks the kernel to stop it when this process dies, even by SIGKILL

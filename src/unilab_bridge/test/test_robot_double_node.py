@@ -102,6 +102,19 @@ def test_joint_trajectory_controller_reaches_the_point_in_any_joint_order(graph)
     pub.publish(bad)
     assert graph.spin_until(lambda: double.counters['refused_joint_names'] == 1)
     assert double.counters['commands'] == 1
+    # Stamped with a time long past (its point was due 0.25 s after it): dropped, as
+    # joint_trajectory_controller drops a trajectory that ends in the past; stamped now:
+    # taken.
+    stale = JointTrajectory(joint_names=names, points=msg.points)
+    now = probe.get_clock().now().nanoseconds
+    stale.header.stamp.sec, stale.header.stamp.nanosec = divmod(now - 10**9, 10**9)
+    pub.publish(stale)
+    assert graph.spin_until(lambda: double.counters['refused_time'] == 1)
+    fresh = JointTrajectory(joint_names=names, points=msg.points)
+    fresh.header.stamp = probe.get_clock().now().to_msg()
+    pub.publish(fresh)
+    assert graph.spin_until(lambda: double.counters['commands'] == 2)
+    assert double.counters['refused_time'] == 1
 
 
 def test_a_fleet_has_one_namespace_per_robot(graph):

@@ -91,13 +91,12 @@ def test_ur5e_reach_starts_near_home_with_goals_in_its_workspace():
     assert 'ur5e_reach' in available_tasks()
     with make_task('ur5e_reach', 16, seed=1) as task:
         assert task.joint_names == list(JOINTS)
-        assert task.workspace == {'frame': 'base_link', 'min': (0.25, -0.4, 0.1),
-                                  'max': (0.65, 0.4, 0.5)}
+        assert task.workspace == ((0.25, -0.4, 0.1), (0.65, 0.4, 0.5), 'base_link')
         np.testing.assert_allclose(task.home, HOME)
         state = task.reset(3)
         assert np.abs(state.joint_position - np.array(HOME)).max() <= task.reset_noise + 0.01
         goals = np.vstack([state.extras[:, 3:6], task.sample_targets(500)])
-        low, high = np.array(task.workspace['min']), np.array(task.workspace['max'])
+        low, high = np.array(task.workspace.low), np.array(task.workspace.high)
         assert np.all(goals >= low - 1e-6) and np.all(goals <= high + 1e-6)
         assert goals[:, 2].min() > 0.0  # above the mounting plane
         # UR5e speeds: 180 deg/s on every joint, the elbow's range +-pi.
@@ -107,7 +106,7 @@ def test_ur5e_reach_starts_near_home_with_goals_in_its_workspace():
 
 def test_the_ik_expert_reaches_every_corner_of_the_workspace():
     with make_task('ur5e_reach', 8, seed=0) as task:
-        box = zip(task.workspace['min'], task.workspace['max'])
+        box = zip(task.workspace.low, task.workspace.high)
         corners = np.array(list(itertools.product(*box)))
         task.reset(0)
         for i, corner in enumerate(corners):  # each env's goal is one corner

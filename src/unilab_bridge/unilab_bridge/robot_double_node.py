@@ -296,6 +296,11 @@ class RobotDoubleNode(Node):
             now = self.get_clock().now().nanoseconds * 1e-9
             start += (stamp.sec + stamp.nanosec * 1e-9 - now) * self.scale
         times = [_seconds(p.time_from_start) * self.scale for p in msg.points]
+        if (stamp.sec or stamp.nanosec) and times and start + times[-1] < d.sim_time:
+            # joint_trajectory_controller: "Received trajectory with non-zero start time
+            # that ends in the past" -- a stamped command that arrived too late is dropped.
+            raise CommandRefused('time', 'trajectory with a non-zero start time ends in the '
+                                 'past (it arrived after its last point)')
         return self.command_in.trajectory(msg.joint_names, times,
                                           [p.positions for p in msg.points], start,
                                           d.setpoint(robot))

@@ -47,3 +47,22 @@ def test_package_paths_resolve_inside_python_packages(tmp_path):
     assert p.model_file.endswith('unilab_core/config.py')
     with pytest.raises(ConfigError, match='no Python package'):
         load_profile(_write(tmp_path, model_file='package://no_such_pkg/x.xml'))
+
+
+def test_a_copied_profile_resolves_its_files_beside_itself(tmp_path):
+    # The shipped ur5e profile copied alone: its limits file is looked for beside the
+    # copy, and the error says so; copied together, the copy loads from its own directory.
+    import pathlib
+    import shutil
+    shipped = pathlib.Path(__file__).resolve().parents[3] / 'config' / 'robots'
+    alone = tmp_path / 'alone'
+    alone.mkdir()
+    shutil.copy(shipped / 'ur5e.yaml', alone / 'my_ur5e.yaml')
+    with pytest.raises(ConfigError) as info:
+        load_profile(alone / 'my_ur5e.yaml')
+    text = str(info.value)
+    assert 'joint_limits_file' in text and str(alone / 'ur5e_joint_limits.yaml') in text
+    assert 'copied beside it' in text
+    shutil.copy(shipped / 'ur5e_joint_limits.yaml', alone / 'ur5e_joint_limits.yaml')
+    p = load_profile(alone / 'my_ur5e.yaml')
+    assert p.joint_limits_file == str(alone / 'ur5e_joint_limits.yaml')

@@ -256,6 +256,21 @@ class SafetySection(_Section):
         'own process (own GIL); `thread`: a thread of the safety node; `inline`: each '
         'action gated on the thread that delivers it, the loop thread runs the watchdog '
         '(lowest latency); `auto`: process in lock-step simulation, inline on a robot.')
+    envelope_margin_rad: float = Field(
+        0.1, ge=0.0, description='Robot: margin added on each side of the joint range the '
+        'policy saw in training (the model carries it) before the gate narrows the driver\'s '
+        'position limits to it.')
+    max_tracking_error_rad: float = Field(
+        0.15, gt=0.0, description='Robot: a command may lead the measured joint position by '
+        'at most this much (below the trajectory controller\'s path tolerance, about 0.2 '
+        'rad on a UR); it is pulled back to it.')
+    tracking_hold_cycles: int = Field(
+        25, ge=0, description='Robot: a row pulled back by the tracking bound this many '
+        'commands in a row is held until the robot catches up (0 = never hold).')
+    max_tool_speed_mps: float = Field(
+        1.0, ge=0.0, description='Robot: tool speed limit (m/s) by forward kinematics of the '
+        'profile\'s model; the joint step is scaled down to meet it (0 = off; UR\'s own '
+        'default limit is 1.5).')
     pid_kp: list[float] = Field(
         default_factory=list, description='PID compensation P gain per joint (1 or J values; '
         'all pid_k* empty = off).')

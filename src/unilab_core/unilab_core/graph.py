@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-from typing import Any
+from typing import Any, NamedTuple
 
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import _Section
@@ -60,13 +60,25 @@ class TaskInfo:
     action_mode: str = 'absolute'
     action_scale: tuple[float, ...] = ()
     action_offset: tuple[float, ...] = ()   # 'offset' mode: the pose actions are around
-    # Where the task lives, recorded with every checkpoint and export so a robot can refuse
-    # what the policy never saw: the joint pose episodes start around, and the box (m, in
-    # workspace_frame, the model's base frame) every goal was drawn from (empty: unknown).
+    # The joint pose episodes start around (empty: the task declares none); recorded with
+    # every checkpoint and export, with the workspace below.
     home: tuple[float, ...] = ()
+    # Where the task's goals lie: (xmin, ymin, zmin, xmax, ymax, zmax) in m, in the frame
+    # ``workspace_frame`` (empty: the task declares none). Goals outside are refused on a robot.
+    workspace: tuple[float, ...] = ()
     workspace_frame: str = ''
-    workspace_min: tuple[float, ...] = ()
-    workspace_max: tuple[float, ...] = ()
+
+
+class Workspace(NamedTuple):
+    """A task's workspace: an axis-aligned box (m) in a named frame (the robot's base)."""
+
+    low: tuple[float, float, float]
+    high: tuple[float, float, float]
+    frame: str = 'base_link'
+
+    def box(self) -> tuple[float, ...]:
+        """Return ``(xmin, ymin, zmin, xmax, ymax, zmax)``."""
+        return tuple(float(v) for v in (*self.low, *self.high))
 
 
 @dataclasses.dataclass(frozen=True)

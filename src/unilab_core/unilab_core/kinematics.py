@@ -49,6 +49,14 @@ class SiteKinematics:
             raise ValueError(f'{model_file}: no site or body `{site}`')
         self._site, self._body = site_id, body_id
 
+    def position_into(self, q_row: np.ndarray, out: np.ndarray) -> None:
+        """Write the site position ``[3]`` for one row ``[J]`` of joint positions into ``out``."""
+        d = self.data
+        np.copyto(d.qpos, self.model.qpos0)
+        d.qpos[self._adr] = q_row
+        self._mj.mj_kinematics(self.model, d)
+        np.copyto(out, d.site_xpos[self._site] if self._site >= 0 else d.xpos[self._body])
+
     def positions(self, q: np.ndarray) -> np.ndarray:
         """Return the site positions ``[N, 3]`` (float64) for joint positions ``[N, J]``."""
         q = np.atleast_2d(np.asarray(q, np.float64))

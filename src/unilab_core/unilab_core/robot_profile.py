@@ -45,6 +45,10 @@ class CommandSection(_Section):
     joints: list[str] = Field(
         default_factory=list, description='The controller\'s `joints` parameter, in its '
         'order ([] = the profile\'s joint_names order).')
+    stamp: Literal['now', 'zero'] = Field(
+        'now', description='joint_trajectory header.stamp: now = the time the command was '
+        'made (the controller drops one that arrives after its time_from_start; needs clocks '
+        'in sync); zero = start on receipt.')
 
 
 class TaskInputsSection(_Section):
@@ -54,6 +58,10 @@ class TaskInputsSection(_Section):
         'none', description='reach: goal from goal_topic, tool position by forward '
         'kinematics of the measured joints; walk: IMU, odometry and a velocity command.')
     goal_topic: str = Field('/goal_pose', description='geometry_msgs/PoseStamped goals.')
+    goal_frame: str = Field(
+        'base_link', min_length=1, description='The frame goals must be given in: the '
+        'robot\'s base frame, the one the task\'s workspace and the model are in (goals in '
+        'another frame, or with an empty frame_id, are refused).')
     tool_site: str = Field('ee_site', description='Site (or body) of model_file whose '
                            'position is the tool position.')
     cmd_vel_topic: str = Field('/cmd_vel', description='geometry_msgs/Twist velocity command.')
@@ -151,7 +159,10 @@ def load_profile(path: str | pathlib.Path) -> RobotProfile:
         if value:
             full = resolve_file(value, base)
             if not full.is_file():
-                raise ConfigError(f'{path}: key `{key}`: {full} not found')
+                hint = '' if value.startswith('package://') or pathlib.Path(value).is_absolute() \
+                    else (f' (relative to the profile\'s directory {base}: a copied profile '
+                          'needs its files copied beside it, or absolute paths)')
+                raise ConfigError(f'{path}: key `{key}`: {full} not found{hint}')
             updates[key] = str(full)
     return profile.model_copy(update=updates)
 

@@ -5,7 +5,8 @@
 import numpy as np
 import pytest
 from unilab_bridge.tasks import make_task
-from unilab_perception.task_inputs import MissingInput, ReachInputs, WalkInputs
+from unilab_perception.task_inputs import (GOAL_REFUSALS, GoalRefused, MissingInput,
+                                           ReachInputs, WalkInputs)
 
 
 def _asset(name):
@@ -41,6 +42,49 @@ def test_reach_refuses_goals_that_are_not_finite_in_float32():
         with pytest.raises(ValueError, match='goal'):
             inputs.set_goal(bad)
     assert inputs.goal is None
+
+
+ARM = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
+       'wrist_2_joint', 'wrist_3_joint']
+
+
+@pytest.mark.parametrize('xyz, frame, kind', [
+    ((5.0, 5.0, 5.0), 'base_link', 'workspace'),      # the far goal of the issue
+    ((0.5, 0.0, 1.01), 'base_link', 'workspace'),     # just above the box (z max 1.0)
+    ((-0.21, 0.0, 0.5), 'base_link', 'workspace'),    # just behind it (x min -0.2)
+    ((0.5, 0.0, 0.5), 'world', 'frame'),              # another frame: not transformed
+    ((0.5, 0.0, 0.5), '', 'frame'),                   # no frame at all
+    ((np.inf, 0.0, 0.5), 'base_link', 'non_finite'),
+])
+def test_reach_refuses_goals_outside_the_workspace_or_frame(xyz, frame, kind):
+    inputs = ReachInputs(_asset('arm6.xml'), ARM, 'ee_site', 'base_link',
+                         (-0.2, -0.8, 0.1, 0.9, 0.8, 1.0))
+    inputs.set_goal((0.5, 0.0, 0.5), 'base_link')
+    with pytest.raises(GoalRefused) as info:
+        inputs.set_goal(xyz, frame)
+    assert info.value.kind == kind and kind in GOAL_REFUSALS
+    # The policy keeps its last valid goal (and its episode).
+    np.testing.assert_array_equal(inputs.goal, [0.5, 0.0, 0.5])
+    assert inputs.episode == 1
+    inputs.set_goal((0.9, 0.8, 1.0), 'base_link')  # on the box's corner: inside
+    assert inputs.episode == 2
+
+
+def test_the_arm6_workspace_holds_every_target_it_samples():
+    task = make_task('arm6_reach', 1, seed=5)
+    try:
+        lo, hi = np.array(task.workspace.low), np.array(task.workspace.high)
+        targets = task.sample_targets(500)
+    finally:
+        task.close()
+    assert task.workspace.frame == 'base_link'
+    assert np.all(targets >= lo) and np.all(targets <= hi)
+    inputs = ReachInputs(_asset('arm6.xml'), ARM, 'ee_site', 'base_link',
+                         task.workspace.box())
+    for t in targets[:50]:
+        inputs.set_goal(t, 'base_link')
+    with pytest.raises(GoalRefused):
+        inputs.set_goal((5.0, 5.0, 5.0), 'base_link')
 
 
 def test_walk_extras_match_the_simulators():

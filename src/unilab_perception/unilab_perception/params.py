@@ -191,6 +191,10 @@ class PerceptionNodeParams(_Section):
     model_file: str = Field('', description='robot: MJCF model for forward kinematics '
                             '(reach task inputs).')
     task_inputs: TaskInputsSection = Field(default_factory=TaskInputsSection)
+    goal_workspace: list[float] = Field(
+        default_factory=list, description='robot: [xmin, ymin, zmin, xmax, ymax, zmax] (m, in '
+        'task_inputs.goal_frame) goals must lie in (the trained task\'s workspace; [] = not '
+        'checked).')
     sensors: SensorsSection = Field(default_factory=SensorsSection)
     pointcloud: PointCloudSection = Field(default_factory=PointCloudSection)
     bev: BevSection = Field(default_factory=BevSection)

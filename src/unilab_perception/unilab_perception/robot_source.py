@@ -8,7 +8,8 @@ With ``source: robot`` the observation's extras come from ``task_inputs``
 an observation is made from the joint states once per control period (by
 their stamps, so a robot double running faster than the wall clock is
 followed). Messages a task input refuses (not finite) are counted and logged
-through the node's ``_invalid``; a step without all inputs yet is skipped and
+through the node's ``_invalid`` (goals per reason: ``task_inputs/goal_workspace``,
+``goal_frame``, ``goal_non_finite``); a step without all inputs yet is skipped and
 counted (``task_inputs/missing``).
 """
 
@@ -22,7 +23,8 @@ import numpy as np
 from sensor_msgs.msg import Imu
 
 from unilab_perception.ingest import InvalidMessage, read_imu
-from unilab_perception.task_inputs import MissingInput, ReachInputs, WalkInputs
+from unilab_perception.task_inputs import (GOAL_REFUSALS, GoalRefused, MissingInput,
+                                           ReachInputs, WalkInputs)
 
 
 class RobotStep(NamedTuple):
@@ -44,7 +46,11 @@ class RobotSource:
         self._episode: int | None = None
         ti = p.task_inputs
         if ti.kind == 'reach':
-            self.inputs = ReachInputs(p.model_file, p.joint_names, ti.tool_site)
+            self.inputs = ReachInputs(p.model_file, p.joint_names, ti.tool_site,
+                                      ti.goal_frame, p.goal_workspace)
+            # On /diagnostics and in the deploy summary with the node's counters.
+            node.counters.update({'goals_accepted': 0, **{f'goals_refused_{k}': 0
+                                                          for k in GOAL_REFUSALS}})
             node.create_subscription(PoseStamped, ti.goal_topic, self._on_goal, qos)
         elif ti.kind == 'walk':
             self.inputs = WalkInputs()
@@ -64,9 +70,14 @@ class RobotSource:
     def _on_goal(self, msg: PoseStamped) -> None:
         pos = msg.pose.position
         try:
-            self.inputs.set_goal([pos.x, pos.y, pos.z])
-        except ValueError as exc:
-            self._refused('goal', exc)
+            self.inputs.set_goal([pos.x, pos.y, pos.z], msg.header.frame_id)
+        except GoalRefused as exc:
+            # Counted per kind (goals_refused_workspace, _frame, _non_finite); the policy
+            # keeps its last valid goal (before the first one it does not act).
+            self.node.counters[f'goals_refused_{exc.kind}'] += 1
+            self._refused(f'goal_{exc.kind}', exc)
+            return
+        self.node.counters['goals_accepted'] += 1
 
     def _on_imu(self, msg: Imu) -> None:
         try:

@@ -32,6 +32,18 @@ class MissingInput(ValueError):
     """A task input has not arrived yet (or was refused); the message names it."""
 
 
+#: Why a goal is refused (each counted: ``goals_refused_<kind>``).
+GOAL_REFUSALS = ('non_finite', 'frame', 'workspace')
+
+
+class GoalRefused(ValueError):
+    """A goal the policy must not chase; ``kind`` (non_finite, frame, workspace) is counted."""
+
+    def __init__(self, kind: str, text: str):
+        super().__init__(text)
+        self.kind = kind
+
+
 def _finite32(name: str, values) -> np.ndarray:
     v = np.asarray(values, np.float64).astype(np.float32)
     if not np.all(np.isfinite(v)):
@@ -49,19 +61,56 @@ def _rotate_inverse(q_xyzw: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 class ReachInputs:
-    """Tool position by forward kinematics, goal from the operator: ``[tool, goal, goal-tool]``."""
+    """
+    Tool position by forward kinematics, goal from the operator: ``[tool, goal, goal-tool]``.
+
+    A goal is refused (``GoalRefused``; the last valid goal stays, and before the
+    first there is no observation, so the robot holds) when it is not finite in
+    float32, when its frame is not ``frame`` (the robot's base frame; an empty
+    frame_id is refused too: a goal must say where it is, and tf2 treats an
+    empty frame as an error), or when it lies outside ``workspace``
+    ``(xmin, ymin, zmin, xmax, ymax, zmax)``: a policy sent beyond the goals it
+    was trained on extrapolates (a goal at (5, 5, 5) wound a UR5e's joints to
+    +-2 pi). No frame transform is attempted: no tf2 here.
+    """
 
     width = 9
 
-    def __init__(self, model_file: str, joint_names, tool_site: str):
+    def __init__(self, model_file: str, joint_names, tool_site: str, frame: str = 'base_link',
+                 workspace=()):
         from unilab_core.kinematics import SiteKinematics
         self.fk = SiteKinematics(model_file, joint_names, tool_site)
+        if workspace and len(workspace) != 6:
+            raise ValueError(f'workspace must be [xmin, ymin, zmin, xmax, ymax, zmax], got '
+                             f'{list(workspace)}')
+        self.frame = frame
+        # In the goal's precision (float32, as the policy sees it): a goal on the box's
+        # face is inside.
+        self.workspace = (np.asarray(workspace[:3], np.float32).astype(np.float64),
+                          np.asarray(workspace[3:], np.float32).astype(np.float64)) \
+            if workspace else None
         self.goal: np.ndarray | None = None
         self.episode = 0  # a new goal is a new episode (for rollouts recorded on a robot)
 
-    def set_goal(self, xyz) -> None:
-        """Take a new goal position (m, base frame); raise ValueError if not finite."""
-        goal = _finite32('goal position', xyz).astype(np.float64)
+    def set_goal(self, xyz, frame_id: str | None = None) -> None:
+        """
+        Take a new goal position (m) in frame ``frame_id``; raise GoalRefused if refused.
+
+        ``frame_id`` None skips the frame check (a caller without a header).
+        """
+        try:
+            goal = _finite32('goal position', xyz).astype(np.float64)
+        except ValueError as exc:
+            raise GoalRefused('non_finite', str(exc)) from None
+        if frame_id is not None and frame_id != self.frame:
+            raise GoalRefused('frame', f'goal frame_id `{frame_id}` is not the robot\'s base '
+                              f'frame `{self.frame}` (goals are not transformed)')
+        if self.workspace is not None:
+            lo, hi = self.workspace
+            if not (np.all(goal >= lo) and np.all(goal <= hi)):
+                raise GoalRefused('workspace', f'goal {goal.round(3).tolist()} lies outside '
+                                  f'the trained workspace {lo.round(3).tolist()} .. '
+                                  f'{hi.round(3).tolist()} (frame {self.frame})')
         if self.goal is None or not np.array_equal(goal, self.goal):
             self.episode += 1
         self.goal = goal

@@ -27,6 +27,7 @@ from unilab_policy import distributed
 from unilab_policy.action_map import ActionMap
 from unilab_policy.actor import PolicyActor
 from unilab_policy.checkpoint import load_checkpoint, restoring
+from unilab_policy.envelope import TrainedEnvelope
 from unilab_policy.history import policy_input_dim
 from unilab_policy.models import make_actor_critic, PolicyBundle
 from unilab_policy.normalizer import EmpiricalNormalization
@@ -112,7 +113,9 @@ def make_trainer(p: TrainerNodeParams, device: torch.device,
                    normalize_obs=p.normalization.observations,
                    reward_scaler=RewardScaler(p.rollout.num_envs, p.advantage.gamma,
                                               p.normalization.reward_clip)
-                   if p.normalization.rewards else None)
+                   if p.normalization.rewards else None,
+                   envelope=TrainedEnvelope(p.envelope_joints, p.workspace, p.workspace_frame)
+                   if p.envelope_joints else None)
 
 
 @dataclasses.dataclass(frozen=True)

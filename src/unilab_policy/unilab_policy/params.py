@@ -96,4 +96,11 @@ class TrainerNodeParams(PolicyNetParams):
     advantage: AdvantageSection = Field(default_factory=AdvantageSection)
     policy_update: PolicyUpdateSection = Field(default_factory=PolicyUpdateSection)
     logging: LoggingSection = Field(default_factory=LoggingSection)
+    envelope_joints: int = Field(
+        0, ge=0, description='Joint positions leading the observation whose range the '
+        'checkpoints record (the trained envelope; 0 = none).')
+    workspace: list[float] = Field(
+        default_factory=list, description='The task\'s workspace [xmin, ymin, zmin, xmax, '
+        'ymax, zmax] (m), carried by the checkpoints ([] = none).')
+    workspace_frame: str = Field('', description='Frame of the workspace box.')
     health: HealthParams = Field(default_factory=HealthParams)

@@ -27,6 +27,7 @@ from unilab_policy.checkpoint import (capture_rng_state, load_checkpoint,
                                       remove_stale_temp_files, restore_rng_state, restoring,
                                       save_checkpoint)
 from unilab_policy.chunk import CHUNK_FIELDS
+from unilab_policy.envelope import KEY as ENVELOPE_KEY, TrainedEnvelope
 from unilab_policy.models import PolicyBundle
 from unilab_policy.ppo import PPO, PPOParams
 from unilab_policy.reward_scale import RewardScaler
@@ -96,8 +97,11 @@ class Trainer:
                  device: torch.device,
                  run_dir: str | pathlib.Path, total_steps: int, checkpoint_every: int = 20,
                  tensorboard: bool = True, normalize_obs: bool = True,
-                 reward_scaler: RewardScaler | None = None):
+                 reward_scaler: RewardScaler | None = None,
+                 envelope: TrainedEnvelope | None = None):
         self.bundle = bundle
+        #: The joint range seen in the rollouts and the task's workspace (checkpointed).
+        self.envelope = envelope
         self.device = device
         #: Data-parallel ranks (1 without a process group of several ranks).
         self.world = distributed.world_size() if distributed.active() else 1
@@ -164,6 +168,8 @@ class Trainer:
         start = self.storage.step
         raw = torch.as_tensor(t['obs'], device=self.device)
         self.raw_obs[start:start + k].copy_(raw)
+        if self.envelope is not None:
+            self.envelope.update(raw)
         with torch.no_grad():
             obs = self.bundle.normalize(raw) if self.normalize_obs else raw
         dev = self.device
@@ -323,6 +329,7 @@ class Trainer:
             'rng': capture_rng_state(),
             **({'reward_scaler': self.reward_scaler.state_dict()}
                if self.reward_scaler is not None else {}),
+            **({ENVELOPE_KEY: self.envelope.state_dict()} if self.envelope is not None else {}),
         }
 
     def save_checkpoint(self) -> str:
@@ -368,6 +375,8 @@ class Trainer:
             restore_rng_state(state['rng'])
             if self.reward_scaler is not None and 'reward_scaler' in state:
                 self.reward_scaler.load_state_dict(state['reward_scaler'])
+            if self.envelope is not None and ENVELOPE_KEY in state:
+                self.envelope.load_state_dict(state[ENVELOPE_KEY])
         if distributed.active():
             # Every rank read rank 0's checkpoint: the same weights (broadcast to be sure),
             # but the ranks' sampling noise must differ again.

@@ -61,8 +61,23 @@ def build_gate(spec) -> SafetyGate:
             gains[key] = v or None
         pid = PidCompensator(gains['pid_kp'] or 0.0, gains['pid_ki'] or 0.0,
                              gains['pid_kd'] or 0.0, spec.dt, gains['pid_i_max'], n_joints=j)
+    envelope = (spec.envelope_low, spec.envelope_high) if spec.envelope_low else None
+    # Robot-only rules (the deploy graph sets robot_rules; training leaves them off).
+    tracking = s.max_tracking_error_rad if spec.robot_rules else None
+    tool = None
+    if spec.robot_rules and s.max_tool_speed_mps > 0:
+        if not spec.tool_model_file or not spec.tool_site:
+            raise ValueError('parameter `safety.max_tool_speed_mps` needs `tool_model_file` '
+                             'and `tool_site` (the robot profile\'s model_file and '
+                             'task_inputs.tool_site); 0 switches the limit off')
+        from unilab_core.kinematics import SiteKinematics
+        from unilab_safety.tool_speed import ToolSpeedLimit
+        tool = ToolSpeedLimit(SiteKinematics(spec.tool_model_file, names, spec.tool_site),
+                              s.max_tool_speed_mps, spec.dt)
     return SafetyGate(limits, spec.interface, spec.dt, max_delta=s.max_delta or None,
-                      fallback=s.fallback, lookahead=lookahead, pid=pid)
+                      fallback=s.fallback, lookahead=lookahead, pid=pid, envelope=envelope,
+                      tracking_error=tracking, tracking_hold_cycles=s.tracking_hold_cycles,
+                      tool_speed=tool)
 
 
 def build_loop(spec, slot, ring, state=None):

@@ -11,7 +11,16 @@ The safety node's output edge: gated commands as the consumer's own message type
   controller's ``joints`` order;
 - ``joint_trajectory``: a one-point ``trajectory_msgs/JointTrajectory`` for
   ``joint_trajectory_controller`` (``/<controller>/joint_trajectory``),
-  ``time_from_start`` = one control period, header stamp zero ("start now").
+  ``time_from_start`` = one control period, ``header.stamp`` = the time the
+  command was published, on the node's clock. joint_trajectory_controller
+  starts a stamped trajectory at its stamp and refuses one that ends in the
+  past ("Received trajectory with non-zero start time that ends in the past"):
+  a command that reaches the controller more than one control period after it
+  was made is dropped there and the controller holds its last point, rather
+  than executing a stale command late. A zero stamp ("start now", the old
+  behaviour) would run any delayed command in full. This needs the deploy
+  machine's and the controller's clocks in sync (``unilab doctor`` checks
+  clock sync); ``output.stamp: zero`` restores "start now".
 
 Every kind (command, fallback, e-stop hold) goes out the same way: a robot
 applies holds too. This module only converts; it decides nothing.
@@ -56,6 +65,7 @@ class CommandOutput:
         self._duration = Duration(sec=int(sec), nanosec=int(round(frac * 1e9)))
         mtype = Float64MultiArray if self.type == 'forward_command' else JointTrajectory
         self._pub = node.create_publisher(mtype, self.topic, qos)
+        self._clock = node.get_clock() if spec.output.stamp == 'now' else None
 
     def publish(self, kind: str, seq: int, version: int, stamp_ns: int,
                 command: np.ndarray) -> None:
@@ -75,7 +85,10 @@ class CommandOutput:
             point.velocities = values
         else:
             point.effort = values
-        self._pub.publish(JointTrajectory(joint_names=self.joints, points=[point]))
+        msg = JointTrajectory(joint_names=self.joints, points=[point])
+        if self._clock is not None:
+            msg.header.stamp = self._clock.now().to_msg()  # made now (see the module doc)
+        self._pub.publish(msg)
 
     def get_subscription_count(self) -> int:
         """Return how many subscribers the output topic has."""

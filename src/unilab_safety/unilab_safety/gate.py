@@ -18,6 +18,23 @@ rate) gets them scaled to it (slew ``vel_max * share * dt``; the acceleration
 limit is the velocity change ``acc_max * share * dt`` with velocities taken
 per share), so no publishing rate moves a joint faster than its limits.
 
+Robot-only rules (position interface; the deploy graph turns them on, the
+training graph does not, see build.py and docs/safety.md "On a robot"):
+
+- trained envelope: the position range is the intersection of the driver's
+  limits and the joint range the policy saw in training (plus a margin). It
+  is soft towards the reference: a command may not leave the envelope further
+  than its reference already is, so a robot that starts outside it moves back
+  in at the change limits instead of jumping to its edge (``envelope_clamps``);
+- tracking bound: a command is pulled to within ``tracking_error`` of the
+  measured position (a trajectory controller aborts beyond its path
+  tolerance, about 0.2 rad on a UR), counted in ``tracking_clamps``; a row
+  pulled for more than ``tracking_hold_cycles`` cycles in a row, or without a
+  finite measured position, is held at its last command until that command is
+  within half the bound of the measured position (``tracking_holds``);
+- tool speed: the step is scaled towards the reference until the tool moves
+  at most ``max_speed * dt`` (tool_speed.py, ``tool_speed_clamps``).
+
 The reference is the row's last output; a row without one (at start, after
 ``reset``: an episode start, an e-stop release, a fallback) takes the measured
 joint position (``state_position``, clamped to the hard range) for the position
@@ -45,6 +62,31 @@ class NoReferenceError(ActionShapeError):
     """A position row has neither a last command nor a finite measured position."""
 
 
+def intersect_envelope(limits, interface, envelope):
+    """
+    Return ``(lo, hi)`` [J]: the driver's position range narrowed to ``envelope`` = (lo, hi).
+
+    Raises ValueError for another interface, a malformed envelope, or a joint whose
+    trained range does not overlap the driver's (naming it).
+    """
+    if interface != 'position':
+        raise ValueError('the trained envelope needs the position interface')
+    j = len(limits)
+    try:
+        lo, hi = (np.broadcast_to(np.asarray(v, dtype=np.float64), (j,)) for v in envelope)
+    except ValueError as exc:
+        raise ValueError(f'the trained envelope needs {j} values per bound: {exc}') from None
+    if np.any(np.isnan(lo)) or np.any(np.isnan(hi)) or not np.all(lo <= hi):
+        raise ValueError(f'the trained envelope needs lo <= hi, got {lo.tolist()}, '
+                         f'{hi.tolist()}')
+    e_lo, e_hi = np.maximum(limits.pos_lo, lo), np.minimum(limits.pos_hi, hi)
+    empty = [n for n, a, b in zip(limits.joint_names, e_lo, e_hi) if a > b]
+    if empty:
+        raise ValueError(f'the trained envelope of joint(s) {empty} lies outside the '
+                         'driver\'s position limits')
+    return e_lo, e_hi
+
+
 class GateResult(NamedTuple):
     """
     Output of SafetyGate.filter.
@@ -68,7 +110,8 @@ class SafetyGate:
     """
 
     def __init__(self, limits, interface, dt, max_delta=None, fallback='hold', lookahead=None,
-                 pid=None):
+                 pid=None, envelope=None, tracking_error=None, tracking_hold_cycles=0,
+                 tool_speed=None):
         if interface not in INTERFACES:
             raise ValueError(f'interface must be one of {INTERFACES}, got {interface!r}')
         if fallback not in FALLBACKS:
@@ -110,11 +153,41 @@ class SafetyGate:
             raise ValueError('pid compensation needs the position interface and one gain per '
                              'joint')
         self.pid = pid
+        self._env_lo = self._env_hi = None
+        if envelope is not None:
+            self._env_lo, self._env_hi = intersect_envelope(limits, interface, envelope)
+        if (tracking_error is not None or tool_speed is not None) and interface != 'position':
+            raise ValueError('the tracking bound and the tool-speed limit need the position '
+                             'interface')
+        if tracking_error is not None and not (0 < tracking_error < np.inf):
+            raise ValueError(f'tracking_error must be > 0 rad, got {tracking_error}')
+        if int(tracking_hold_cycles) < 0:
+            raise ValueError(f'tracking_hold_cycles must be >= 0, got {tracking_hold_cycles}')
+        self.tracking_error = tracking_error
+        self.tracking_hold_cycles = int(tracking_hold_cycles)
+        self.tool_speed = tool_speed
+        self.envelope_clamps = 0   # rows the trained envelope clamped
+        self.tracking_clamps = 0   # rows pulled to within the tracking bound
+        self.tracking_holds = 0    # rows held because the robot did not follow
+        self.tool_speed_clamps = 0  # rows whose step the tool-speed limit scaled down
         self.pid_rows = 0  # rows compensated (a row counts once per batch)
         self.workspace_stops = 0
         self._buf = None
         self.passed = self.clamped = self.rejected = 0
         self.joint_clamps = np.zeros(j, dtype=np.int64)
+
+    @property
+    def envelope(self):
+        """Return ``(lo, hi)`` [J] of the enforced trained envelope, or None."""
+        return None if self._env_lo is None else (self._env_lo.copy(), self._env_hi.copy())
+
+    @property
+    def robot_counters(self):
+        """Return the counters of the robot-only rules (envelope, tracking, tool speed)."""
+        return {'envelope_clamps': self.envelope_clamps,
+                'tracking_clamps': self.tracking_clamps,
+                'tracking_holds': self.tracking_holds,
+                'tool_speed_clamps': self.tool_speed_clamps}
 
     @property
     def unbounded_joints(self):
@@ -144,6 +217,10 @@ class SafetyGate:
         else:
             b.has_last[rows] = False
         np.logical_and(b.has_prev, b.has_last, out=b.has_prev)
+        # A reset row starts its tracking over (no hold, no count of pulled cycles).
+        np.logical_not(b.has_last, out=b.scr)
+        np.copyto(b.track_n, 0, where=b.scr)
+        np.copyto(b.track_hold, False, where=b.scr)
         if self.pid is not None:
             self.pid.reset(None if rows is None else np.logical_not(b.has_last))
 
@@ -237,7 +314,8 @@ class SafetyGate:
         # The floor keeps the scale positive (an infinite step limit times 0 is NaN);
         # a millionth of a step per action is no motion at any real publishing rate.
         scale = 1.0 if step_share is None else min(1.0, max(float(step_share), 1e-6))
-        self._fill_ref(b, self._load_state(b, state_position))
+        has_state = self._load_state(b, state_position)
+        self._fill_ref(b, has_state)
         if not b.has_ref.all():
             raise NoReferenceError(
                 f'{int(np.count_nonzero(~b.has_ref))} position row(s) have no reference: no '
@@ -247,6 +325,7 @@ class SafetyGate:
         np.all(b.fin, axis=1, out=b.row_ok)
         np.logical_not(b.row_ok, out=b.rejected)
         np.copyto(b.cmd, b.inp)
+        b.env_row.fill(False)
         self._clamp(b, scale)
         pid = self.pid is not None and measured is not None
         if pid:
@@ -260,6 +339,12 @@ class SafetyGate:
             np.copyto(b.comp, b.cmd)
             # Compensate the checked command, then clamp again: PID never passes a limit.
             self._clamp(b, scale)
+        if self.tracking_error is not None:
+            self._track(b, has_state)
+        if self.tool_speed is not None:
+            # Scaled towards the reference only: every box limit above still holds.
+            self.tool_speed_clamps += self.tool_speed.limit(b.cmd, b.ref, b.row_ok, scale,
+                                                            b.tool_row)
         if self.lookahead is not None:
             # Rows whose predicted motion leaves the workspace are stopped (held at ref).
             self.workspace_stops += self.lookahead.stop_rows(b.cmd, b.ref, b.row_ok, b.prev,
@@ -318,8 +403,79 @@ class SafetyGate:
             np.copyto(b.hi, np.inf, where=b.no_ref[:, None])
             np.maximum(b.cmd, b.lo, out=b.cmd)
             np.minimum(b.cmd, b.hi, out=b.cmd)
+        if b.env_lo is not None:
+            # The trained envelope, soft towards the reference: a command may not leave it
+            # further than its reference already is (no jump to its edge from outside).
+            np.minimum(b.env_lo, b.ref, out=b.lo)
+            np.maximum(b.env_hi, b.ref, out=b.hi)
+            np.copyto(b.err, b.cmd)
+            np.maximum(b.cmd, b.lo, out=b.cmd)
+            np.minimum(b.cmd, b.hi, out=b.cmd)
+            # Counted where it acted beyond the driver's range (err: what that gives).
+            np.maximum(b.err, b.lo_hard, out=b.err)
+            np.minimum(b.err, b.hi_hard, out=b.err)
+            np.not_equal(b.cmd, b.err, out=b.env_j)
+            np.any(b.env_j, axis=1, out=b.scr)
+            np.logical_or(b.env_row, b.scr, out=b.env_row)
         # The hard range goes last so that it wins over the change limit. (np.clip
         # would allocate a temporary per call; maximum/minimum with out= do not.)
+        np.maximum(b.cmd, b.lo_hard, out=b.cmd)
+        np.minimum(b.cmd, b.hi_hard, out=b.cmd)
+
+    def _track(self, b, has_state):
+        """
+        Pull each row's command to within the tracking bound of the measured position.
+
+        A trajectory controller aborts when its command leads the measured position by
+        more than its path tolerance; commands led by up to 0.78 rad on a far goal. Rows
+        pulled for more than ``tracking_hold_cycles`` cycles in a row (the robot does not
+        follow: a slowed pendant, a protective stop), and rows without a finite measured
+        position, are held at their last command (kept within the bound of a measured
+        position) until it is within half the bound of the measured position. The
+        driver's hard range still wins.
+        """
+        bound = self.tracking_error
+        if has_state:
+            np.copyto(b.scr, b.state_ok)
+        else:
+            b.scr.fill(False)
+        np.subtract(b.state, bound, out=b.lo)
+        np.add(b.state, bound, out=b.hi)
+        np.copyto(b.err, b.cmd)
+        np.maximum(b.cmd, b.lo, out=b.cmd)
+        np.minimum(b.cmd, b.hi, out=b.cmd)
+        np.logical_not(b.scr, out=b.no_ref)  # rows without a measured position
+        np.copyto(b.cmd, b.err, where=b.no_ref[:, None])
+        np.not_equal(b.cmd, b.err, out=b.env_j)
+        np.any(b.env_j, axis=1, out=b.track_row)
+        np.logical_and(b.track_row, b.row_ok, out=b.track_row)
+        # Consecutive cycles pulled, per row.
+        np.add(b.track_n, 1, out=b.track_n, where=b.track_row)
+        np.logical_not(b.track_row, out=b.tool_row)  # scratch
+        np.copyto(b.track_n, 0, where=b.tool_row)
+        if self.tracking_hold_cycles:
+            # Release rows whose last command the robot caught up with.
+            np.subtract(b.ref, b.state, out=b.err)
+            np.abs(b.err, out=b.err)
+            np.less_equal(b.err, 0.5 * bound, out=b.env_j)
+            np.all(b.env_j, axis=1, out=b.tool_row)
+            np.logical_and(b.tool_row, b.scr, out=b.tool_row)
+            np.logical_not(b.tool_row, out=b.tool_row)
+            np.logical_and(b.track_hold, b.tool_row, out=b.track_hold)
+            # Hold rows pulled for too long (their count starts over).
+            np.greater(b.track_n, self.tracking_hold_cycles, out=b.tool_row)
+            np.logical_or(b.track_hold, b.tool_row, out=b.track_hold)
+            np.copyto(b.track_n, 0, where=b.tool_row)
+        np.logical_or(b.track_hold, b.no_ref, out=b.tool_row)
+        np.logical_and(b.tool_row, b.row_ok, out=b.tool_row)
+        self.tracking_holds += int(np.count_nonzero(b.tool_row))
+        self.tracking_clamps += int(np.count_nonzero(b.track_row))
+        np.copyto(b.cmd, b.ref, where=b.tool_row[:, None])
+        # A hold stays within the bound of the measured position where there is one.
+        np.logical_and(b.tool_row, b.scr, out=b.track_row)
+        np.maximum(b.cmd, b.lo, out=b.err)
+        np.minimum(b.err, b.hi, out=b.err)
+        np.copyto(b.cmd, b.err, where=b.track_row[:, None])
         np.maximum(b.cmd, b.lo_hard, out=b.cmd)
         np.minimum(b.cmd, b.hi_hard, out=b.cmd)
 
@@ -340,7 +496,8 @@ class SafetyGate:
     def _buffers(self, n):
         # A new batch size means rows no longer match envs, so the state starts over.
         if self._buf is None or self._buf.n != n:
-            self._buf = Buffers(n, self.n_joints, self._lo, self._hi, self._step, self._acc)
+            self._buf = Buffers(n, self.n_joints, self._lo, self._hi, self._step, self._acc,
+                                self._env_lo, self._env_hi)
         return self._buf
 
     def _load_state(self, b, state_position):
@@ -387,6 +544,10 @@ class SafetyGate:
         self.rejected += n_rej
         self.clamped += n_clamp
         self.passed += b.n - n_rej - n_clamp
+        if b.env_lo is not None:
+            np.logical_not(b.rejected, out=b.scr)
+            np.logical_and(b.env_row, b.scr, out=b.env_row)
+            self.envelope_clamps += int(np.count_nonzero(b.env_row))
         # Summing bools into int64 would allocate a cast buffer; copy into ints first.
         np.copyto(b.jclamp_int, b.jclamp)
         np.sum(b.jclamp_int, axis=0, out=b.jcount)

@@ -16,7 +16,7 @@ class Buffers:
     ufunc that broadcasts a [J] operand allocates a scratch buffer on every call.
     """
 
-    def __init__(self, n, j, lo_hard, hi_hard, step, acc=None):
+    def __init__(self, n, j, lo_hard, hi_hard, step, acc=None, env_lo=None, env_hi=None):
         self.n = n
 
         def f():
@@ -38,5 +38,17 @@ class Buffers:
         self.lo_hard, self.hi_hard, self.step, self.acc = (
             None if v is None else np.ascontiguousarray(np.broadcast_to(v, (n, j)))
             for v in (lo_hard, hi_hard, step, acc))
+        # The trained envelope (position interface; None = the driver's range only).
+        self.env_lo, self.env_hi = (
+            None if v is None else np.ascontiguousarray(np.broadcast_to(v, (n, j)))
+            for v in (env_lo, env_hi))
+        self.env_j = m(n, j)    # scratch: joints the envelope moved
+        self.env_row = m(n)     # rows the envelope clamped in this call
+        self.track_row = m(n)   # rows the tracking bound pulled in this call
+        self.track_hold = m(n)  # rows held until the robot catches up (tracking)
+        self.tool_row = m(n)    # rows the tool-speed limit scaled in this call
+        self.scr = m(n)         # scratch row mask
+        self.track_n = np.zeros(n, dtype=np.int64)  # consecutive cycles pulled, per row
+        self.err = f()          # scratch: command minus measured
         self.acc_s = None if acc is None else f()  # the acceleration bound at this step's scale
         self.prev_scale = 1.0  # the time between ``prev`` and ``last`` in control steps

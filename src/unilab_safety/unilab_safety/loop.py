@@ -292,4 +292,5 @@ class SafetyLoop:
             'resent_actions': self.resent, 'unreferenced_actions': self.unreferenced,
             'stale_state_actions': self.stale_state_actions, 'armed': int(self.armed),
             'unarmed_actions': self.unarmed_actions, 'early_actions': self.early_actions,
+            **self.gate.robot_counters,
         }

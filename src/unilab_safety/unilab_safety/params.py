@@ -33,6 +33,10 @@ class OutputSection(_Section):
     joints: list[str] = Field(
         default_factory=list, description='The controller\'s joint order ([] = '
         'joint_names).')
+    stamp: Literal['now', 'zero'] = Field(
+        'now', description='joint_trajectory header.stamp: now = when the command was made '
+        '(the controller drops a command that arrives after its time_from_start); zero = '
+        '"start on receipt" (clocks not in sync).')
 
 
 class SafetySpec(_Section):
@@ -55,6 +59,19 @@ class SafetySpec(_Section):
     state_timeout_s: float = Field(
         0.0, ge=0.0, description='Joint states older than this: actions are not answered '
         'and the watchdog holds (0 = not checked; lock-step simulation).')
+    robot_rules: bool = Field(
+        False, description='Apply the robot-only rules: tracking bound and tool-speed limit '
+        '(safety.max_tracking_error_rad, max_tool_speed_mps). The deploy graph sets it; '
+        'training does not.')
+    envelope_low: list[float] = Field(
+        default_factory=list, description='Lower end of the trained joint range the '
+        'position limits are narrowed to, margin included ([] = the driver\'s limits only).')
+    envelope_high: list[float] = Field(
+        default_factory=list, description='Upper end of the trained joint range.')
+    tool_model_file: str = Field(
+        '', description='MJCF model for the tool-speed limit\'s forward kinematics.')
+    tool_site: str = Field('', description='Site (or body) of tool_model_file that is the '
+                           'tool.')
     output: OutputSection = Field(default_factory=OutputSection)
     safety: SafetySection = Field(default_factory=SafetySection)
     health: HealthParams = Field(default_factory=HealthParams)
@@ -69,6 +86,16 @@ class SafetySpec(_Section):
             if o.joints and sorted(o.joints) != sorted(self.joint_names):
                 raise ValueError(f'output.joints {o.joints} must name the joints of '
                                  f'joint_names {self.joint_names}')
+        return self
+
+    @model_validator(mode='after')
+    def _envelope(self):
+        lo, hi, j = self.envelope_low, self.envelope_high, len(self.joint_names)
+        if (lo or hi) and (len(lo) != j or len(hi) != j):
+            raise ValueError(f'envelope_low and envelope_high need {j} values each (one per '
+                             f'joint), got {len(lo)} and {len(hi)}')
+        if any(not (a <= b) for a, b in zip(lo, hi)):
+            raise ValueError(f'envelope_low must be <= envelope_high, got {lo}, {hi}')
         return self
 
     @field_validator('joint_names')

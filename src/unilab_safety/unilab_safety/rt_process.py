@@ -91,6 +91,10 @@ class _ChildTicker:
         ctrl[base + 15] = int(loop.armed)
         ctrl[base + 16] = loop.unarmed_actions
         ctrl[base + 17] = loop.early_actions
+        ctrl[base + 18] = gate.envelope_clamps
+        ctrl[base + 19] = gate.tracking_clamps
+        ctrl[base + 20] = gate.tracking_holds
+        ctrl[base + 21] = gate.tool_speed_clamps
         ctrl[sh.C_FALLBACK_DELAY_MAX] = loop.fallback_delay_max_ns
         ctrl[sh.C_CYCLES] = rt.cycles
         ctrl[sh.C_MISSES] = rt.deadline_misses

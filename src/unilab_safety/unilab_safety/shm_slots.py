@@ -51,8 +51,10 @@ C_COUNTERS = 32
 COUNTER_NAMES = ('passed', 'clamped', 'rejected', 'batches', 'commands', 'fallbacks',
                  'stale_events', 'estop_events', 'estop_rows', 'estopped', 'workspace_stops',
                  'pid_active_rows', 'resent_actions', 'unreferenced_actions',
-                 'stale_state_actions', 'armed', 'unarmed_actions', 'early_actions')
+                 'stale_state_actions', 'armed', 'unarmed_actions', 'early_actions',
+                 'envelope_clamps', 'tracking_clamps', 'tracking_holds', 'tool_speed_clamps')
 N_CTRL = 64
+assert C_COUNTERS + len(COUNTER_NAMES) <= N_CTRL, "the counters must fit the control block"
 # Loop states (C_STATE).
 STARTING, RUNNING, STOPPED, FAILED = 0, 1, 2, 3
 

@@ -8,6 +8,7 @@ arm6_reach: move the end-effector of a 6-joint arm to a random target position.
 (``ur5e_reach.py``); the reward, the episode logic and the observation are this file's.
 """
 
+import itertools
 import pathlib
 
 import mujoco
@@ -19,6 +20,7 @@ from unilab_bridge.tasks.joint_limits import actuated_joints, joint_limits_from_
 from unilab_bridge.tasks.mj_batch import MjBatch
 from unilab_bridge.tasks.model_cache import load_model
 from unilab_bridge.tasks.reach_reward import combine, reach_terms, REWARD_SCALES
+from unilab_core.graph import Workspace
 
 ASSET = pathlib.Path(__file__).resolve().parents[1] / 'assets' / 'arm6.xml'
 
@@ -33,6 +35,12 @@ TARGET_Q_HIGH = np.array([1.4, 1.2, 1.6, 0.8, 0.0, 0.0])
 TARGET_MIN_HEIGHT = 0.15
 TARGET_MIN_RADIUS = 0.25
 
+#: The workspace box is the targets' range padded by this much (m): a goal a little off
+#: the sampled targets is still one the policy has seen the like of.
+WORKSPACE_PAD = 0.05
+#: Grid points per varying joint when the workspace box is derived from TARGET_Q_*.
+WORKSPACE_GRID = 9
+
 EXTRAS_DIM = 9  # ee_pos (3), target_pos (3), target - ee (3)
 
 # The policy acts in joint position targets around the measured position (docs/actions.md):
@@ -40,6 +48,32 @@ EXTRAS_DIM = 9  # ee_pos (3), target_pos (3), target - ee (3)
 # exploration noise of a fresh policy (std 0.5) moves the target about one slew step, and a
 # servo with the arm's gains needs about two to three slew steps of lead for full speed.
 ACTION_SCALE_SLEW_STEPS = 2.0
+
+
+def target_workspace(model, site) -> Workspace:
+    """
+    Return the box around every target ``sample_targets`` can draw, padded.
+
+    Targets are the tool positions of configurations in TARGET_Q_LOW..HIGH that
+    keep clear of the floor and the pedestal; the box is taken over a grid of
+    those configurations (WORKSPACE_GRID points per varying joint, extremes
+    included) and padded by WORKSPACE_PAD. Frame: the model's world, the
+    robot's base.
+    """
+    data = mujoco.MjData(model)
+    axes = [np.linspace(a, b, WORKSPACE_GRID) if b > a else np.array([a])
+            for a, b in zip(TARGET_Q_LOW, TARGET_Q_HIGH)]
+    lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+    for q in itertools.product(*axes):
+        data.qpos[:len(q)] = q
+        mujoco.mj_kinematics(model, data)
+        pos = data.site_xpos[site]
+        if pos[2] >= TARGET_MIN_HEIGHT and np.hypot(pos[0], pos[1]) >= TARGET_MIN_RADIUS:
+            np.minimum(lo, pos, out=lo)
+            np.maximum(hi, pos, out=hi)
+    lo[2] = max(lo[2], TARGET_MIN_HEIGHT)
+    return Workspace(tuple(float(v) for v in lo - WORKSPACE_PAD),
+                     tuple(float(v) for v in hi + WORKSPACE_PAD))
 
 
 class Arm6Reach(BatchedTask):
@@ -50,11 +84,6 @@ class Arm6Reach(BatchedTask):
     MAX_JOINT_VELOCITY = MAX_JOINT_VELOCITY
     #: Episodes start at HOME plus uniform noise of +-reset_noise on every joint.
     HOME = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    #: The box every target lies in (m, in WORKSPACE_FRAME, the model's world frame): for
-    #: arm6 the bounds of its sampler's reach (the targets fill a shell, not the box).
-    WORKSPACE_MIN = (-0.35, -0.7, 0.15)
-    WORKSPACE_MAX = (0.85, 0.85, 0.95)
-    WORKSPACE_FRAME = 'base_link'
 
     def __init__(self, num_envs, seed=0, max_episode_steps=100, decimation=4,
                  reset_noise=0.1, reward_scales=None, num_threads=None, auto_reset=True):
@@ -82,8 +111,6 @@ class Arm6Reach(BatchedTask):
         self.joint_limits = joint_limits_from_model(
             self.model, act_ids, jnt_ids, [self.MAX_JOINT_VELOCITY] * len(jnt_ids))
         self.home = np.asarray(self.HOME, dtype=float)
-        self.workspace = {'frame': self.WORKSPACE_FRAME, 'min': tuple(self.WORKSPACE_MIN),
-                          'max': tuple(self.WORKSPACE_MAX)}
         self.action_low = self.model.actuator_ctrlrange[:, 0].copy()
         self.action_high = self.model.actuator_ctrlrange[:, 1].copy()
         self.action_mode = 'relative'
@@ -97,6 +124,7 @@ class Arm6Reach(BatchedTask):
         self._site = self.model.site('ee_site').id
         self._mocap = self.model.body('target').mocapid[0]
         self._fk_data = mujoco.MjData(self.model)
+        self.workspace = self.task_workspace()
         self._rng = np.random.default_rng(seed)
         n = self.num_envs
         self._target = np.zeros((n, 3))
@@ -162,6 +190,10 @@ class Arm6Reach(BatchedTask):
     def imu_reading(self):
         """Return the wrist IMU's gyro, accelerometer and orientation for every env."""
         return self.imu.read(self._batch.data)
+
+    def task_workspace(self) -> Workspace:
+        """Return the box every goal of this task lies in (arm6: around its sampler's reach)."""
+        return target_workspace(self.model, self._site)
 
     def sample_targets(self, count):
         """Return [count, 3] reachable target positions (FK of random configurations)."""

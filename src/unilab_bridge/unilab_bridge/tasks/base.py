@@ -120,6 +120,10 @@ class BatchedTask(abc.ABC):
     action_mode: str = 'absolute'
     action_scale: tuple = ()
     action_offset: tuple = ()  # 'offset': the pose actions are around
+    #: Where the task's goals lie (``unilab_core.graph.Workspace``: a box in the robot's
+    #: base frame), or None where the task has no goals. Checkpoints carry it; on a robot
+    #: goals outside it are refused (docs/safety.md, "On a robot").
+    workspace = None
 
     @property
     def obs_dim(self):

@@ -15,6 +15,7 @@ import math
 import pathlib
 
 from unilab_bridge.tasks.arm6_reach import Arm6Reach
+from unilab_core.graph import Workspace
 
 ASSET = pathlib.Path(__file__).resolve().parents[1] / 'assets' / 'ur5e.xml'
 
@@ -34,6 +35,10 @@ class Ur5eReach(Arm6Reach):
     WORKSPACE_MIN = (0.25, -0.4, 0.1)
     WORKSPACE_MAX = (0.65, 0.4, 0.5)
     WORKSPACE_FRAME = 'base_link'
+
+    def task_workspace(self) -> Workspace:
+        """Return the box the targets are drawn from, in the robot's base frame."""
+        return Workspace(self.WORKSPACE_MIN, self.WORKSPACE_MAX, self.WORKSPACE_FRAME)
 
     def sample_targets(self, count):
         """Return [count, 3] target positions drawn uniformly from the workspace box."""
