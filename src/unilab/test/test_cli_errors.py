@@ -212,3 +212,13 @@ def test_plot_and_record_refuse_bad_paths_in_one_line(tmp_path, capsys):
     proc = cli('record', tmp_path / 'taken', '--duration', '0.1')
     assert_clean_error(proc, 'taken', 'exists already')
     assert proc.stderr.count('\n') == 1
+
+
+def test_a_broken_yaml_config_is_one_line_naming_file_line_and_column(tmp_path, capsys):
+    path = tmp_path / 'bad.yaml'
+    path.write_text('run:\n  task: [arm6\n  seed: 1\n')
+    proc = cli_here(capsys, 'train', '--config', path)
+    assert proc.returncode == 2 and 'Traceback' not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"unilab: configuration error: {path}:3:7: not valid YAML: expected ',' or ']', but "
+        "got ':' (while parsing a flow sequence at line 2, column 9)"]

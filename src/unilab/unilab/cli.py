@@ -22,6 +22,7 @@ import sys
 import threading
 
 from unilab_core.config import ConfigError
+from unilab_core.errors import yaml_error
 
 #: Errors that say an input file cannot be used, by module and class: checked
 #: only once that module is imported (a command that never loaded torch need
@@ -541,7 +542,9 @@ def main(argv: list[str] | None = None) -> int:
             return 130
         return rc
     except ConfigError as exc:
-        print(f'unilab: configuration error:\n{exc}', file=sys.stderr)
+        text = str(exc)  # several problems: one per line; one problem: one line
+        print(f'unilab: configuration error:{chr(10) if chr(10) in text else " "}{text}',
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print('unilab: interrupted', file=sys.stderr)
@@ -549,7 +552,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: B902 - mapped by type below, anything else re-raised
         if not input_error(exc):
             raise
-        print('unilab: ' + ' '.join(str(exc).split()), file=sys.stderr)
+        yaml = sys.modules.get('yaml')
+        if yaml is not None and isinstance(exc, yaml.YAMLError):
+            print('unilab: ' + yaml_error(None, exc), file=sys.stderr)
+        else:
+            print('unilab: ' + ' '.join(str(exc).split()), file=sys.stderr)
         return 2
     finally:
         if previous is not None:

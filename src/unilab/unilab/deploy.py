@@ -25,7 +25,8 @@ from unilab.graphs import adapt_graph, deploy_graph
 from unilab.paths import default_config_files, profile_path
 from unilab.prepare import make_run_dir, task_info
 from unilab_core.atomic import atomic_write_text
-from unilab_core.config import ConfigError, dump_config, load_run_config, RunConfig
+from unilab_core.config import (ConfigError, dump_config, load_run_config, read_yaml,
+                                RunConfig)
 from unilab_core.graph import Graph, TaskInfo
 from unilab_core.robot_profile import load_profile, RobotProfile
 import yaml
@@ -85,8 +86,7 @@ def describe_model(path: str | pathlib.Path) -> DeployModel:
     task_name = params.run.task
     config = run_dir / 'config.yaml'
     if config.is_file():  # the run's own record wins (older runs lack run.task)
-        task_name = (yaml.safe_load(config.read_text()) or {}).get('run', {}).get(
-            'task', task_name)
+        task_name = (read_yaml(config).get('run') or {}).get('task', task_name)
     info, _ = task_info(task_name)
     return DeployModel(path, params, info, _checkpoint_envelope(checkpoint))
 

@@ -96,7 +96,7 @@ def test_missing_and_malformed_files(tmp_path):
 def test_a_key_given_twice_is_refused_with_both_lines(tmp_path):
     # YAML itself keeps the last of two equal keys: the first section would vanish.
     twice = write(tmp_path, 'twice.yaml', 'rollout:\n  num_envs: 4\nrollout:\n  num_envs: 8\n')
-    with pytest.raises(ConfigError, match=r'twice.yaml: not valid YAML: .*key `rollout` '
+    with pytest.raises(ConfigError, match=r'twice.yaml:3:1: not valid YAML: .*key `rollout` '
                        r'appears twice \(lines 1 and 3\)'):
         load_run_config([twice])
     nested = write(tmp_path, 'nested.yaml', 'rollout:\n  num_envs: 4\n  num_envs: 8\n')

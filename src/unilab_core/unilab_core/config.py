@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import (BaseModel, ConfigDict, Field, field_validator, model_validator,
                       ValidationError)
+from unilab_core.errors import yaml_error
 import yaml
 
 
@@ -691,7 +692,7 @@ def read_yaml(path: str | pathlib.Path) -> dict:
     try:
         data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader) or {}  # noqa: S506
     except yaml.YAMLError as exc:
-        raise ConfigError(f'{path}: not valid YAML: {exc}') from None
+        raise ConfigError(yaml_error(path, exc)) from None
     except (UnicodeDecodeError, OSError, RecursionError) as exc:  # binary, unreadable, too deep
         raise ConfigError(f'{path}: not a readable YAML text file '
                           f'({type(exc).__name__}: {exc})') from None

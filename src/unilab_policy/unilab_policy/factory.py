@@ -20,7 +20,7 @@ import pathlib
 import torch
 from unilab_core.config import (AdvantageSection, ConfigError, ModelSection,
                                 NormalizationSection, PolicyUpdateSection, RolloutSection)
-from unilab_core.errors import one_line
+from unilab_core.errors import one_line, yaml_error
 from unilab_core.graph import model_parameters
 
 from unilab_policy import distributed
@@ -142,7 +142,9 @@ def run_policy_params(run_dir: str | pathlib.Path) -> PolicyNodeParams:
         data = yaml.safe_load(path.read_text()) or {}
         return PolicyNodeParams.model_validate(
             upgrade_policy_params(data['policy']['ros__parameters']))
-    except (yaml.YAMLError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
+    except yaml.YAMLError as exc:
+        raise ConfigError(yaml_error(path, exc)) from None
+    except (UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f'{path}: no valid policy parameters ({one_line(exc)})') from None
 
 

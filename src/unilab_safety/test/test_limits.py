@@ -163,3 +163,13 @@ def test_urdf_limit_tags_load_like_ros2_control_reads_them(tmp_path):
     path.write_text('<robot><joint name="j1" type="revolute"><limit lower="x"/></joint></robot>')
     with pytest.raises(LimitsError, match="joint 'j1'"):
         load_joint_limits(str(path), ['j1'])
+
+
+def test_a_broken_limits_file_is_refused_in_one_line_naming_the_place(tmp_path):
+    path = tmp_path / 'joint_limits.yaml'
+    path.write_text('joint_limits:\n  j1: {max_position: [1.0\n  j2: {}\n')
+    with pytest.raises(LimitsError) as info:
+        load_joint_limits(str(path), ['j1', 'j2'])
+    text = str(info.value)
+    assert text.startswith(f'{path}:3:') and 'not valid YAML' in text
+    assert '\n' not in text and '^' not in text

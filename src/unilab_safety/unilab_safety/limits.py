@@ -7,6 +7,7 @@ import math
 import os
 
 import numpy as np
+from unilab_core.errors import yaml_error
 from unilab_safety.limits_parse import LimitsError, parse_joint
 import yaml
 
@@ -197,7 +198,7 @@ def _read(source):
     except OSError as e:
         raise LimitsError(f'{path}: cannot read: {e.strerror}') from e
     except yaml.YAMLError as e:
-        raise LimitsError(f'{path}: invalid YAML: {e}') from e
+        raise LimitsError(yaml_error(path, e)) from e
 
 
 def _unwrap(name, data):

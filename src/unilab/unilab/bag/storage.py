@@ -31,7 +31,7 @@ from rosbags.rosbag2 import Reader, ReaderError, StoragePlugin, Writer
 from rosbags.typesys import get_types_from_msg
 from unilab.bag.scan import read_sqlite, Scan, scan_file, ScanError, seal_chunks
 from unilab.bag.types import BagTypeError, ensure_type, msgdef, typestore
-from unilab_core.errors import one_line
+from unilab_core.errors import one_line, yaml_error
 import yaml
 
 STORAGES = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
@@ -145,7 +145,11 @@ def _metadata_counts(path: pathlib.Path, scan: Scan) -> dict[str, int]:
             msgtype, text = scan.connections.get(name, ('', ''))
             scan.connections[name] = (msgtype or str(t['topic_metadata']['type']), text)
         return out
-    except (yaml.YAMLError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
+    except yaml.YAMLError as exc:
+        scan.note(meta.name, f'unreadable ({yaml_error(meta.name, exc)}); counts from the data '
+                  'files')
+        return {}
+    except (UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
         scan.note(meta.name, f'unreadable ({type(exc).__name__}); counts from the data files')
         return {}
 
