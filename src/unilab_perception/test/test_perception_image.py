@@ -155,7 +155,7 @@ def test_images_reach_the_observation(graph):
     p = node.image_pipeline
     expected = p.encode([p.process(img) for img in images])
     np.testing.assert_allclose(obs[:, 3:], expected, rtol=1e-5, atol=1e-6)
-    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0,
+    assert node.counters == {'published': 1, 'fresh': 1, 'invalid': 0, 'unmatched': 0,
                              'withheld': 0, 'substituted': 0}
     assert node.sensor_counters()['image']['accepted'] == 1
 

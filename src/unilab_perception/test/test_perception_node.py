@@ -108,7 +108,7 @@ def test_observation_in_configured_joint_order(graph):
     np.testing.assert_array_equal(batch.tensors['terminated'], [0.0, 1.0])
     np.testing.assert_array_equal(batch.tensors['episode_length'], [0.0, 7.0])
     np.testing.assert_array_equal(batch.tensors['episode_return'], [np.nan, 3.5])
-    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0,
+    assert node.counters == {'published': 1, 'fresh': 1, 'invalid': 0, 'unmatched': 0,
                              'withheld': 0, 'substituted': 0}
 
 
@@ -146,7 +146,7 @@ def test_missing_joint_is_dropped_and_node_recovers(graph):
     assert batch.seq == 5
     expected = np.concatenate([q_exp, qd_exp, EXTRAS], axis=1).astype(np.float32)
     np.testing.assert_array_equal(batch.tensors['obs'], expected)
-    assert node.counters == {'published': 1, 'invalid': 1, 'unmatched': 1,
+    assert node.counters == {'published': 1, 'fresh': 1, 'invalid': 1, 'unmatched': 1,
                              'withheld': 0, 'substituted': 0}
 
 

@@ -140,7 +140,7 @@ def test_cloud_and_imu_reach_the_observation(graph):
     expected = node.pipeline.encode([node.pipeline.process(read_cloud(c)) for c in clouds])
     np.testing.assert_allclose(obs[:, 11:], expected, rtol=1e-5, atol=1e-6)
     assert not np.allclose(obs[0, 11:], obs[1, 11:])
-    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0,
+    assert node.counters == {'published': 1, 'fresh': 1, 'invalid': 0, 'unmatched': 0,
                              'withheld': 0, 'substituted': 0}
     assert node.diagnostics['frame_latency_ms'] and node.sensor_counters()['pointcloud'][
         'accepted'] == 1
@@ -175,7 +175,7 @@ def test_height_map_output_is_the_bev_grid(height_map_graph):
         expected = _height_map_by_hand(pts, -8.0, -6.0, 4.0, 3, 4)
         np.testing.assert_allclose(obs[env, 11:], expected, rtol=1e-6, atol=1e-6)
         assert expected[:12].sum() > 0 and np.ptp(expected[12:]) > 0  # occupied, varied
-    assert node.counters == {'published': 1, 'invalid': 0, 'unmatched': 0,
+    assert node.counters == {'published': 1, 'fresh': 1, 'invalid': 0, 'unmatched': 0,
                              'withheld': 0, 'substituted': 0}
 
 
@@ -211,23 +211,31 @@ def test_bad_parameters_name_the_key(context, key, value, match):
         PerceptionNode(context=context, parameter_overrides=_params(**{key: value}))
 
 
+@pytest.mark.parametrize('bad', ['nan', 'frame'])
 @pytest.mark.parametrize('substitute', [False, True])
 def test_a_rejected_cloud_is_not_replaced_by_its_neighbour_unless_configured(
-        context, private_topics, substitute):
+        context, private_topics, substitute, bad):
+    # bad 'frame': env 0's cloud names an env that does not exist (`env99/lidar`): it
+    # cannot be attributed, yet it was the cloud of this step's stamp.
     # slop (30 ms) reaches the previous step (20 ms): a neighbour could stand in.
     params = _params(**{'sensors.imu': False, 'obs_dim': 2 * len(JOINTS) + E + F,
                         'sync.slop_s': 0.03, 'sync.substitute_rejected': substitute})
     for node, lidar, executor in _connected(context, private_topics, params):
         def step(stamp, seq, bad_env=None):
             # The clouds first (as the bridge publishes them), then the step that needs them.
-            received = node.cloud.counters['received'] + node.cloud.counters['rejected']
+            def seen():
+                return (node.cloud.counters['received'] + node.cloud.counters['rejected']
+                        + node.diagnostics['invalid'].get('pointcloud/frame_id', 0))
+            received = seen()
             for env in range(N):
                 pts = lidar_scan(500, rings=4, seed=env)
-                if env == bad_env:
+                frame = f'env{env}/lidar'
+                if env == bad_env and bad == 'nan':
                     pts['x'] = np.nan  # every point: the cloud is refused (`empty`)
-                lidar.cloud_pub.publish(make_cloud(pts, stamp, f'env{env}/lidar'))
-            assert spin_until(executor, lambda: node.cloud.counters['received']
-                              + node.cloud.counters['rejected'] > received, 5.0)
+                elif env == bad_env:
+                    frame = 'env99/lidar'
+                lidar.cloud_pub.publish(make_cloud(pts, stamp, frame))
+            assert spin_until(executor, lambda: seen() > received, 5.0)
             lidar.step(stamp, seq)
 
         s1, s2 = 10**9, 10**9 + 20_000_000
@@ -238,6 +246,8 @@ def test_a_rejected_cloud_is_not_replaced_by_its_neighbour_unless_configured(
         if substitute:  # served by step 1's clouds, and the count says so
             assert spin_until(executor, lambda: len(lidar.received) == 2, 5.0)
             assert node.counters['substituted'] == 1 and node.counters['withheld'] == 0
+            # Every published step is either fresh or substituted: step 1 alone was fresh.
+            assert node.counters['fresh'] == node.counters['published'] - 1
             continue
         spin_until(executor, lambda: len(lidar.received) > 1, 0.5)
         assert len(lidar.received) == 1 and node.counters['withheld'] == 1
@@ -246,4 +256,5 @@ def test_a_rejected_cloud_is_not_replaced_by_its_neighbour_unless_configured(
         assert spin_until(executor, lambda: len(lidar.received) == 2, 10.0)
         assert read_batch(lidar.received[1]).seq == 2
         assert node.counters['substituted'] == 0 and node.counters['withheld'] == 1
+        assert node.counters['fresh'] == node.counters['published']  # none stood in
         assert node.sensor_counters()['pointcloud']['rejected'] == 1

@@ -65,8 +65,11 @@ class PerceptionNode(Node):
                                                                 p.extras_dim, p.obs_dim)
         self.cfg = {name: getattr(p, name) for name in SECTIONS}
         self.index = JointStateIndex(joint_names, self.num_envs)
-        self.counters = {'published': 0, 'invalid': 0, 'unmatched': 0, 'withheld': 0,
-                         'substituted': 0}
+        # Every step says what happened to it: published from its own sensor messages
+        # (fresh) or with a neighbour standing in for a rejected one (substituted), or
+        # held back waiting for a valid one (withheld), or never matched (unmatched).
+        self.counters = {'published': 0, 'fresh': 0, 'invalid': 0, 'unmatched': 0,
+                         'withheld': 0, 'substituted': 0}
         self.drops = DropLog(period_s=10.0)
         #: Per-kind invalid counts (``drops.counts``), frame latency (ms) samples.
         self.diagnostics = {'invalid': self.drops.counts, 'frame_latency_ms': []}
@@ -294,6 +297,7 @@ class PerceptionNode(Node):
                 self._invalid('observation/nonfinite', exc.reason)
                 continue
             self.counters['substituted'] += len(substituted)
+            self.counters['fresh'] += not substituted
             tensors = {'obs': obs}
             tensors.update({k: batch.tensors[k] for k in PASS_THROUGH if k in batch.tensors})
             self.pub.publish('observation', batch.seq, tensors, stamp_ns=stamp)
@@ -311,6 +315,10 @@ class PerceptionNode(Node):
         env = self._env_of(msg.header.frame_id)
         if env is None:
             self._invalid('imu/frame_id', f'frame_id `{msg.header.frame_id}` names no env')
+            # Whose sample it was is unknown: no env may bridge this stamp silently (an
+            # env whose valid sample of this stamp is kept stays served by it).
+            for buf in self.imu:
+                buf.reject(stamp_ns(msg.header))
             return
         try:
             sample = read_imu(msg)
@@ -367,8 +375,9 @@ class PerceptionNode(Node):
             item = process(env, stamp)
         except InvalidMessage as exc:
             self._invalid(f'{kind}/{exc.kind}', exc.reason)
-            if env is not None:
-                buffer.reject(stamp)
+            # The step of this stamp lost a frame even when the frame names no env we have:
+            # remember it for the batch, or a neighbour's frame would serve it silently.
+            buffer.reject(stamp)
             return
         feats = self._collect(pending, stamp, env, item, arrival, encode)
         if feats is None:
