@@ -7,4 +7,5 @@ from unilab_core.testing import isolate_ros_domain
 # Before any rclpy.init: a training run may be using domain 0 on this machine.
 isolate_ros_domain()
 
-from unilab_core.pytest_fixtures import context, private_topics  # noqa: E402,F401,I100
+from unilab_core.pytest_fixtures import (  # noqa: E402,F401,I100
+    context, fresh_context, private_topics)

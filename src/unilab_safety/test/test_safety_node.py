@@ -336,7 +336,7 @@ def test_empty_limits_file_parameter_raises(context, tmp_path):
 def test_invalid_yaml_raises(context, tmp_path):
     bad = tmp_path / 'bad.yaml'
     bad.write_text('joint_limits: [unclosed\n')
-    _expect_config_error(context, _params(bad, tmp_path), str(bad), 'invalid YAML')
+    _expect_config_error(context, _params(bad, tmp_path), str(bad), 'not valid YAML')
 
 
 def test_joint_without_entry_raises(context, limits_file, tmp_path):
@@ -621,3 +621,41 @@ def test_an_action_that_overtakes_its_task_state_waits_for_it(graph, private_top
     stats = node.stats()
     assert stats['episode_starts_applied'] == 1 and stats['episode_starts_missing'] == 0
     assert stats['actions_waited_for_task_state'] == 1
+
+
+@pytest.mark.parametrize('rt_mode', ['process', 'thread'])
+def test_a_context_shut_down_under_the_publisher_thread_is_a_clean_stop(
+        fresh_context, limits_file, tmp_path, private_topics, rt_mode):
+    # Ctrl-C: rclpy's signal handler invalidates the context first and only then runs
+    # the shutdown callbacks that close the node; a publish in between fails ("publisher's
+    # context is invalid"). That window, held open: a stop, never a dying thread's traceback.
+    import threading
+    import types
+    node = SafetyNode(context=fresh_context, cli_args=private_topics.args,
+                      parameter_overrides=_params(limits_file, tmp_path, rt_mode=rt_mode,
+                                                  watchdog_timeout_s=0.02))
+    probe = Probe(fresh_context, private_topics)
+    probe.node = node
+    executor = SingleThreadedExecutor(context=fresh_context)
+    executor.add_node(node)
+    executor.add_node(probe)
+    errors, hook = [], threading.excepthook
+    threading.excepthook = lambda args: errors.append(args.exc_value)
+    real_context = node._context
+    try:
+        assert spin_until(executor, lambda: probe.action_pub.get_subscription_count() > 0, 5.0)
+        probe.send(executor, 1, np.float32(M), state=M)
+
+        def invalid(*_):
+            raise RuntimeError("publisher's context is invalid")
+        node.pub.publish = invalid  # the loop's holds (the policy fell silent) now fail
+        node._context = types.SimpleNamespace(ok=lambda: False)
+        node._pub_thread.join(5.0)
+        assert not node._pub_thread.is_alive() and not node._closing
+        assert errors == []
+    finally:
+        node._context = real_context
+        threading.excepthook = hook
+        executor.shutdown()
+        probe.destroy_node()
+        node.destroy_node()

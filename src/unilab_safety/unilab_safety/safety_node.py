@@ -204,7 +204,9 @@ class SafetyNode(Node):
                 while self._publish_next() is not None:
                     pass
             except Exception:  # noqa: B902 - context shut down while closing
-                if self._closing:
+                # Ctrl-C: rclpy's handler invalidates the context before its shutdown
+                # callbacks close this node; a publish in that window fails. A stop.
+                if self._closing or not self.context.ok():
                     return
                 raise
             if not self.rt.alive and not self._closing:
