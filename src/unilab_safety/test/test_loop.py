@@ -331,3 +331,37 @@ def test_on_a_robot_a_late_answer_makes_up_for_the_next_early_one_within_the_all
     np.testing.assert_allclose(moved, [full, full, full, full, 0.25 * full, 1e-6 * full],
                                rtol=1e-6)
     assert loop.counters()['early_actions'] == 2
+
+
+@pytest.mark.parametrize('state_timeout_s', [0.0, 0.05])
+def test_on_a_robot_an_old_measured_position_is_never_a_reference(state_timeout_s):
+    # The joint states stop at t = 0 while the commands walk the arm 0.5 rad away; the
+    # policy then pauses (the watchdog holds) and speaks again. Limiting its next command
+    # from the measured position of t = 0 would throw the arm 0.4 rad back in one step.
+    # With state_timeout_s 0 (not checked: a simulation graph's settings on a robot) the
+    # reference still ages out, after the watchdog timeout.
+    loop, slot, ring, state = _robot_loop(state_timeout_s=state_timeout_s)
+    state.put(np.array(MEASURED), stamp_ns=0)
+    target = np.array([[1.0, 2.0], [1.0, 2.0]])
+    t = 0
+    for k in range(12):  # 0.1 rad per 0.1 s control step toward the target
+        t = k * 100 * PERIOD
+        slot.put(_action(k, target))
+        loop.cycle(t)
+    out = _drain(ring)
+    last = out[-1].command
+    if state_timeout_s:  # checked: actions stop being answered once the state is old
+        assert loop.counters()['stale_state_actions'] > 0
+        return
+    assert last[0, 0] == pytest.approx(1.0)  # walked 0.5 rad from where it was measured
+    for k in range(1, 30):  # the policy pauses: holds at the last command
+        loop.cycle(t + k * PERIOD)
+    holds = [e for e in _drain(ring) if e.kind == 'fallback']
+    assert holds and np.allclose(holds[0].command, last)
+    t += 200 * PERIOD  # and speaks again
+    slot.put(_action(99, target))
+    loop.cycle(t)
+    (answer,) = _drain(ring)
+    # Limited from the hold (its last output), not from the measured position of t = 0.
+    assert np.abs(answer.command - last).max() <= 0.1 + 1e-9
+    assert loop.counters()['stale_references'] > 0

@@ -403,7 +403,12 @@ def test_estop_latches_until_the_trigger_service_resets_it(graph, context):
     assert spin_until(executor, future.done, 10.0)
     assert future.result().success and future.result().message == 'e-stop cleared'
     assert node.stats()['estopped'] == 0
-    answer = probe.send(executor, 2, np.float32([[0.3, 0.8, 0.0], [-0.4, 1.3, 0.1]]))
+    # After the reset the next command starts from a fresh measurement (a robot streams
+    # them; the one from before the e-stop is too old to be a reference), so the action
+    # follows its joint state at once (paced, it would come a control step later, past
+    # this test's 50 ms watchdog timeout: that old, a state is no reference).
+    answer = probe.send(executor, 2, np.float32([[0.3, 0.8, 0.0], [-0.4, 1.3, 0.1]]),
+                        state=good, paced=False)
     assert answer.kind == 'command'
     stats = node.stats()
     assert stats['estop_events'] >= 1 and stats['estop_rows'] == N

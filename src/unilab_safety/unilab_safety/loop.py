@@ -107,6 +107,12 @@ class SafetyLoop:
         # holds): they are both the reference and what the policy saw. 0 = not checked.
         self.state_timeout_ns = int(round(state_timeout_s * 1e9))
         self.stale_state_actions = 0
+        # Not in lock-step (a robot), a measured position is a reference only while it is
+        # younger than state_timeout_s, or, where that is not checked (0: a graph made for
+        # simulation put in front of a robot), the watchdog timeout: a hold or a limit
+        # taken from where the joints were seconds ago would move them back there.
+        self.reference_age_ns = self.state_timeout_ns or self.timeout_ns
+        self.stale_references = 0
         # Armed: commands may reach the actuators. Until then actions are counted only.
         self.armed = self.armed_request = bool(armed)
         self.unarmed_actions = 0
@@ -133,9 +139,20 @@ class SafetyLoop:
         return self._reset_done >= request_id
 
     # -- the cycle ---------------------------------------------------------------------
-    def _measured(self):
-        """Return the latest measured joint positions [N, J], or None before the first."""
-        return self.state.latest() if self.state is not None else None
+    def _measured(self, now_ns=None):
+        """
+        Return the latest measured joint positions [N, J] to take as a reference.
+
+        None before the first, and, off lock-step, when they are older than
+        ``reference_age_ns`` at ``now_ns`` (counted in ``stale_references``).
+        """
+        measured = self.state.latest() if self.state is not None else None
+        if measured is None or self.lockstep or now_ns is None:
+            return measured
+        if now_ns - self.state.stamp_ns > self.reference_age_ns:
+            self.stale_references += 1
+            return None
+        return measured
 
     def cycle(self, now_ns):
         """Run one cycle at (logical) time ``now_ns``."""
@@ -184,7 +201,7 @@ class SafetyLoop:
         kind = 'estop' if self.estopped else 'fallback'
         zero = self.watchdog_fallback == 'zero'
         if self.gate.fill_fallback(self._scratch, zero=zero, commit=not self.lockstep,
-                                   state_position=self._measured()):
+                                   state_position=self._measured(now_ns)):
             self.fallbacks += 1
             self._emit(kind, self._scratch)
 
@@ -223,7 +240,7 @@ class SafetyLoop:
         if self.estopped:
             self.estop_rows += self.n
             if gate.fill_fallback(self._scratch, commit=not self.lockstep,
-                                  state_position=self._measured()):
+                                  state_position=self._measured(now_ns)):
                 self._emit('estop', self._scratch, item.recv_ns)
             return True
         if item.reset is not None:
@@ -237,7 +254,7 @@ class SafetyLoop:
     def _gate_action(self, item, now_ns):
         """Gate ``item`` once every row has a reference; else let it wait (bounded)."""
         gate = self.gate
-        measured = self._measured()
+        measured = self._measured(now_ns)
         if not gate.reference_ready(measured, n_rows=self.n):
             # No last command and no measured position for some row: nothing to limit a
             # command against. Wait for the joint state (normally microseconds away), up
@@ -290,7 +307,8 @@ class SafetyLoop:
             'workspace_stops': self.gate.workspace_stops, 'pid_active_rows': self.gate.pid_rows,
             'superseded_actions': self.slot.superseded, 'output_overruns': self.ring.overruns,
             'resent_actions': self.resent, 'unreferenced_actions': self.unreferenced,
-            'stale_state_actions': self.stale_state_actions, 'armed': int(self.armed),
+            'stale_state_actions': self.stale_state_actions,
+            'stale_references': self.stale_references, 'armed': int(self.armed),
             'unarmed_actions': self.unarmed_actions, 'early_actions': self.early_actions,
             **self.gate.robot_counters,
         }

@@ -95,6 +95,7 @@ class _ChildTicker:
         ctrl[base + 19] = gate.tracking_clamps
         ctrl[base + 20] = gate.tracking_holds
         ctrl[base + 21] = gate.tool_speed_clamps
+        ctrl[base + 22] = loop.stale_references
         ctrl[sh.C_FALLBACK_DELAY_MAX] = loop.fallback_delay_max_ns
         ctrl[sh.C_CYCLES] = rt.cycles
         ctrl[sh.C_MISSES] = rt.deadline_misses

@@ -52,7 +52,8 @@ COUNTER_NAMES = ('passed', 'clamped', 'rejected', 'batches', 'commands', 'fallba
                  'stale_events', 'estop_events', 'estop_rows', 'estopped', 'workspace_stops',
                  'pid_active_rows', 'resent_actions', 'unreferenced_actions',
                  'stale_state_actions', 'armed', 'unarmed_actions', 'early_actions',
-                 'envelope_clamps', 'tracking_clamps', 'tracking_holds', 'tool_speed_clamps')
+                 'envelope_clamps', 'tracking_clamps', 'tracking_holds', 'tool_speed_clamps',
+                 'stale_references')
 N_CTRL = 64
 assert C_COUNTERS + len(COUNTER_NAMES) <= N_CTRL, "the counters must fit the control block"
 # Loop states (C_STATE).
