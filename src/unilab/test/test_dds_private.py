@@ -12,6 +12,7 @@ or open. With ``config/fastdds_private.xml`` the message arrives and no
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -100,3 +101,34 @@ def test_fast_dds_defaults_use_world_readable_shared_memory(tmp_path):
     used = {**_fastdds(listener['shm']), **_fastdds(talker['shm'])}
     assert used, 'Fast DDS defaults no longer use shared memory: update docs/dds.md'
     assert set(used.values()) <= {'0o644', None}, used  # None: removed before stat
+
+
+def _repo_root() -> pathlib.Path:
+    """Return the checkout holding this test (the ./unilab wrapper's ROOT)."""
+    here = pathlib.Path(__file__).resolve()
+    return next(p for p in here.parents if (p / 'scripts' / 'dds_env.sh').is_file())
+
+
+def _wrapper_env(**env):
+    """Return the DDS variables ./unilab exports for the environment ``env``."""
+    root = _repo_root()
+    script = root / 'scripts' / 'dds_env.sh'
+    base = {k: v for k, v in os.environ.items()
+            if k not in ('ROS_AUTOMATIC_DISCOVERY_RANGE', 'FASTDDS_DEFAULT_PROFILES_FILE',
+                         'UNILAB_DDS_PRIVATE')}
+    out = subprocess.run(
+        ['bash', '-c', f'ROOT={root}; source {script}; echo "$ROS_AUTOMATIC_DISCOVERY_RANGE"; '
+                       'echo "${FASTDDS_DEFAULT_PROFILES_FILE:-}"'],
+        env={**base, **env}, capture_output=True, text=True, check=True).stdout.splitlines()
+    return out[0], out[1]
+
+
+def test_every_process_started_through_unilab_keeps_dds_private_by_default():
+    profile = str(_repo_root() / 'config' / 'fastdds_private.xml')
+    assert _wrapper_env() == ('SYSTEM_DEFAULT', profile)
+    # Opted out: Fast DDS's own transports, discovery on this machine.
+    assert _wrapper_env(UNILAB_DDS_PRIVATE='0') == ('LOCALHOST', '')
+    # A user's own choice is kept.
+    assert _wrapper_env(ROS_AUTOMATIC_DISCOVERY_RANGE='SUBNET') == ('SUBNET', '')
+    assert _wrapper_env(FASTDDS_DEFAULT_PROFILES_FILE='/etc/mine.xml') == (
+        'LOCALHOST', '/etc/mine.xml')

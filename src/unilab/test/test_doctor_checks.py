@@ -268,3 +268,29 @@ def test_unreadable_tree_gives_missing_facts(tmp_path):
     h = facts(tmp_path, run=lambda *a, **k: types.SimpleNamespace(returncode=1, stdout=''))
     assert h.cmdline == '' and h.online == set() and h.irqs == [] and h.governors == {}
     assert h.rt_runtime_us is None and h.shm_total is None and h.cap_eff == 0
+
+
+def test_dds_files_left_behind_or_open_to_others_warn_with_the_remedy():
+    assert c.check_dds_files([]).status == c.OK
+    ok = c.check_dds_files([('fastdds_1a', 0o600, True)])
+    assert ok.status == c.OK and '1 Fast DDS files' in ok.detail
+    left = c.check_dds_files([('fastdds_1a', 0o600, False), ('fastdds_1a_el', 0o600, False)])
+    assert left.status == c.WARN and '2 Fast DDS files left by processes that are gone' in \
+        left.detail and 'fastdds shm clean' in left.remedy
+    world = c.check_dds_files([('fastdds_2b', 0o644, True)])
+    assert world.status == c.WARN and 'readable by other users (mode 644)' in world.detail
+    assert 'fastdds_private.xml' in world.remedy
+
+
+def test_dds_files_are_found_with_their_mode_and_holder(tmp_path):
+    shm = tmp_path / 'dev/shm'
+    shm.mkdir(parents=True)
+    for name, mode in (('fastdds_live', 0o644), ('fastdds_dead', 0o600), ('unilab_d0_x', 0o600)):
+        (shm / name).write_bytes(b'')
+        (shm / name).chmod(mode)
+    proc = tmp_path / 'proc/123'
+    proc.mkdir(parents=True)
+    (proc / 'maps').write_text('7f00-7f10 rw-s 0 00:1a 5 /dev/shm/fastdds_live\n')
+    (proc / 'fd').mkdir()
+    assert probe.read_dds_files(tmp_path) == [('fastdds_dead', 0o600, False),
+                                              ('fastdds_live', 0o644, True)]

@@ -381,6 +381,37 @@ def check_rmw(env: dict[str, str], installed: set[str] | None) -> Check:
                  'tensors use their own rings either way)')
 
 
+def check_dds_files(files: list[tuple[str, int, bool]]) -> Check:
+    """
+    Check Fast DDS's ``/dev/shm`` files: none readable by others, none left by dead processes.
+
+    ``files``: ``(name, mode, held by a live process)``. Fast DDS's shared-memory
+    transport creates its segments with mode 0644 whatever the umask, and a killed
+    process leaves them behind (docs/dds.md); UniLab's own processes use the
+    private profile (UDP on loopback, no such files) unless told otherwise.
+    """
+    if not files:
+        return Check('dds_shm', OK, 'no Fast DDS files in /dev/shm')
+    left = [n for n, _, held in files if not held]
+    open_ = [n for n, mode, held in files if held and mode & 0o077]
+    problems, remedies = [], []
+    if left:
+        problems.append(f'{len(left)} Fast DDS files left by processes that are gone '
+                        f'({", ".join(left[:3])}{", ..." if len(left) > 3 else ""})')
+        remedies.append('remove them: `fastdds shm clean` (Fast DDS tools), or, with no '
+                        'ROS 2 process running, `rm /dev/shm/fastdds_* /dev/shm/fastrtps_*`')
+    if open_:
+        problems.append(f'{len(open_)} Fast DDS segments in use are readable by other users '
+                        f'(mode {oct(next(m for n, m, h in files if n == open_[0]))[2:]})')
+        remedies.append('start the graph through ./unilab (private DDS profile by default) '
+                        'or export FASTDDS_DEFAULT_PROFILES_FILE=config/fastdds_private.xml '
+                        'ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT')
+    if problems:
+        return Check('dds_shm', WARN, '; '.join(problems), '; '.join(remedies))
+    return Check('dds_shm', OK, f'{len(files)} Fast DDS files in /dev/shm, all in use and '
+                 'private')
+
+
 def check_ros_domain(value: str | None) -> Check:
     """Check ``ROS_DOMAIN_ID``: 0-101 are safe on Linux; 102-232 meet ephemeral ports."""
     if value is None or value == '':

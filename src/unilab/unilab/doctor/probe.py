@@ -47,6 +47,8 @@ class HostFacts:
     clock: ClockFacts = dataclasses.field(default_factory=ClockFacts)
     env: dict = dataclasses.field(default_factory=dict)
     rmws: set | None = None
+    #: Fast DDS shared-memory files in /dev/shm: (name, mode, held by a live process).
+    dds_files: list = dataclasses.field(default_factory=list)
 
     def has_cap(self, bit: int) -> bool:
         """Return whether the effective capability ``bit`` is set."""
@@ -211,6 +213,38 @@ def shm_space(root) -> tuple[int | None, int | None]:
     return st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
 
 
+def read_dds_files(root) -> list[tuple[str, int, bool]]:
+    """
+    List Fast DDS's files in ``/dev/shm`` as ``(name, mode, held)``.
+
+    ``held``: a running process maps the file (its ``/proc/<pid>/maps`` names
+    it) or holds it open; a file no process holds was left by one that died.
+    """
+    shm = pathlib.Path(root) / 'dev/shm'
+    try:
+        files = sorted(p for p in shm.iterdir() if p.name.startswith(('fastdds_', 'fastrtps_')))
+    except OSError:
+        return []
+    held: set[str] = set()
+    proc = pathlib.Path(root) / 'proc'
+    for pid in proc.glob('[0-9]*'):
+        try:
+            held.update(line.rsplit('/', 1)[-1] for line in (pid / 'maps').read_text()
+                        .splitlines() if '/dev/shm/fast' in line)
+            held.update(os.readlink(fd).rsplit('/', 1)[-1] for fd in (pid / 'fd').iterdir()
+                        if os.readlink(fd).startswith('/dev/shm/fast'))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    out = []
+    for f in files:
+        try:
+            mode = f.stat().st_mode & 0o777
+        except OSError:
+            continue
+        out.append((f.name, mode, f.name in held))
+    return out
+
+
 def read_host_facts(root: str | os.PathLike = '/', env: dict[str, str] | None = None,
                     which=shutil.which, run=subprocess.run) -> HostFacts:
     """Gather every host fact (files under ``root``; limits and uname of this process)."""
@@ -233,6 +267,7 @@ def read_host_facts(root: str | os.PathLike = '/', env: dict[str, str] | None = 
         clock=read_clock_facts(root, which, run),
         env=env,
         rmws=installed_rmws(env),
+        dds_files=read_dds_files(root),
     )
 
 

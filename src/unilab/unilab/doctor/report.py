@@ -18,10 +18,10 @@ import subprocess
 import textwrap
 
 from unilab.doctor.checks import (
-    Check, check_clock_sync, check_cpu_governor, check_dev_shm, check_graph_capture,
-    check_irq_affinity, check_isolcpus, check_memlock, check_preempt_rt, check_rmw,
-    check_ros_domain, check_rt_runtime, check_rtprio, check_torch_cuda, FAIL, isolated_cpus,
-    STATUSES, TorchFacts)
+    Check, check_clock_sync, check_cpu_governor, check_dds_files, check_dev_shm,
+    check_graph_capture, check_irq_affinity, check_isolcpus, check_memlock, check_preempt_rt,
+    check_rmw, check_ros_domain, check_rt_runtime, check_rtprio, check_torch_cuda, FAIL,
+    isolated_cpus, STATUSES, TorchFacts)
 from unilab.doctor.gpu_checks import check_nvml, GPU_CHECKS, gpu_checks
 from unilab.doctor.probe import (CAP_IPC_LOCK, CAP_SYS_NICE, HostFacts, read_host_facts,
                                  read_torch_facts)
@@ -31,7 +31,8 @@ from unilab_core.gpu_health import gpu_report, GpuReport
 from unilab_core.graph import Graph
 
 HOST_CHECKS = ('preempt_rt', 'isolcpus', 'memlock', 'rtprio', 'sched_rt_runtime',
-               'cpu_governor', 'irq_affinity', 'dev_shm', 'clock_sync', 'rmw', 'ros_domain_id')
+               'cpu_governor', 'irq_affinity', 'dev_shm', 'clock_sync', 'rmw', 'ros_domain_id',
+               'dds_shm')
 DEVICE_CHECKS = ('torch_cuda', 'cuda_graphs', 'nvml')
 WIDTH = 100
 NBSP = '\u00a0'
@@ -69,6 +70,7 @@ def host_checks(h: HostFacts, cfg: RunConfig, need: tuple[int, int]) -> list[Che
         check_clock_sync(h.clock),
         check_rmw(h.env, h.rmws),
         check_ros_domain(h.env.get('ROS_DOMAIN_ID')),
+        check_dds_files(h.dds_files),
     ]
 
 
