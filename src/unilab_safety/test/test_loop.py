@@ -365,3 +365,55 @@ def test_on_a_robot_an_old_measured_position_is_never_a_reference(state_timeout_
     # Limited from the hold (its last output), not from the measured position of t = 0.
     assert np.abs(answer.command - last).max() <= 0.1 + 1e-9
     assert loop.counters()['stale_references'] > 0
+
+
+@pytest.mark.parametrize('interface,stop', [('velocity', [[0.0, 0.0], [0.0, 0.0]]),
+                                            ('position', [[0.6, 1.1], [0.1, 0.6]])])
+def test_disarming_sends_one_stop_on_every_interface(interface, stop):
+    # A forward command controller keeps its last command: after a disarm a velocity
+    # command would keep the arm moving. The last word is a stop: zeros, or the hold.
+    limits = LIMITS if interface == 'position' else load_joint_limits({'joint_limits': {
+        j: {'max_velocity': 1.0, 'has_position_limits': False} for j in ('j0', 'j1')}},
+        ['j0', 'j1'], allow_unlimited=True)
+    gate = SafetyGate(limits, interface, 0.1)
+    slot, ring, state = LatestSlot(), OutputRing(64, N, 2), LatestArray()
+    state.put(np.array(MEASURED), stamp_ns=0)
+    loop = SafetyLoop(gate, N, slot, ring, TIMEOUT_S, 'hold', lockstep=False, state=state)
+    slot.put(_action(0, [[0.6, 1.1], [0.1, 0.6]]))
+    loop.cycle(PERIOD)
+    (first,) = _drain(ring)
+    assert first.kind == 'command' and np.abs(first.command).max() > 0
+    loop.armed_request = False
+    loop.cycle(2 * PERIOD)
+    (last,) = _drain(ring)
+    assert last.kind == 'fallback'
+    np.testing.assert_allclose(last.command, stop)
+    for k in range(3, 100):  # then silence: nothing more reaches the actuators
+        slot.put(_action(k, [[0.9, 1.9], [0.9, 1.9]]))
+        loop.cycle(k * PERIOD)
+    assert _drain(ring) == []
+
+
+@pytest.mark.parametrize('fallback,kind', [('hold', 'fallback'), ('estop', 'estop')])
+def test_on_a_velocity_interface_every_hold_is_a_stop(fallback, kind):
+    # Repeating the last velocity command would keep the joints moving at that speed.
+    limits = load_joint_limits({'joint_limits': {
+        j: {'max_velocity': 1.0, 'has_position_limits': False} for j in ('j0', 'j1')}},
+        ['j0', 'j1'], allow_unlimited=True)
+    gate = SafetyGate(limits, 'velocity', 0.1)
+    slot, ring, state = LatestSlot(), OutputRing(64, N, 2), LatestArray()
+    loop = SafetyLoop(gate, N, slot, ring, TIMEOUT_S, fallback, lockstep=False, state=state)
+    slot.put(_action(0, [[0.6, 0.5], [0.1, 0.2]]))
+    loop.cycle(PERIOD)
+    for k in range(2, 40):  # the policy falls silent past the watchdog timeout
+        loop.cycle(k * PERIOD)
+    first, stop = _drain(ring)
+    np.testing.assert_allclose(first.command, [[0.6, 0.5], [0.1, 0.2]], rtol=1e-6)
+    assert stop.kind == kind
+    np.testing.assert_array_equal(stop.command, 0.0)
+    if fallback == 'estop':  # later actions are answered with the same stop
+        slot.put(_action(50, [[0.9, 0.9], [0.9, 0.9]]))
+        loop.cycle(50 * PERIOD)
+        (answer,) = _drain(ring)
+        assert answer.kind == 'estop'
+        np.testing.assert_array_equal(answer.command, 0.0)

@@ -664,3 +664,19 @@ def test_a_context_shut_down_under_the_publisher_thread_is_a_clean_stop(
         executor.shutdown()
         probe.destroy_node()
         node.destroy_node()
+
+
+@pytest.mark.parametrize('node_params', [{'interface': 'velocity'}])
+def test_a_velocity_gate_that_stops_leaves_the_joints_commanded_to_zero(graph):
+    # A forward command controller keeps the last velocity it got: a deployment that exits
+    # (or is stopped) must not leave it moving.
+    node, probe, executor = graph
+    moving = np.float32([[0.5, 0.5, 0.5], [0.25, 0.25, 0.25]])
+    answer = probe.send(executor, 0, moving, state=M)
+    assert answer.kind == 'command' and np.abs(answer.tensors['command']).max() > 0
+    before = len(probe.commands)
+    node.close()
+    assert spin_until(executor, lambda: len(probe.commands) > before, 5.0), 'no final stop'
+    last = read_batch(probe.commands[-1])
+    assert last.kind == 'fallback'
+    np.testing.assert_array_equal(last.tensors['command'], 0.0)

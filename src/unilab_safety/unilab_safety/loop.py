@@ -83,6 +83,9 @@ class SafetyLoop:
         # so the timeout comparison has no rounding.
         self.watchdog = Watchdog(self.timeout_ns)
         self.watchdog_fallback = watchdog_fallback
+        # On a velocity or effort interface holding still is commanding zero: repeating the
+        # last command would keep the joints moving (a forward command controller keeps it).
+        self.stop_is_zero = gate.interface != 'position'
         self.lockstep = bool(lockstep)
         # Measured joint positions for the gate's optional PID (``latest()`` -> [N, J] or None).
         self.state = state
@@ -168,6 +171,11 @@ class SafetyLoop:
             self._gated_ns = None
         if self.armed_request != self.armed:
             self.armed = self.armed_request
+            if not self.armed:
+                # Disarming: the last word to the actuators is a stop. A forward command
+                # controller keeps its last command: a velocity or effort one would keep
+                # the arm moving; a position one gets its hold (the last command).
+                self._stop_once(now_ns)
             # Arming: nothing was sent while disarmed, so start from where the joints are.
             self.gate.reset()
             self.watchdog.reset()
@@ -199,7 +207,7 @@ class SafetyLoop:
             self.estopped = True
             self.estop_events += 1
         kind = 'estop' if self.estopped else 'fallback'
-        zero = self.watchdog_fallback == 'zero'
+        zero = self.watchdog_fallback == 'zero' or self.stop_is_zero
         if self.gate.fill_fallback(self._scratch, zero=zero, commit=not self.lockstep,
                                    state_position=self._measured(now_ns)):
             self.fallbacks += 1
@@ -212,6 +220,15 @@ class SafetyLoop:
         if self.state is None or self.state.latest() is None:
             return True
         return now_ns - self.state.stamp_ns > self.state_timeout_ns
+
+    def _stop_once(self, now_ns):
+        """Emit one stop (zeros on velocity / effort, else the hold) if anything was sent."""
+        if self.last_action_ns is None:
+            return  # nothing was sent since arming: the driver keeps its own state
+        if self.gate.fill_fallback(self._scratch, zero=self.stop_is_zero, commit=False,
+                                   state_position=self._measured(now_ns)):
+            self.fallbacks += 1
+            self._emit('fallback', self._scratch)
 
     def _on_action(self, item, now_ns):
         """Take one action; return False when it is not taken (disarmed, stale state)."""
@@ -239,7 +256,8 @@ class SafetyLoop:
         gate = self.gate
         if self.estopped:
             self.estop_rows += self.n
-            if gate.fill_fallback(self._scratch, commit=not self.lockstep,
+            if gate.fill_fallback(self._scratch, zero=self.stop_is_zero,
+                                  commit=not self.lockstep,
                                   state_position=self._measured(now_ns)):
                 self._emit('estop', self._scratch, item.recv_ns)
             return True
@@ -285,7 +303,8 @@ class SafetyLoop:
             gate.reject_batch(self.n)
             # Answered as a 'command', so every consumer applies it: it becomes the
             # reference (a first hold without any last command must not be jumped from).
-            gate.fill_fallback(self._scratch, commit=True, state_position=measured)
+            gate.fill_fallback(self._scratch, zero=self.stop_is_zero, commit=True,
+                               state_position=measured)
             command = self._scratch
         np.copyto(self._answer, command)
         self._answered = (item.seq, item.version)

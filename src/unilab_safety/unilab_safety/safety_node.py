@@ -533,9 +533,26 @@ class SafetyNode(Node):
         self.rt.close()
 
     def close(self) -> None:
-        """Stop the loop and flush the counters to the run directory."""
+        """Stop the loop, leave the actuators commanded to stop, flush the counters."""
+        was_running = not getattr(self, '_closing', True)
         self._stop_threads()
+        if was_running:
+            self._final_stop()
         self._write_stats(self.stats())
+
+    def _final_stop(self) -> None:
+        # A forward command controller keeps the last command it got: on a velocity or
+        # effort interface the last word of a stopping gate is zeros (position: the last
+        # command is already the hold). Not possible once the context is gone.
+        if self.gate.interface == 'position' or self._last_safe is None:
+            return
+        seq, version, stamp_ns, command = self._last_safe
+        try:
+            if self.context.ok():
+                self.pub.publish('fallback', seq, version, stamp_ns, np.zeros_like(command))
+                self.published['fallback'] += 1
+        except Exception as exc:  # noqa: B902 - the context is going away (shutdown)
+            self._log_once('final_stop', f'could not publish the final stop: {exc}')
 
     def destroy_node(self):
         """Stop the threads and the transport before the node's handles go away."""
