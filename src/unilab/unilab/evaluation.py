@@ -15,7 +15,7 @@ distance below ``SUCCESS_M``.
 from __future__ import annotations
 
 import numpy as np
-from unilab_bridge.tasks.reach_reward import final_distance, SUCCESS_M
+from unilab_bridge.tasks.reach_reward import final_distance, SUCCESS_M, tool_position
 
 __all__ = ['evaluate_policy', 'SUCCESS_M']
 
@@ -51,16 +51,26 @@ def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, 
         actor = make_actor(policy_params(cfg, info, mode='deploy', num_envs=num_envs), 'cpu',
                            bundle)
         actor.set_version(0)
-    returns, final_dist = [], []
+    returns, final_dist, speeds = [], [], []
     with make_task(task_name, num_envs, seed=seed, disturbances=variant,
                    **(task_options or {})) as task:
 
         # The first ``episodes_per_env`` episodes of each env count, each once: an env
         # whose episodes end early (a fall) must not weigh more than one that runs on.
         done_per_env = np.zeros(num_envs, np.int64)
+        # Tool speed per control step (reach tasks): |the tool's displacement| / dt, over
+        # steps within one episode (not across an episode's end and the next start).
+        last = {'pos': None, 'ended': np.ones(num_envs, bool)}
 
         def on_step(state):
             finished = state.terminated | state.truncated
+            pos = tool_position(task)
+            if pos is not None:
+                if last['pos'] is not None:
+                    within = ~(finished | last['ended'])
+                    step = np.linalg.norm(pos - last['pos'], axis=1) / task.control_dt
+                    speeds.extend(step[within].tolist())
+                last['pos'], last['ended'] = pos, finished
             take = finished & (done_per_env < episodes_per_env)
             done_per_env[finished] += 1
             returns.extend(state.episode_return[take].tolist())
@@ -85,6 +95,11 @@ def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, 
             # Command rows the gate clamped (any joint): what the policy asks beyond limits.
             'clamp_share': round(gate.clamped / rows, 4) if rows else None,
             'success': round(success, 3) if success is not None else None,
+            # Tool speed (m/s) per control step, reach tasks: what a robot's tool-speed
+            # safety limit sees of the policy.
+            **({'tool_speed_p50_mps': round(float(np.percentile(speeds, 50)), 4),
+                'tool_speed_p99_mps': round(float(np.percentile(speeds, 99)), 4)}
+               if speeds else {}),
             **_tracking(stats)}
 
 

@@ -28,6 +28,12 @@ def test_the_ik_expert_reaches_every_target_through_the_gate(tmp_path):
     assert expert['return'] > zero['return'] + 50.0
     # The expert's 0.3 rad steps are above the slew limit: the gate clamps some rows.
     assert 0.0 < expert['clamp_share'] < 1.0
+    # Tool speed per control step: both move the tool (the zero action's targets follow
+    # the measured joints, so the arm sags under gravity), never faster than six joints at
+    # the arm's 3.14 rad/s could move a tool 0.85 m out.
+    for run in (expert, zero):
+        assert 0.1 < run['tool_speed_p99_mps'] < 3.14 * 0.85 * 6
+        assert run['tool_speed_p50_mps'] <= run['tool_speed_p99_mps']
 
 
 def test_evaluation_pauses_after_every_step_when_asked(tmp_path):

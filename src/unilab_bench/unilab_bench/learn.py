@@ -159,6 +159,7 @@ def _arm6(seeds, steps, root: pathlib.Path) -> dict:
             'train_clamp_share_first': _last_finite(curve['clamp_share'][:10], 1.0),
             'eval_return': ev['return'], 'eval_success': ev['success'],
             'eval_clamp_share': ev['clamp_share'],
+            'eval_tool_speed_p99_mps': ev.get('tool_speed_p99_mps'),
             'wall_s': t['summary'].get('wall_s'), 'fps': t['summary'].get('fps')}
         cfg = t['cfg']
     expert = _score(cfg, root / 'expert', 'arm6_reach',

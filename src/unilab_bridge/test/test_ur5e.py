@@ -136,3 +136,14 @@ def test_the_ur5e_robot_double_runs_the_makers_model_in_its_real_variant():
                 assert np.linalg.norm(tool - dh_flange(q)[:3, 3]) < 1e-3
     finally:
         double.close()
+
+
+def test_tool_position_is_the_tool_site_of_the_last_step():
+    from unilab_bridge.tasks.reach_reward import tool_position
+    with make_task('arm6_reach', 3, seed=2) as task:
+        task.reset(2)
+        state = task.step(np.zeros((3, 6)) + task.home)
+        np.testing.assert_allclose(tool_position(task), state.extras[:, 0:3], atol=1e-6)
+    with make_task('quad_walk', 1, seed=0) as task:  # no reach: no tool
+        task.reset(0)
+        assert tool_position(task) is None

@@ -55,6 +55,15 @@ def final_distance(task, finished) -> np.ndarray | None:
     return np.abs(np.asarray(terms['distance'])[finished] / scale)
 
 
+def tool_position(task) -> np.ndarray | None:
+    """Return a copy of the tool positions [N, 3] (m) after the last step (None: no reach)."""
+    inner = getattr(task, 'inner', task)
+    batch = getattr(inner, '_batch', None)
+    if final_distance(task, np.zeros(0, bool)) is None or batch is None:
+        return None
+    return np.array(batch.site_pos[:, 0], dtype=np.float64)
+
+
 def episode_success(task, finished) -> np.ndarray | None:
     """Return which episodes in ``finished`` ended within ``SUCCESS_M`` (None: undefined)."""
     dist = final_distance(task, finished)
