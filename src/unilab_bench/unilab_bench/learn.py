@@ -112,7 +112,7 @@ def _train_graph(overrides: dict, run_dir: pathlib.Path) -> dict:
 
 def _score(cfg, run_dir, task: str, actor=None) -> dict:
     from unilab.evaluation import evaluate_policy
-    from unilab_policy.factory import load_trained
+    from unilab_policy.networks import load_trained
     bundle = None
     if actor is None:
         trained = load_trained(run_dir)
@@ -125,7 +125,7 @@ def _score(cfg, run_dir, task: str, actor=None) -> dict:
 def _score_gym(cfg, run_dir, task: str) -> dict:
     """Return the deterministic evaluation of a gymnasium run (GYM_EVAL_EPISODES episodes)."""
     from unilab.evaluation import evaluate_policy
-    from unilab_policy.factory import load_trained
+    from unilab_policy.networks import load_trained
     trained = load_trained(run_dir)
     cfg = cfg.model_copy(update={'model': trained.params.model})
     return evaluate_policy(cfg, trained.bundle, task, str(run_dir), None, GYM_EVAL_EPISODES,

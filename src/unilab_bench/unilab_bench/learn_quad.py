@@ -32,7 +32,7 @@ def score_quad(cfg, run_dir: pathlib.Path, task: str) -> dict:
     """Return the tracking figures of ``run_dir``'s policy under every QUAD_COMMANDS."""
     from unilab.evaluation import evaluate_policy
     from unilab_bench.learn import EVAL_SEED
-    from unilab_policy.factory import load_trained
+    from unilab_policy.networks import load_trained
     trained = load_trained(run_dir)
     cfg = cfg.model_copy(update={'model': trained.params.model})
     out = {}
