@@ -9,7 +9,7 @@ from unilab.adapt.adapter import _only_version
 from unilab.adapt.finetune import (AdaptDataError, chunk_steps, concat_steps, finetune,
                                    reach_columns, score_versions, Window)
 from unilab_core.config import AdaptSection, AdvantageSection, PolicyUpdateSection
-from unilab_policy.factory import build_bundle
+from unilab_policy.networks import build_bundle
 from unilab_policy.weights import flatten_state, unflatten_into
 
 N_JOINTS = 6

@@ -15,7 +15,7 @@ from unilab_core.config import ConfigError, ModelSection, RunConfig
 from unilab_core.graph import TaskInfo
 from unilab_core.robot_profile import load_profile
 from unilab_policy.checkpoint import save_checkpoint
-from unilab_policy.factory import build_bundle
+from unilab_policy.networks import build_bundle
 from unilab_policy.params import PolicyNodeParams
 import yaml
 

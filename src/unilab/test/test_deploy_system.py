@@ -36,7 +36,7 @@ from unilab.prepare import task_info
 from unilab_core.config import dump_config, load_run_config
 from unilab_core.robot_profile import load_profile
 from unilab_policy.checkpoint import save_checkpoint
-from unilab_policy.factory import bundle_from_params
+from unilab_policy.networks import bundle_from_params
 import yaml
 
 ARM6 = load_profile(profile_path('arm6'))

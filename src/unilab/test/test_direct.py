@@ -49,7 +49,7 @@ def test_train_direct_trains_and_applies_the_disturbances(tmp_path):
 
 
 def test_train_direct_with_action_history_exports_the_wider_network(tmp_path):
-    from unilab_policy.factory import load_trained
+    from unilab_policy.networks import load_trained
     cfg = _cfg(**{'model.action_history': 2})
     out = train_direct(cfg, tmp_path / 'hist')
     assert out['steps'] >= 1024

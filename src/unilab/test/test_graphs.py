@@ -87,7 +87,7 @@ def test_the_simulated_graph_runs_on_sim_time_and_every_node_watches_its_peers()
 
 
 def test_chunk_length_never_exceeds_rollout():
-    from unilab_policy.factory import make_actor
+    from unilab_policy.networks import make_actor
     import torch
     cfg = RunConfig()
     cfg.rollout.rollout_length = 4

@@ -74,13 +74,13 @@ def describe_model(path: str | pathlib.Path) -> DeployModel:
         if not meta or 'policy' not in meta:
             raise ConfigError(f'model {path}: carries no UniLab description; export it again '
                               'with `unilab export RUN_DIR` (this version writes one)')
-        from unilab_policy.factory import upgrade_policy_params
+        from unilab_policy.networks import upgrade_policy_params
         return DeployModel(path, PolicyNodeParams.model_validate(
                                upgrade_policy_params(meta['policy'])),
                            TaskInfo(**{k: tuple(v) if isinstance(v, list) else v
                                        for k, v in meta['task'].items()}),
                            meta.get('envelope'))
-    from unilab_policy.factory import checkpoint_of, run_policy_params
+    from unilab_policy.networks import checkpoint_of, run_policy_params
     run_dir, checkpoint = checkpoint_of(path)
     params = run_policy_params(run_dir)
     task_name = params.run.task

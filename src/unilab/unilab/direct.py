@@ -26,7 +26,7 @@ from unilab_bridge.tasks import make_task
 from unilab_core.config import dump_config, RunConfig
 from unilab_policy import distributed
 from unilab_policy.device import setup_device
-from unilab_policy.factory import bundle_from_params, make_actor, make_trainer
+from unilab_policy.networks import bundle_from_params, make_actor, make_trainer
 from unilab_safety.build import build_gate
 from unilab_safety.gate import SafetyGate
 

@@ -41,7 +41,7 @@ def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, 
     from unilab.prepare import task_info
     from unilab.sim_loop import SimLoop, ZeroPolicy
     from unilab_bridge.tasks import make_task
-    from unilab_policy.factory import make_actor
+    from unilab_policy.networks import make_actor
     cfg = cfg.model_copy(update={'run': cfg.run.model_copy(update={'task': task_name})})
     gate = make_gate(cfg, run_dir)
     info, _ = task_info(task_name)

@@ -13,7 +13,7 @@ def export_run(run_dir: str, fmt: str,
     from unilab_policy.action_map import ActionMap
     from unilab_policy.export import (export_onnx, export_torchscript, ONNX_TOLERANCE,
                                       verify_onnx)
-    from unilab_policy.factory import load_trained
+    from unilab_policy.networks import load_trained
     from unilab.deploy import describe_model, model_metadata
     trained = load_trained(run_dir)
     bundle, obs_dim = trained.bundle, trained.input_dim

@@ -110,7 +110,7 @@ def play(opts: PlayOptions) -> dict:
     from unilab_bridge.tasks import make_task
     from unilab_bridge.variants import VARIANTS
     from unilab_core.config import load_run_config
-    from unilab_policy.factory import load_trained, make_actor
+    from unilab_policy.networks import load_trained, make_actor
     run_dir = pathlib.Path(opts.run_dir)
     trained = load_trained(run_dir)
     p = trained.params

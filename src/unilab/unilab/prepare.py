@@ -126,7 +126,7 @@ def check_resumable(run_dir: pathlib.Path) -> None:
     process with ``--multiprocess``); here the error is one line naming the file.
     """
     from unilab_policy.checkpoint import load_checkpoint
-    from unilab_policy.factory import load_trained
+    from unilab_policy.networks import load_trained
     from unilab_policy.trainer import RESUME_KEYS
     load_checkpoint(run_dir / 'checkpoints' / 'latest.pt', required=RESUME_KEYS)
     load_trained(run_dir)  # the weights fit the run's model

@@ -61,17 +61,17 @@ def test_quad_evaluation_reports_tracking_and_survival(tmp_path):
 
 
 def test_curves_and_summaries_read_the_metrics_file(tmp_path):
-    from unilab_bench.learn import _curve, _last_finite, _stats
+    from unilab_bench.learn_runs import last_finite, mean_std, read_curve
     (tmp_path / 'metrics.csv').write_text(
         'charts/env_steps,charts/wall_s,charts/mean_return,episodes/success_rate,'
         'safety/clamp_share\n'
         '100,1.0,nan,,0.9\n200,2.0,5.0,0.5,0.5\n300,3.0,7.0,nan,0.1\n')
-    c = _curve(tmp_path)
+    c = read_curve(tmp_path)
     assert c['env_steps'] == [100.0, 200.0, 300.0]
     assert np.isnan(c['return'][0]) and c['return'][2] == 7.0
-    assert _last_finite(c['success'], 1.0) == 0.5   # the empty and NaN cells are skipped
-    assert _last_finite(c['clamp_share'], 0.3) == 0.1
-    assert _stats([1.0, 3.0, None]) == {'mean': 2.0, 'std': 1.0}
+    assert last_finite(c['success'], 1.0) == 0.5   # the empty and NaN cells are skipped
+    assert last_finite(c['clamp_share'], 0.3) == 0.1
+    assert mean_std([1.0, 3.0, None]) == {'mean': 2.0, 'std': 1.0}
 
 
 def test_an_unknown_subset_is_refused_by_name():

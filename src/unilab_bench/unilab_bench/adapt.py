@@ -80,7 +80,7 @@ def _eval(cfg, model, flat, run_dir) -> float:
     import torch
     from unilab.evaluation import evaluate_policy
     from unilab_bridge.variants import VARIANTS
-    from unilab_policy.factory import load_trained
+    from unilab_policy.networks import load_trained
     from unilab_policy.weights import flatten_state, unflatten_into
     trained = load_trained(model)
     bundle = trained.bundle

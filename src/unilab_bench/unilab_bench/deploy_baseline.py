@@ -39,7 +39,7 @@ class PlainPolicyNode(Node):
         from unilab_core.robot_profile import load_profile
         from unilab_perception.task_inputs import MissingInput, ReachInputs
         from unilab_policy.action_map import ActionMap
-        from unilab_policy.factory import load_trained
+        from unilab_policy.networks import load_trained
         self._missing = MissingInput
         profile = load_profile(profile_file)
         trained = load_trained(model)

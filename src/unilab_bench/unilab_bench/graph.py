@@ -43,7 +43,7 @@ def _direct_loop(task_name: str, num_envs: int, steps: int) -> float:
     from unilab_bridge.tasks import make_task
     from unilab_core.config import load_run_config
     from unilab_policy.device import setup_device
-    from unilab_policy.factory import make_actor
+    from unilab_policy.networks import make_actor
     from unilab_safety.build import build_gate
 
     cfg = load_run_config([], _overrides(task_name, num_envs, steps))

@@ -32,15 +32,16 @@ against env steps and wall time.
 
 from __future__ import annotations
 
-import csv
-import math
 import pathlib
 import time
 
 import numpy as np
 
+from unilab_bench.learn_runs import (EVAL_SEED, gym_run, last_finite, mean_std, read_curve,
+                                     train_graph)
+
 #: Evaluation: envs x episodes per env, from one seed (the same episodes for every policy).
-EVAL_ENVS, EVAL_EPISODES_PER_ENV, EVAL_SEED = 64, 2, 4321
+EVAL_ENVS, EVAL_EPISODES_PER_ENV = 64, 2
 #: arm6_reach targets: 90 % of the IK expert's return (and at least RETURN_TARGET, 90 % of
 #: the expert's ~70 without the gate), reach success.
 EXPERT_SHARE_TARGET, RETURN_TARGET, SUCCESS_TARGET = 0.9, 63.0, 0.95
@@ -82,38 +83,9 @@ class ExpertActor:
                                         self._none, self._none, step.episode_starts()))
 
 
-def _curve(run_dir: pathlib.Path) -> dict:
-    """Return env steps, wall time, mean return, success and clamp share per metrics row."""
-    cols = {'env_steps': 'charts/env_steps', 'wall_s': 'charts/wall_s',
-            'return': 'charts/mean_return', 'success': 'episodes/success_rate',
-            'clamp_share': 'safety/clamp_share'}
-    out = {k: [] for k in cols}
-    with open(run_dir / 'metrics.csv', newline='') as f:
-        for row in csv.DictReader(f):
-            for k, c in cols.items():
-                v = row.get(c, '')
-                out[k].append(float(v) if v not in ('', None) else math.nan)
-    return out
-
-
-def _last_finite(values, share: float = 0.1) -> float | None:
-    """Return the mean of the finite values in the last ``share`` of a series."""
-    tail = np.asarray(values[-max(1, int(len(values) * share)):], float)
-    tail = tail[np.isfinite(tail)]
-    return round(float(tail.mean()), 4) if tail.size else None
-
-
-def _train_graph(overrides: dict, run_dir: pathlib.Path) -> dict:
-    from unilab.prepare import prepare_run
-    from unilab.runner import run_composed
-    run = prepare_run([], overrides, run_dir=str(run_dir))
-    summary = run_composed(run, progress=False)
-    return {'cfg': run.cfg, 'summary': summary}
-
-
 def _score(cfg, run_dir, task: str, actor=None) -> dict:
     from unilab.evaluation import evaluate_policy
-    from unilab_policy.factory import load_trained
+    from unilab_policy.networks import load_trained
     bundle = None
     if actor is None:
         trained = load_trained(run_dir)
@@ -126,18 +98,11 @@ def _score(cfg, run_dir, task: str, actor=None) -> dict:
 def _score_gym(cfg, run_dir, task: str) -> dict:
     """Return the deterministic evaluation of a gymnasium run (GYM_EVAL_EPISODES episodes)."""
     from unilab.evaluation import evaluate_policy
-    from unilab_policy.factory import load_trained
+    from unilab_policy.networks import load_trained
     trained = load_trained(run_dir)
     cfg = cfg.model_copy(update={'model': trained.params.model})
     return evaluate_policy(cfg, trained.bundle, task, str(run_dir), None, GYM_EVAL_EPISODES,
                            EVAL_SEED, 1)
-
-
-def _stats(values) -> dict:
-    v = np.asarray([x for x in values if x is not None], float)
-    if not v.size:
-        return {'mean': None, 'std': None}
-    return {'mean': round(float(v.mean()), 3), 'std': round(float(v.std()), 3)}
 
 
 def _arm6(seeds, steps, root: pathlib.Path) -> dict:
@@ -148,15 +113,15 @@ def _arm6(seeds, steps, root: pathlib.Path) -> dict:
         if steps:
             overrides['run.total_steps'] = steps
         rd = root / f'arm6_reach_s{seed}'
-        t = _train_graph(overrides, rd)
+        t = train_graph(overrides, rd)
         ev = _score(t['cfg'], rd, 'arm6_reach')
-        curve = _curve(rd)
+        curve = read_curve(rd)
         curves[seed] = curve
         per_seed[seed] = {
             'run_dir': str(rd), 'train_return_last': t['summary'].get('return_last'),
-            'train_success_last': _last_finite(curve['success']),
-            'train_clamp_share_last': _last_finite(curve['clamp_share']),
-            'train_clamp_share_first': _last_finite(curve['clamp_share'][:10], 1.0),
+            'train_success_last': last_finite(curve['success']),
+            'train_clamp_share_last': last_finite(curve['clamp_share']),
+            'train_clamp_share_first': last_finite(curve['clamp_share'][:10], 1.0),
             'eval_return': ev['return'], 'eval_success': ev['success'],
             'eval_clamp_share': ev['clamp_share'],
             'eval_tool_speed_p99_mps': ev.get('tool_speed_p99_mps'),
@@ -164,8 +129,8 @@ def _arm6(seeds, steps, root: pathlib.Path) -> dict:
         cfg = t['cfg']
     expert = _score(cfg, root / 'expert', 'arm6_reach',
                     actor=ExpertActor(EVAL_ENVS, 6))
-    ret = _stats([s['eval_return'] for s in per_seed.values()])
-    suc = _stats([s['eval_success'] for s in per_seed.values()])
+    ret = mean_std([s['eval_return'] for s in per_seed.values()])
+    suc = mean_std([s['eval_success'] for s in per_seed.values()])
     target_return = max(RETURN_TARGET, round(EXPERT_SHARE_TARGET * expert['return'], 3))
     return {'per_seed': per_seed, 'expert': expert, 'eval_return': ret, 'eval_success': suc,
             'target_return': target_return, 'target_success': SUCCESS_TARGET,
@@ -176,19 +141,6 @@ def _arm6(seeds, steps, root: pathlib.Path) -> dict:
             'expert_share': round(ret['mean'] / expert['return'], 3)
             if expert['return'] > 0 else None,
             '_curves': curves, '_expert_line': expert['return']}
-
-
-def _gym_run(task: str, seed: int, steps: int, rd: pathlib.Path) -> tuple:
-    """Train ``task`` through the graph into ``rd`` (or reuse a finished run there)."""
-    import json
-    overrides = {'run.task': task, 'run.total_steps': steps, 'run.seed': seed,
-                 'logging.tensorboard': False, 'logging.progress': False}
-    if (rd / 'summary.json').is_file():
-        from unilab.prepare import prepare_run
-        cfg = prepare_run([], overrides, run_dir=str(rd.parent / f'.score_{rd.name}')).cfg
-        return cfg, json.loads((rd / 'summary.json').read_text())
-    t = _train_graph(overrides, rd)
-    return t['cfg'], t['summary']
 
 
 def _gym_sb3(task: str, seed: int, steps: int, root: pathlib.Path) -> dict:
@@ -214,9 +166,9 @@ def _gym(task: str, seeds, steps, root: pathlib.Path, sb3_seeds) -> dict:
     per_seed, curves = {}, {}
     for seed in seeds:
         rd = root / f'{task}_s{seed}'
-        cfg, summary = _gym_run(task, seed, steps, rd)
+        cfg, summary = gym_run(task, seed, steps, rd)
         ev = _score_gym(cfg, rd, task)
-        curves[seed] = _curve(rd)
+        curves[seed] = read_curve(rd)
         entry = {'run_dir': str(rd), 'unilab_return': summary.get('return_last'),
                  'unilab_eval_return': ev['return'], 'unilab_eval_return_std': ev['return_std'],
                  'unilab_fps': summary.get('fps')}
@@ -232,11 +184,11 @@ def _gym(task: str, seeds, steps, root: pathlib.Path, sb3_seeds) -> dict:
     out = {'per_seed': per_seed, 'steps': steps, 'eval_episodes': GYM_EVAL_EPISODES,
            'published': PUBLISHED.get(task, {}), '_curves': curves, '_expert_line': None}
     for key in ('unilab_return', 'sb3_return', 'unilab_eval_return', 'sb3_eval_return'):
-        out[key] = _stats([s.get(key) for s in per_seed.values()])
+        out[key] = mean_std([s.get(key) for s in per_seed.values()])
     both = [s for s in per_seed.values() if s.get('sb3_return') is not None]
     for kind in ('', 'eval_'):
         # Compared on the seeds both ran.
-        ours = _stats([s.get(f'unilab_{kind}return') for s in both])
+        ours = mean_std([s.get(f'unilab_{kind}return') for s in both])
         sb3 = out[f'sb3_{kind}return']
         if ours['mean'] is not None and sb3['mean'] is not None:
             out[f'unilab_vs_sb3{"_" + kind[:-1] if kind else ""}'] = round(
@@ -284,7 +236,7 @@ def _ranks(seeds, steps, root: pathlib.Path) -> dict:
         overrides = {'run.seed': seed, 'run.total_steps': steps,
                      'logging.tensorboard': False, 'logging.progress': False}
         rd1, rd2 = root / f'one_rank_s{seed}', root / f'two_ranks_s{seed}'
-        one = _train_graph(overrides, rd1)
+        one = train_graph(overrides, rd1)
         envs = one['cfg'].rollout.num_envs
         if envs % RANKS:
             raise ValueError(f'bench learn --subset ranks: {envs} envs do not split into '
@@ -293,22 +245,22 @@ def _ranks(seeds, steps, root: pathlib.Path) -> dict:
         entry = {'envs': envs}
         for name, rd, summary in (('one_rank', rd1, one['summary']), ('two_ranks', rd2, two)):
             ev = _score(one['cfg'], rd, 'arm6_reach')
-            curves[f'{name} s{seed}'] = _curve(rd)
+            curves[f'{name} s{seed}'] = read_curve(rd)
             entry[name] = {'run_dir': str(rd), 'eval_return': ev['return'],
                            'eval_success': ev['success'], 'steps': summary.get('steps'),
                            'wall_s': summary.get('wall_s'), 'fps': summary.get('fps'),
                            'ranks': summary.get('ranks', 1)}
         per_seed[seed] = entry
-    one_r = _stats([s['one_rank']['eval_return'] for s in per_seed.values()])
-    two_r = _stats([s['two_ranks']['eval_return'] for s in per_seed.values()])
+    one_r = mean_std([s['one_rank']['eval_return'] for s in per_seed.values()])
+    two_r = mean_std([s['two_ranks']['eval_return'] for s in per_seed.values()])
     diff = round(two_r['mean'] - one_r['mean'], 3)
     spread = max(one_r['std'], two_r['std'])
     return {'per_seed': per_seed, 'steps': steps, 'ranks': RANKS,
             'one_rank_return': one_r, 'two_ranks_return': two_r,
-            'one_rank_success': _stats([s['one_rank']['eval_success']
-                                        for s in per_seed.values()]),
-            'two_ranks_success': _stats([s['two_ranks']['eval_success']
-                                         for s in per_seed.values()]),
+            'one_rank_success': mean_std([s['one_rank']['eval_success']
+                                          for s in per_seed.values()]),
+            'two_ranks_success': mean_std([s['two_ranks']['eval_success']
+                                           for s in per_seed.values()]),
             'difference': diff, 'seed_spread': spread,
             'within_seed_spread': abs(diff) <= spread,
             '_curves': curves, '_expert_line': None}

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import pathlib
 
+from unilab_bench.learn_runs import EVAL_SEED, gym_run, mean_std, read_curve
+
 #: --subset -> task.
 QUAD_TASKS = {'quad': 'quad_walk', 'quad12': 'quad12_walk'}
 #: Default training budget per seed (the default run's).
@@ -31,8 +33,7 @@ KEYS = ('return', 'vx_error', 'yaw_error', 'survival', 'clamp_share')
 def score_quad(cfg, run_dir: pathlib.Path, task: str) -> dict:
     """Return the tracking figures of ``run_dir``'s policy under every QUAD_COMMANDS."""
     from unilab.evaluation import evaluate_policy
-    from unilab_bench.learn import EVAL_SEED
-    from unilab_policy.factory import load_trained
+    from unilab_policy.networks import load_trained
     trained = load_trained(run_dir)
     cfg = cfg.model_copy(update={'model': trained.params.model})
     out = {}
@@ -49,17 +50,16 @@ def score_quad(cfg, run_dir: pathlib.Path, task: str) -> dict:
 
 def quad(subset: str, seeds, steps, root: pathlib.Path) -> dict:
     """Train (or reuse) and score ``subset``'s quadruped for each seed."""
-    from unilab_bench.learn import _curve, _gym_run, _stats
     task = QUAD_TASKS[subset]
     steps = steps or QUAD_STEPS
     per_seed, curves = {}, {}
     for seed in seeds:
         rd = root / f'{task}_s{seed}'
-        cfg, summary = _gym_run(task, seed, steps, rd)
+        cfg, summary = gym_run(task, seed, steps, rd)
         per_seed[seed] = {'run_dir': str(rd), 'train_return_last': summary.get('return_last'),
                           'wall_s': summary.get('wall_s'), **score_quad(cfg, rd, task)}
-        curves[seed] = _curve(rd)
-    means = {name: {k: _stats([s[name][k] for s in per_seed.values()]) for k in KEYS}
+        curves[seed] = read_curve(rd)
+    means = {name: {k: mean_std([s[name][k] for s in per_seed.values()]) for k in KEYS}
              for name in QUAD_COMMANDS}
     forward = [s['vx0.5'] for s in per_seed.values()]
     return {'task': task, 'steps': steps, 'per_seed': per_seed, 'mean': means,

@@ -19,7 +19,7 @@ def fresh_run_dir(task: str, path: pathlib.Path) -> pathlib.Path:
     from unilab.prepare import task_info
     from unilab_core.config import dump_config, load_run_config
     from unilab_policy.checkpoint import save_checkpoint
-    from unilab_policy.factory import bundle_from_params
+    from unilab_policy.networks import bundle_from_params
     cfg = load_run_config(list(default_config_files()), {'run.task': task})
     info, _ = task_info(task)
     params = policy_params(cfg, info)

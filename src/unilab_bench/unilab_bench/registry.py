@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from unilab_bench.adapt import bench_adapt
 from unilab_bench.bridge import bench_bridge
+from unilab_bench.datafactory import bench_factory
 from unilab_bench.deploy import bench_deploy
-from unilab_bench.factory import bench_factory
 from unilab_bench.gae import bench_gae
 from unilab_bench.graph import bench_graph
 from unilab_bench.learn import bench_learn

@@ -261,7 +261,7 @@ def bench_scale(args) -> dict:
     from unilab.prepare import describe_training
     from unilab.paths import default_config_files
     from unilab_core.config import load_run_config
-    from unilab_policy.factory import bundle_from_params
+    from unilab_policy.networks import bundle_from_params
     from unilab_policy.history import policy_input_dim
     task = args.task or 'arm6_reach'
     num_envs = args.num_envs or 64

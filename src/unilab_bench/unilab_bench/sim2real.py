@@ -68,7 +68,7 @@ def evaluate(bundle, cfg, run_dir: str, variant: dict | None, num_envs: int,
 def _train_pair(steps: int, seed: int, num_envs: int | None, tmp: str, zero: dict) -> dict:
     """Train and evaluate (a) and (b) for one training seed."""
     from unilab.direct import train_direct
-    from unilab_policy.factory import load_trained
+    from unilab_policy.networks import load_trained
     out = {}
     for label, injection in (('nominal_trained', False), ('injection_trained', True)):
         cfg = _config(steps, seed, num_envs, injection)

@@ -71,7 +71,7 @@ def bench_transfer(args) -> dict:
     from unilab_bench.sim2real import _config, DEFAULT_STEPS, EVAL_SEED, TASK
     from unilab_bridge.variants import REAL_VARIANT
     from unilab_core.config import load_run_config
-    from unilab_policy.factory import load_trained
+    from unilab_policy.networks import load_trained
     goals = getattr(args, 'goals', None) or DEFAULT_GOALS
     steps = args.steps or DEFAULT_STEPS
     out = {'benchmark': 'transfer', 'robot': ROBOT, 'variant': 'real', 'goals': goals,

@@ -8,11 +8,11 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 from unilab_bridge.variants import VARIANTS
-from unilab_core.config import _Section, BridgeSection, DisturbancesSection, RunSection
+from unilab_core.config import BridgeSection, DisturbancesSection, RunSection, Section
 from unilab_core.health import HealthParams
 
 
-class BridgeNodeParams(_Section):
+class BridgeNodeParams(Section):
     """Parameters of the bridge node (``unilab_bridge.bridge_node``)."""
 
     run: RunSection = Field(default_factory=RunSection)
@@ -27,7 +27,7 @@ class BridgeNodeParams(_Section):
     health: HealthParams = Field(default_factory=HealthParams)
 
 
-class RobotDoubleParams(_Section):
+class RobotDoubleParams(Section):
     """Parameters of the robot double (``unilab_bridge.robot_double_node``)."""
 
     profile: str = Field('', min_length=1, description='Robot profile YAML (the robot it '
@@ -69,7 +69,7 @@ class RobotDoubleParams(_Section):
         return self
 
 
-class ScenarioParams(_Section):
+class ScenarioParams(Section):
     """Parameters of the scenario node (``unilab_bridge.scenario_node``)."""
 
     profile: str = Field('', min_length=1, description='Robot profile YAML (task inputs: '

@@ -8,7 +8,7 @@ from pydantic import Field
 import pytest
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from unilab_core.config import _Section, ConfigError, DisturbancesSection, SafetySection
+from unilab_core.config import ConfigError, DisturbancesSection, SafetySection, Section
 from unilab_core.ros.params import declare_params
 from unilab_core.testing import isolate_ros_domain
 
@@ -17,14 +17,14 @@ isolate_ros_domain()
 from unilab_core.pytest_fixtures import fresh_context  # noqa: E402,F401,I100
 
 
-class _Inner(_Section):
+class _Inner(Section):
     """A nested section."""
 
     gains: list[float] = Field(default_factory=list, description='empty list default')
     mode: Literal['a', 'b'] = Field('a', description='a choice')
 
 
-class _Params(_Section):
+class _Params(Section):
     """A node's parameters: top-level fields and nested sections, two deep."""
 
     joint_names: list[str] = Field(default_factory=list, min_length=1, description='names')

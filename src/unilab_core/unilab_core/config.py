@@ -25,21 +25,27 @@ class ConfigError(ValueError):
     """A configuration file or value is wrong; the message names file and key."""
 
 
-class _Section(BaseModel):
+class Section(BaseModel):
+    """Base of every typed config section: unknown keys, NaN and Inf are errors."""
+
     # NaN and Inf are never a setting (`lr: .nan` would pass `gt=0` checks by accident).
     model_config = ConfigDict(extra='forbid', validate_assignment=True, allow_inf_nan=False)
 
 
-def nested_section(field) -> type[_Section] | None:
+#: The former private name, kept for code written against it.
+_Section = Section
+
+
+def nested_section(field) -> type[Section] | None:
     """Return the section model of a pydantic field that holds a nested section, else None."""
     ann = field.annotation
-    return ann if isinstance(ann, type) and issubclass(ann, _Section) else None
+    return ann if isinstance(ann, type) and issubclass(ann, Section) else None
 
 
 # --------------------------------------------------------------------------
 # unilab_config.yaml
 # --------------------------------------------------------------------------
-class RunSection(_Section):
+class RunSection(Section):
     """What to train and for how long."""
 
     task: str = Field('arm6_reach', description='Task name (ours or a gymnasium MuJoCo id).')
@@ -62,7 +68,7 @@ class RunSection(_Section):
         'faster per round trip on these machines).')
 
 
-class TransportSection(_Section):
+class TransportSection(Section):
     """How tensor topics cross process boundaries (docs/transport.md)."""
 
     backend: Literal['ring', 'iceoryx2'] = Field(
@@ -72,7 +78,7 @@ class TransportSection(_Section):
         'same for both. Started processes get it as UNILAB_TRANSPORT_BACKEND.')
 
 
-class GpuSection(_Section):
+class GpuSection(Section):
     """CUDA settings; ignored (with a log line) on CPU."""
 
     memory_pool_ratio: float = Field(
@@ -81,7 +87,7 @@ class GpuSection(_Section):
     unified_memory: bool = Field(True, description='Prefer unified (managed) host/device memory.')
 
 
-class BridgeSection(_Section):
+class BridgeSection(Section):
     """Simulation bridge settings."""
 
     state_timeout_s: float = Field(
@@ -102,7 +108,7 @@ class BridgeSection(_Section):
                          'with a log line where rendering is unavailable).')
 
 
-class ImuNoiseSection(_Section):
+class ImuNoiseSection(Section):
     """IMU noise, Kalibr model: white noise density + bias random walk, per axis."""
 
     enabled: bool = Field(True, description='Inject IMU noise.')
@@ -123,7 +129,7 @@ def _check_range(value: list) -> list:
     return value
 
 
-class EncoderNoiseSection(_Section):
+class EncoderNoiseSection(Section):
     """Joint encoder noise and a constant per-episode offset."""
 
     enabled: bool = Field(True, description='Inject encoder noise and offsets.')
@@ -133,7 +139,7 @@ class EncoderNoiseSection(_Section):
         0.005, ge=0.0, description='Per-episode offset, uniform in +-value [rad].')
 
 
-class ActuatorSection(_Section):
+class ActuatorSection(Section):
     """Actuator/bus delay with jitter and PD gain scaling."""
 
     _ranges = field_validator('delay_steps', 'kp_scale', 'kd_scale')(_check_range)
@@ -153,7 +159,7 @@ class ActuatorSection(_Section):
         description='Per-episode scale of position-servo damping kv.')
 
 
-class NetworkSection(_Section):
+class NetworkSection(Section):
     """Packet loss and delay between robot and controller."""
 
     _ranges = field_validator('observation_delay_steps')(_check_range)
@@ -168,7 +174,7 @@ class NetworkSection(_Section):
         description='Per-episode observation delay, uniform integer in [lo, hi] steps.')
 
 
-class DynamicsSection(_Section):
+class DynamicsSection(Section):
     """Dynamics randomisation per episode, and pushes."""
 
     _ranges = field_validator('mass_scale', 'friction_scale', 'damping_scale')(_check_range)
@@ -190,14 +196,14 @@ class DynamicsSection(_Section):
         'velocity [rad/s]).')
 
 
-class CameraBlurSection(_Section):
+class CameraBlurSection(Section):
     """Camera motion blur along the image-plane motion implied by the IMU angular rate."""
 
     enabled: bool = Field(True, description='Blur camera images (when a camera is on).')
     exposure_s: float = Field(0.01, ge=0.0, le=1.0, description='Exposure time [s].')
 
 
-class DisturbancesSection(_Section):
+class DisturbancesSection(Section):
     """Sim-to-real disturbance injection in the bridge (master switch + one block per term)."""
 
     enabled: bool = Field(False, description='Master switch; off keeps the bridge noise-free.')
@@ -209,7 +215,7 @@ class DisturbancesSection(_Section):
     camera: CameraBlurSection = Field(default_factory=CameraBlurSection)
 
 
-class SafetySection(_Section):
+class SafetySection(Section):
     """Safety gate settings."""
 
     joint_limits_file: str = Field(
@@ -316,7 +322,7 @@ def bev_cells(bev_range: float, pillar_size: float) -> int:
     return int(round(2.0 * bev_range / pillar_size))
 
 
-class PerceptionSection(_Section):
+class PerceptionSection(Section):
     """Extra sensors in the policy observation (joint states and task state always)."""
 
     pointcloud: bool = Field(
@@ -345,7 +351,7 @@ class PerceptionSection(_Section):
         return self
 
 
-class HealthSection(_Section):
+class HealthSection(Section):
     """When a node's ``/diagnostics`` status turns WARN or ERROR (docs/operations.md)."""
 
     period_s: float = Field(
@@ -374,7 +380,7 @@ class HealthSection(_Section):
         'for this long after start, then an ERROR; one that has left it is an ERROR at once.')
 
 
-class LoggingSection(_Section):
+class LoggingSection(Section):
     """Run directory outputs."""
 
     tensorboard: bool = Field(True, description='Write TensorBoard event files.')
@@ -385,7 +391,7 @@ class LoggingSection(_Section):
 # --------------------------------------------------------------------------
 # ppo_unilab.yaml
 # --------------------------------------------------------------------------
-class RolloutSection(_Section):
+class RolloutSection(Section):
     """Rollout collection."""
 
     num_envs: int = Field(64, gt=0, le=65536, description='Parallel environments.')
@@ -394,14 +400,14 @@ class RolloutSection(_Section):
         8, gt=0, description='Steps per rollout chunk sent from policy to trainer.')
 
 
-class AdvantageSection(_Section):
+class AdvantageSection(Section):
     """Generalised advantage estimation."""
 
     gamma: float = Field(0.99, gt=0.0, le=1.0, description='Discount factor.')
     gae_lambda: float = Field(0.95, ge=0.0, le=1.0, description='GAE lambda.')
 
 
-class PolicyUpdateSection(_Section):
+class PolicyUpdateSection(Section):
     """PPO update."""
 
     batch_size: int = Field(512, gt=0, description=(
@@ -420,7 +426,7 @@ class PolicyUpdateSection(_Section):
     desired_kl: float = Field(0.01, gt=0.0, description='KL target of the adaptive schedule.')
 
 
-class ModelSection(_Section):
+class ModelSection(Section):
     """Actor-critic network."""
 
     hidden_sizes: list[int] = Field(
@@ -481,7 +487,7 @@ class ModelSection(_Section):
         return v
 
 
-class NormalizationSection(_Section):
+class NormalizationSection(Section):
     """Observation normalisation and reward scaling."""
 
     observations: bool = Field(True, description='Running mean/std observation normaliser.')
@@ -491,7 +497,7 @@ class NormalizationSection(_Section):
     reward_clip: float = Field(10.0, gt=0.0, description='Clip of scaled rewards.')
 
 
-class OfflineSection(_Section):
+class OfflineSection(Section):
     """
     Offline training from bags (``unilab train --offline BAG...``): IQL and a BC baseline.
 
@@ -512,7 +518,7 @@ class OfflineSection(_Section):
         '/joint_states + /unilab/task_state (through perception) + /unilab/action.')
 
 
-class StressSection(_Section):
+class StressSection(Section):
     """Thresholds of ``unilab bench stress`` (docs/operations.md); exceeding any exits 1."""
 
     gpu_latency_ms: float = Field(
@@ -536,7 +542,7 @@ class StressSection(_Section):
         '(best effort) a robot\'s safety node received.')
 
 
-class AdaptSection(_Section):
+class AdaptSection(Section):
     """
     Online adaptation on a robot (``unilab adapt``): fine-tune rounds and the safety fuse.
 
@@ -606,7 +612,7 @@ class AdaptSection(_Section):
         'only).')
 
 
-SECTIONS: dict[str, type[_Section]] = {
+SECTIONS: dict[str, type[Section]] = {
     'run': RunSection, 'gpu': GpuSection, 'bridge': BridgeSection,
     'disturbances': DisturbancesSection,
     'safety': SafetySection, 'logging': LoggingSection, 'perception': PerceptionSection,
@@ -617,7 +623,7 @@ SECTIONS: dict[str, type[_Section]] = {
 }
 
 
-class RunConfig(_Section):
+class RunConfig(Section):
     """The whole resolved configuration of one run."""
 
     run: RunSection = Field(default_factory=RunSection)

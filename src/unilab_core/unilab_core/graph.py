@@ -18,7 +18,7 @@ import pathlib
 from typing import Any, NamedTuple
 
 from unilab_core.atomic import atomic_write_text
-from unilab_core.config import _Section
+from unilab_core.config import Section
 import yaml
 
 
@@ -105,7 +105,7 @@ class Graph:
 
     name: str
     nodes: tuple[NodeSpec, ...]
-    parameters: dict[str, _Section]
+    parameters: dict[str, Section]
     namespace: str = ''
     end_node: str = ''
     #: ``{node_name: {from_topic: to_topic}}``: ROS remappings (a robot's own topic names).

@@ -26,13 +26,13 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator, ValidationError
 
-from unilab_core.config import _Section, ConfigError, format_errors, read_yaml
+from unilab_core.config import ConfigError, format_errors, read_yaml, Section
 
 #: Profile keys that hold file paths (resolved against the profile's directory).
 _FILE_KEYS = ('joint_limits_file', 'urdf_file', 'model_file')
 
 
-class CommandSection(_Section):
+class CommandSection(Section):
     """The controller that takes the robot's commands."""
 
     type: Literal['forward_command', 'joint_trajectory'] = Field(
@@ -51,7 +51,7 @@ class CommandSection(_Section):
         'in sync); zero = start on receipt.')
 
 
-class TaskInputsSection(_Section):
+class TaskInputsSection(Section):
     """Where the observation's task inputs come from on the robot."""
 
     kind: Literal['none', 'reach', 'walk'] = Field(
@@ -68,7 +68,7 @@ class TaskInputsSection(_Section):
     odom_topic: str = Field('/odom', description='nav_msgs/Odometry of the base (walk).')
 
 
-class RobotProfile(_Section):
+class RobotProfile(Section):
     """One robot: its joints, topics, controller, limits and model."""
 
     name: str = Field('', min_length=1, description='Robot name (namespaces, logs).')

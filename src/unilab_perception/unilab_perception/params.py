@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 from unilab_core import topics
-from unilab_core.config import _Section
+from unilab_core.config import Section
 from unilab_core.health import HealthParams
 from unilab_core.robot_profile import TaskInputsSection
 
@@ -25,7 +25,7 @@ from unilab_core.robot_profile import TaskInputsSection
 STAGES = ('deskew', 'roi', 'voxel', 'statistical_outlier', 'radius_outlier')
 
 
-class SensorsSection(_Section):
+class SensorsSection(Section):
     """Which sensors feed the observation (joint states and task state always do)."""
 
     pointcloud: bool = Field(False, description='Subscribe to sensor_msgs/PointCloud2 and add '
@@ -36,7 +36,7 @@ class SensorsSection(_Section):
                         'features [N, image.feature_dim] (one image per env and step).')
 
 
-class PointCloudSection(_Section):
+class PointCloudSection(Section):
     """Point-cloud ingest and CPU stages."""
 
     topic: str = Field(topics.POINTS, description='PointCloud2 topic (frame_id `env<i>/...` '
@@ -76,7 +76,7 @@ class PointCloudSection(_Section):
         return self
 
 
-class BevSection(_Section):
+class BevSection(Section):
     """Pillar encoder grid and widths."""
 
     x_range: list[float] = Field(default_factory=lambda: [-10.0, 10.0],
@@ -103,7 +103,7 @@ class BevSection(_Section):
         return self
 
 
-class SyncSection(_Section):
+class SyncSection(Section):
     """Time alignment of the extra sensors to the control step's stamp."""
 
     slop_s: float = Field(0.05, ge=0.0, description='Largest stamp difference matched.')
@@ -119,13 +119,13 @@ class SyncSection(_Section):
         'and is counted as `withheld`.')
 
 
-class ImuSection(_Section):
+class ImuSection(Section):
     """IMU ingest."""
 
     topic: str = Field(topics.IMU, description='Imu topic (frame_id `env<i>/...` names the env).')
 
 
-class ImageSection(_Section):
+class ImageSection(Section):
     """Image ingest, CPU stages (undistortion, ROI crop) and the CNN encoder."""
 
     topic: str = Field(topics.IMAGE, description='Image topic (frame_id `env<i>/...` names '
@@ -161,7 +161,7 @@ class ImageSection(_Section):
         return self
 
 
-class EncoderSection(_Section):
+class EncoderSection(Section):
     """Torch side of the observation."""
 
     device: Literal['auto', 'cpu', 'cuda'] = Field(
@@ -169,7 +169,7 @@ class EncoderSection(_Section):
     seed: int = Field(0, ge=0, description='Seed of the encoder weights.')
 
 
-class PerceptionNodeParams(_Section):
+class PerceptionNodeParams(Section):
     """Parameters of the perception node: the joint path plus the sections above."""
 
     num_envs: int = Field(1, ge=1, description='Envs (or robots) in one observation batch.')

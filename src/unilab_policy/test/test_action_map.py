@@ -17,8 +17,8 @@ from unilab_policy.action_map import ActionMap, resolve_action_map
 from unilab_policy.actor import PolicyActor, StepIn
 from unilab_policy.export import export_onnx, export_torchscript
 from unilab_policy.exported_inference import ExportedPolicy, OnnxBundlePolicy
-from unilab_policy.factory import build_bundle, load_weights_file, resolve_runtime
 from unilab_policy.inference import InferencePolicy
+from unilab_policy.networks import build_bundle, load_weights_file, resolve_runtime
 from unilab_policy.params import PolicyNodeParams
 from unilab_policy.weights import flatten_state
 

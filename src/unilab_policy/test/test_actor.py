@@ -7,7 +7,7 @@ import pytest
 import torch
 from unilab_core.config import ModelSection, NormalizationSection
 from unilab_policy.actor import ObservationError, PolicyActor, StepIn
-from unilab_policy.factory import build_bundle
+from unilab_policy.networks import build_bundle
 from unilab_policy.weights import flatten_state
 
 N, OBS, ACT, T, K = 3, 4, 2, 4, 2

@@ -164,7 +164,7 @@ def test_single_process_helpers_are_the_identity():
 def test_k_ranks_of_n_envs_take_the_minibatches_of_one_rank_of_k_n_envs():
     """`policy_update.batch_size` is the minibatch over all ranks (rsl_rl: a count per rank)."""
     from unilab_core.config import RolloutSection
-    from unilab_policy.factory import ppo_params
+    from unilab_policy.networks import ppo_params
     update, adv = PolicyUpdateSection(batch_size=512), AdvantageSection()
     one = ppo_params(update, adv, RolloutSection(num_envs=64, rollout_length=32))
     two = ppo_params(update, adv, RolloutSection(num_envs=32, rollout_length=32), ranks=2)

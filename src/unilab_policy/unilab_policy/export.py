@@ -21,6 +21,7 @@ from unilab_core.atomic import atomic_path
 from .action_map import ActionMap
 from .models import ActorCritic
 from .normalizer import EmpiricalNormalization
+from .onnx_runtime import onnx_session
 
 ONNX_OPSET = 17
 
@@ -152,7 +153,6 @@ def verify_onnx(model, module: nn.Module, obs_dim: int, n: int = 64, seed: int =
 
     ``model`` is an ONNX file path or an onnxruntime session already built.
     """
-    from unilab_policy.exported_inference import onnx_session
     session = model if hasattr(model, 'run') else onnx_session(os.fspath(model))
     gen = torch.Generator().manual_seed(seed)
     obs = 3.0 * torch.randn(n, obs_dim, generator=gen)

@@ -24,7 +24,9 @@ from typing import Callable
 import numpy as np
 import torch
 
+from unilab_policy import export
 from unilab_policy.models import ActOutput
+from unilab_policy.onnx_runtime import onnx_session
 
 
 def is_exported(path: str | os.PathLike) -> bool:
@@ -37,21 +39,6 @@ def is_exported(path: str | os.PathLike) -> bool:
         return False
     with zipfile.ZipFile(path) as z:  # torch.save archives hold data.pkl, not code/
         return any('/code/' in n or n.endswith('constants.pkl') for n in z.namelist())
-
-
-def onnx_session(model, threads: int = 1):
-    """
-    Return an onnxruntime CPU session for a model file path or serialised bytes.
-
-    ``threads`` intra-op threads (1: a small MLP per control step loses more to a
-    thread pool's hand-off than it gains), no inter-op parallelism.
-    """
-    import onnxruntime as ort
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = int(threads)
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    return ort.InferenceSession(model, options, providers=['CPUExecutionProvider'])
 
 
 _OUTPUTS = ['action']
@@ -144,8 +131,8 @@ class OnnxBundlePolicy(_CommandRuntime):
 
     def reload(self, bundle, background: bool = True) -> None:
         """Act with ``bundle``'s current weights from the next step on (see the class)."""
-        from unilab_policy.export import DeployablePolicy
-        module = DeployablePolicy(bundle.actor_critic, bundle.obs_normalizer, self.action_map)
+        module = export.DeployablePolicy(bundle.actor_critic, bundle.obs_normalizer,
+                                         self.action_map)
         with self._lock:
             self._active = (module, None)
             first = not (self.exports or self.failed)
@@ -168,13 +155,12 @@ class OnnxBundlePolicy(_CommandRuntime):
                     return
 
     def _build(self, module) -> None:
-        from unilab_policy.export import onnx_bytes, ONNX_TOLERANCE, verify_onnx
         try:
-            session = onnx_session(onnx_bytes(module, self.input_dim), self.threads)
-            diff = verify_onnx(session, module, self.input_dim)
-            if not diff <= ONNX_TOLERANCE:  # NaN included
+            session = onnx_session(export.onnx_bytes(module, self.input_dim), self.threads)
+            diff = export.verify_onnx(session, module, self.input_dim)
+            if not diff <= export.ONNX_TOLERANCE:  # NaN included
                 raise ValueError(f'onnxruntime differs from torch by {diff:.2e} '
-                                 f'(> {ONNX_TOLERANCE:.0e})')
+                                 f'(> {export.ONNX_TOLERANCE:.0e})')
         except Exception as exc:  # noqa: B902 - any export failure: keep acting in torch
             with self._lock:
                 self.failed += 1

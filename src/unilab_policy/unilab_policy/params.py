@@ -16,13 +16,13 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, model_validator
-from unilab_core.config import (_Section, AdvantageSection, GpuSection, LoggingSection,
-                                ModelSection, NormalizationSection, PolicyUpdateSection,
-                                RolloutSection, RunSection)
+from unilab_core.config import (AdvantageSection, GpuSection, LoggingSection, ModelSection,
+                                NormalizationSection, PolicyUpdateSection, RolloutSection,
+                                RunSection, Section)
 from unilab_core.health import HealthParams
 
 
-class PolicyNetParams(_Section):
+class PolicyNetParams(Section):
     """What builds the network: shapes, device, seed and the model sections."""
 
     obs_dim: int = Field(0, gt=0, description='Observation width the perception node sends.')

@@ -28,7 +28,7 @@ from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
 from unilab_policy.actor import ObservationError, StepIn, StepResult
 from unilab_policy.checkpoint import CheckpointError
 from unilab_policy.device import setup_device
-from unilab_policy.factory import load_weights_file, make_actor
+from unilab_policy.networks import load_weights_file, make_actor
 from unilab_policy.node_common import WEIGHTS_QOS
 from unilab_policy.params import PolicyNodeParams
 

@@ -25,7 +25,7 @@ class PPOParams:
     """
     PPO hyper-parameters: the config's ``policy_update`` and ``advantage`` sections as they are.
 
-    Built by ``unilab_policy.factory.ppo_params`` (the one place that derives
+    Built by ``unilab_policy.networks.ppo_params`` (the one place that derives
     ``num_mini_batches`` from ``policy_update.batch_size`` and the rollout size);
     the sections are validated pydantic models, so the values are in range.
     Advantages are always normalised per rollout (rsl_rl's default).

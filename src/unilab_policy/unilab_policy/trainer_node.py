@@ -28,7 +28,7 @@ from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
 
 from unilab_policy import distributed
 from unilab_policy.device import setup_device
-from unilab_policy.factory import make_trainer
+from unilab_policy.networks import make_trainer
 from unilab_policy.node_common import WEIGHTS_QOS
 from unilab_policy.params import TrainerNodeParams
 from unilab_policy.trainer import BadChunkError, StaleChunkError, TrainingFailedError

@@ -16,11 +16,11 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 from unilab_core import topics
-from unilab_core.config import _Section, SafetySection
+from unilab_core.config import SafetySection, Section
 from unilab_core.health import HealthParams
 
 
-class OutputSection(_Section):
+class OutputSection(Section):
     """Where the safe commands go: the graph's tensor topic, or a robot's controller."""
 
     type: Literal['tensor_batch', 'forward_command', 'joint_trajectory'] = Field(
@@ -39,7 +39,7 @@ class OutputSection(_Section):
         '"start on receipt" (clocks not in sync).')
 
 
-class SafetySpec(_Section):
+class SafetySpec(Section):
     """Everything the gate, its loop and the safety node are built from."""
 
     joint_names: list[str] = Field(

@@ -71,7 +71,7 @@ def build_adapter(run_dir, model: str, adapt, log=print, pause=None) -> Adapter:
     ``pause`` (``ControlPacer.pause``) runs between the pieces of a round's work.
     """
     from unilab.deploy import describe_model
-    from unilab_policy.factory import load_trained
+    from unilab_policy.networks import load_trained
     run_dir = pathlib.Path(run_dir)
     cfg = load_run_config([run_dir / 'config.yaml'])
     desc = describe_model(model)

@@ -5,14 +5,14 @@
 from __future__ import annotations
 
 from pydantic import Field
-from unilab_core.config import _Section, AdaptSection
+from unilab_core.config import AdaptSection, Section
 from unilab_core.health import HealthParams
 
 #: The recorder's folder in an adaptation run directory: rotating bags ``00000``, ...
 RECORDINGS = 'recordings'
 
 
-class AdapterNodeParams(_Section):
+class AdapterNodeParams(Section):
     """Parameters of the adapter node (``unilab.adapt.adapter_node``) in the adapt graph."""
 
     run_dir: str = Field('', min_length=1, description='The deployment\'s run directory '

@@ -30,7 +30,7 @@ def adapt_in_simulation(cfg, model: str | pathlib.Path, variant: dict | None, ro
     from unilab.graphs import policy_params
     from unilab.sim_loop import SimLoop
     from unilab_bridge.tasks import make_task
-    from unilab_policy.factory import load_trained, make_actor
+    from unilab_policy.networks import load_trained, make_actor
     from unilab_policy.weights import flatten_state
     run_dir = pathlib.Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -32,9 +32,9 @@ from unilab_core.graph import Graph, holds_joint_positions
 from unilab_policy.action_map import ActionMap
 from unilab_policy.checkpoint import save_checkpoint
 from unilab_policy.device import resolve_device
-from unilab_policy.factory import bundle_from_params, make_actor
 from unilab_policy.history import policy_input_dim
 from unilab_policy.models import PolicyBundle
+from unilab_policy.networks import bundle_from_params, make_actor
 from unilab_policy.normalizer import EmpiricalNormalization
 from unilab_policy.offline.bc import BehaviourCloning
 from unilab_policy.offline.dataset import TransitionTensors

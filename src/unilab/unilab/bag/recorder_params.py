@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
-from unilab_core.config import _Section
+from unilab_core.config import Section
 
 
-class RecorderNodeParams(_Section):
+class RecorderNodeParams(Section):
     """Parameters of the recorder node (``unilab.bag.recorder_node``) in a graph."""
 
     out: str = Field('', min_length=1, description='Bag directory (rotating: numbered bags '

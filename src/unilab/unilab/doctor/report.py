@@ -46,7 +46,7 @@ def check_names(gpu_indices=()) -> list[str]:
 
 def policy_weight_count(graph: Graph) -> int:
     """Return the float32 values the trainer publishes (network plus normaliser state)."""
-    from unilab_policy.factory import bundle_from_params
+    from unilab_policy.networks import bundle_from_params
     from unilab_policy.weights import flatten_state
     return int(flatten_state(bundle_from_params(graph.parameters['trainer']))[0].numel())
 

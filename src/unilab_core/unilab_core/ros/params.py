@@ -21,14 +21,14 @@ from pydantic import ValidationError
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from unilab_core.config import _Section, ConfigError, nested_section
+from unilab_core.config import ConfigError, nested_section, Section
 
 
 _ARRAY_TYPES = {(int,): Parameter.Type.INTEGER_ARRAY, (float,): Parameter.Type.DOUBLE_ARRAY,
                 (str,): Parameter.Type.STRING_ARRAY, (bool,): Parameter.Type.BOOL_ARRAY}
 
 
-def _declare(node: Node, prefix: str, model: type[_Section]) -> dict:
+def _declare(node: Node, prefix: str, model: type[Section]) -> dict:
     values = {}
     for fname, field in model.model_fields.items():
         name = f'{prefix}{fname}'
@@ -49,7 +49,7 @@ def _declare(node: Node, prefix: str, model: type[_Section]) -> dict:
     return values
 
 
-def declare_params(node: Node, model: type[_Section], prefix: str = '') -> _Section:
+def declare_params(node: Node, model: type[Section], prefix: str = '') -> Section:
     """
     Declare every parameter of ``model`` (nested sections as dotted names) and validate.
 

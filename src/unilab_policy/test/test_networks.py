@@ -7,7 +7,7 @@ import torch
 from unilab_core.config import (AdvantageSection, ConfigError, ModelSection,
                                 NormalizationSection, PolicyUpdateSection, RolloutSection)
 from unilab_policy.checkpoint import CheckpointError, save_checkpoint
-from unilab_policy.factory import build_bundle, load_trained, ppo_params, run_policy_params
+from unilab_policy.networks import build_bundle, load_trained, ppo_params, run_policy_params
 from unilab_policy.params import PolicyNodeParams
 from unilab_policy.weights import flatten_state
 import yaml
