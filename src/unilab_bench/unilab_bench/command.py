@@ -65,10 +65,10 @@ def add_command(sub) -> None:
                    help='stress: robots served by `unilab adapt` (a learner) instead of '
                    '`unilab deploy` (1)')
     b.add_argument('--png', default=None, help='safety: write the latency histogram here; '
-                   'transport: the latency CDFs (docs/transport_latency.png); '
+                   'transport: the latency CDFs (docs/img/transport_latency.png); '
                    'sim2real: returns and success per seed; adapt: success per round; '
                    'stress: the time series; learn: the learning curves; scale: the '
-                   'modelled scaling (docs/scaling.png)')
+                   'modelled scaling (docs/img/scaling.png)')
     b.add_argument('--robot', default=None, help='deploy: robot profile (arm6)')
     b.add_argument('--goals', type=int, default=None,
                    help='transfer: goals per deployed policy (100)')
