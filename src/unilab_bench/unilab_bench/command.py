@@ -14,9 +14,11 @@ import json
 
 
 def _bench(args) -> int:
-    from unilab_bench.registry import run_benchmark
+    from unilab_bench.registry import provenance, run_benchmark
     from unilab_core.atomic import atomic_write_text
     result = run_benchmark(args.name, args)
+    # Every result says which code measured it (docs/benchmarks.md).
+    result.update(provenance())
     text = json.dumps(result, indent=2)
     if args.json:
         atomic_write_text(args.json, text + '\n')
