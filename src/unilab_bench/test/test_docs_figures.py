@@ -28,7 +28,7 @@ SCRIPT = ROOT / 'scripts' / 'figures.py'
 pytestmark = pytest.mark.skipif(not SCRIPT.exists(), reason='no source tree (scripts/figures.py)')
 
 # A citation, not one of the JSON's history (`git log docs/bench/X.json`).
-CITE = re.compile(r'(?<!git log )(?<!history of )docs/bench/([A-Za-z0-9_]+\.json)'
+CITE = re.compile(r'(?<!git log )(?<!history of )(?<!:)docs/bench/([A-Za-z0-9_]+\.json)'
                   r'|\(bench/([A-Za-z0-9_]+\.json)\)')
 # A decimal number, not a count of millions of steps ("1.5 M steps").
 DECIMAL = re.compile(r'(?<![\w.])-?\d+\.\d+(?![\w.])(?! M\b)')
@@ -129,6 +129,7 @@ def test_the_number_check_catches_a_changed_figure(tmp_path):
     # Step counts and the JSON's history are not figures of the JSON.
     assert unmatched_numbers(['1.5 M steps (docs/bench/x.json)'], tmp_path) == []
     assert unmatched_numbers(['was 9.99 (git log docs/bench/x.json)'], tmp_path) == []
+    assert unmatched_numbers(['was 9.99 (git show abc1234:docs/bench/x.json)'], tmp_path) == []
 
 
 def test_relative_links_point_to_files():
