@@ -16,6 +16,7 @@ import argparse
 import json
 import pathlib
 import re
+import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -85,7 +86,121 @@ def headline() -> str:
     return _table(['what', 'result', 'source'], rows)
 
 
-FIGURES = {'learn_arm6': learn_arm6, 'headline': headline}
+#: The code each benchmark measures: a JSON predates its figures when a commit after
+#: the JSON's ``commit`` touched one of these paths (old and new package names both).
+_LAYERS = ['src/unilab_core', 'src/unilab_bridge', 'src/unilab_perception',
+           'src/unilab_policy', 'src/unilab_safety', 'src/unilab_interfaces']
+_APP = ['src/unilab/unilab', 'src/unilab_bringup', 'config', 'src/unilab/config']
+BENCH_PATHS = {
+    'adapt': ['adapt.py', 'adapt_latency.py', *_LAYERS, *_APP, 'src/unilab_adapt',
+              'src/unilab_bag'],
+    'bridge': ['bridge.py', 'src/unilab_core', 'src/unilab_bridge'],
+    'deploy': ['deploy.py', 'deploy_baseline.py', *_LAYERS, *_APP],
+    'factory': ['factory.py', 'camera_driver.py', 'src/unilab_core', 'src/unilab_bridge',
+                'src/unilab_perception', 'src/unilab/unilab/factory',
+                'src/unilab_datafactory', 'src/unilab_bag'],
+    'gae': ['gae.py', 'src/unilab_policy'],
+    'graph': ['graph.py', *_LAYERS, *_APP],
+    'learn': ['learn.py', 'learn_quad.py', *_LAYERS, *_APP],
+    'perception': ['perception.py', 'src/unilab_core', 'src/unilab_perception'],
+    'safety': ['safety.py', 'timing.py', 'c', 'src/unilab_core', 'src/unilab_safety'],
+    'scale': ['scale.py', *_LAYERS, *_APP],
+    'sim2real': ['sim2real.py', *_LAYERS, *_APP],
+    'stress': ['stress.py', 'stress_probe.py', 'stress_report.py', *_LAYERS, *_APP],
+    'train': ['train.py', *_LAYERS, *_APP],
+    'transfer': ['transfer.py', *_LAYERS, *_APP],
+    'transport': ['transport.py', 'c', 'src/unilab_core'],
+}
+#: JSON -> (benchmark, command) for results written before the runner recorded its
+#: command line; a JSON with ``command`` (the runner writes it now) needs no entry.
+COMMANDS = {
+    'adapt.json': ('adapt', 'bench adapt --model RUN_DIR --json docs/bench/adapt.json'),
+    'bridge.json': ('bridge', 'bench bridge --json docs/bench/bridge.json'),
+    'deploy.json': ('deploy', 'bench deploy --model RUN_DIR --json docs/bench/deploy.json'),
+    'deploy_quiet.json': ('deploy', 'bench deploy --json docs/bench/deploy_quiet.json'),
+    'factory.json': ('factory', 'bench factory --model MODEL --json docs/bench/factory.json'),
+    'gae.json': ('gae', 'bench gae --json docs/bench/gae.json'),
+    'graph.json': ('graph', 'bench graph --json docs/bench/graph.json'),
+    'learn_ant_eval.json': ('learn', 'bench learn --subset ant --seeds 0,1,2'),
+    'learn_arm6.json': ('learn', 'bench learn --subset arm6 --seeds 0,1,2'),
+    'learn_halfcheetah_eval.json': ('learn', 'bench learn --subset halfcheetah --seeds 0,1,2'),
+    'learn_halfcheetah_zoo_settings.json': ('learn', 'bench learn --subset halfcheetah '
+                                            '(zoo settings, docs/learning.md)'),
+    'learn_hopper.json': ('learn', 'bench learn --subset hopper'),
+    'learn_hopper_eval.json': ('learn', 'bench learn --subset hopper --seeds 0,1,2'),
+    'learn_hopper_reward_scaling.json': ('learn', 'bench learn --subset hopper '
+                                         '(reward scaling, docs/learning.md)'),
+    'learn_hopper_sb3.json': ('learn', 'bench learn --subset hopper (SB3 side)'),
+    'learn_quad12.json': ('learn', 'bench learn --subset quad12 --seeds 0,1'),
+    'learn_ranks.json': ('learn', 'bench learn --subset ranks --steps 1500000 --seeds 0,1,2'),
+    'learn_ranks_600k.json': ('learn', 'bench learn --subset ranks --steps 600000'),
+    'learn_walker.json': ('learn', 'bench learn --subset walker'),
+    'learn_walker_eval.json': ('learn', 'bench learn --subset walker --seeds 0,1,2'),
+    'learn_walker_zoo_settings.json': ('learn', 'bench learn --subset walker '
+                                       '(zoo settings, docs/learning.md)'),
+    'perception.json': ('perception', 'bench perception --json docs/bench/perception.json'),
+    'quad_walk_eval.json': ('learn', 'train --task quad_walk --seed 0, then its evaluation '
+                            '(docs/learning.md)'),
+    'safety.json': ('safety', 'bench safety --json docs/bench/safety.json'),
+    'scale.json': ('scale', 'bench scale --json docs/bench/scale.json'),
+    'sim2real.json': ('sim2real', 'bench sim2real --json docs/bench/sim2real.json'),
+    'sim2real_3m.json': ('sim2real', 'bench sim2real --steps 3000000'),
+    'sim2real_seeds.json': ('sim2real', 'bench sim2real --seeds 0,1,2'),
+    'stress_16.json': ('stress', 'bench stress --robots 16 --duration 180'),
+    'stress_4.json': ('stress', 'bench stress --robots 4 --duration 60'),
+    'train_hopper.json': ('train', 'bench train --task hopper'),
+    'transfer.json': ('transfer', 'bench transfer --json docs/bench/transfer.json'),
+    'transport.json': ('transport', 'bench transport --json docs/bench/transport.json'),
+}
+
+
+def bench_of(name: str, d: dict) -> tuple[str, str]:
+    """Return (benchmark, command) of docs/bench/NAME."""
+    if d.get('command'):
+        return str(d.get('benchmark') or COMMANDS.get(name, ('?',))[0]), d['command']
+    if name not in COMMANDS:
+        raise SystemExit(f'docs/bench/{name}: no `command` and no entry in COMMANDS '
+                         '(scripts/figures.py)')
+    bench, cmd = COMMANDS[name]
+    return bench, f'./unilab {cmd}'
+
+
+def bench_paths(bench: str) -> list[str]:
+    """Return the repository paths whose changes can change ``bench``'s figures."""
+    return [p if '/' in p or p == 'config' else f'src/unilab_bench/unilab_bench/{p}'
+            for p in BENCH_PATHS[bench]]
+
+
+def bench_index() -> str:
+    """Return docs/benchmarks.md's index: every current JSON, its command and commit."""
+    rows = []
+    for f in sorted((ROOT / 'docs' / 'bench').glob('*.json')):
+        d = json.loads(f.read_text())
+        bench, cmd = bench_of(f.name, d)
+        dirty = ' (dirty tree)' if d.get('dirty') else ''
+        rows.append([f'`{f.name}`', bench, f'`{cmd}`', f'`{str(d.get("commit"))[:10]}`{dirty}',
+                     str(d.get('measured_at', ''))])
+    return _table(['JSON', 'bench', 'command', 'commit', 'measured_at'], rows)
+
+
+def stale() -> list[tuple[str, str, int]]:
+    """Return (JSON, commit, n) for each JSON whose bench's paths changed in n commits since."""
+    out = []
+    for f in sorted((ROOT / 'docs' / 'bench').glob('*.json')):
+        d = json.loads(f.read_text())
+        bench, _ = bench_of(f.name, d)
+        commit = d.get('commit')
+        if not commit or bench not in BENCH_PATHS:
+            out.append((f.name, str(commit), -1))
+            continue
+        log = subprocess.run(['git', 'rev-list', '--count', '--no-merges', f'{commit}..HEAD', '--',
+                              *bench_paths(bench)], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        out.append((f.name, commit[:10], int(log)))
+    return out
+
+
+FIGURES = {'learn_arm6': learn_arm6, 'headline': headline, 'bench_index': bench_index}
 
 
 def pages() -> list[pathlib.Path]:
@@ -113,17 +228,24 @@ def main(argv: list[str] | None = None) -> int:
     """Rewrite (or with --check, compare) every generated block."""
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0].strip())
     p.add_argument('--check', action='store_true', help='report stale blocks, exit 1')
+    p.add_argument('--stale', action='store_true',
+                   help='list each bench JSON with the commits since it that touched '
+                        'its bench\'s code (BENCH_PATHS); writes nothing')
     args = p.parse_args(argv)
-    stale = []
+    if args.stale:
+        for name, commit, n in stale():
+            print(f'{name:40s} {commit:12s} ' + ('unknown' if n < 0 else f'{n} commits since'))
+        return 0
+    changed_blocks = []
     for page in pages():
         text = page.read_text()
         new, changed = render_page(text, str(page.relative_to(ROOT)))
-        stale += [f'{page.relative_to(ROOT)}: {name}' for name in changed]
+        changed_blocks += [f'{page.relative_to(ROOT)}: {name}' for name in changed]
         if changed and not args.check:
             page.write_text(new)
-    for s in stale:
+    for s in changed_blocks:
         print(('stale: ' if args.check else 'updated: ') + s)
-    return 1 if stale and args.check else 0
+    return 1 if changed_blocks and args.check else 0
 
 
 if __name__ == '__main__':

@@ -11,6 +11,8 @@ package does not depend on (or import) the benchmarks.
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 
 
 def _bench(args) -> int:
@@ -19,6 +21,7 @@ def _bench(args) -> int:
     result = run_benchmark(args.name, args)
     # Every result says which code measured it (docs/benchmarks.md).
     result.update(provenance())
+    result['command'] = './unilab ' + shlex.join(sys.argv[1:])
     text = json.dumps(result, indent=2)
     if args.json:
         atomic_write_text(args.json, text + '\n')
