@@ -141,3 +141,38 @@ def test_relative_links_point_to_files():
             if not (page.parent / target).exists():
                 missing.append(f'{page.relative_to(ROOT)}: {target}')
     assert not missing, missing
+
+
+def test_the_runner_records_where_a_result_comes_from(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    from unilab_bench import command, registry
+    repo = tmp_path / 'repo'
+    repo.mkdir()
+    git = ['git', '-c', 'user.name=t', '-c', 'user.email=t@t', '-C', str(repo)]
+    subprocess.run(git[:5] + ['init', '-q', str(repo)], check=True)
+    (repo / 'f').write_text('a')
+    subprocess.run(git + ['add', 'f'], check=True)
+    subprocess.run(git + ['commit', '-qm', 'c'], check=True)
+    head = subprocess.run(git + ['rev-parse', 'HEAD'], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    clean = registry.provenance(str(repo))
+    assert (clean['commit'], clean['dirty']) == (head, False)
+    assert clean['measured_at'].endswith('+00:00')
+    (repo / 'f').write_text('b')
+    assert registry.provenance(str(repo))['dirty'] is True
+    assert registry.provenance(str(tmp_path))['commit'] is None
+
+    # The command writes them into the JSON, with the command line.
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(registry, 'run_benchmark', lambda name, args: {'x': 1.5})
+    monkeypatch.setattr(sys, 'argv', ['unilab', 'bench', 'gae', '--json', 'out.json'])
+    out = repo / 'out.json'
+
+    class Args:
+        name, json = 'gae', str(out)
+    assert command._bench(Args) == 0
+    written = json.loads(out.read_text())
+    assert written['x'] == 1.5 and written['commit'] == head and written['dirty'] is True
+    assert written['command'] == './unilab bench gae --json out.json'
