@@ -64,7 +64,7 @@ def headline() -> str:
     arm = load('learn_arm6.json')
     quad = load('quad_walk_eval.json')
     safety = load('safety.json')
-    deploy = load('deploy.json')
+    deploy = load('deploy_quiet.json')
     rows = [
         ['`arm6_reach` (default run, 3 seeds)',
          f'eval return {arm["eval_return"]["mean"]:.2f} ± {arm["eval_return"]["std"]:.2f}, '
@@ -73,10 +73,10 @@ def headline() -> str:
         ['`quad_walk` at 0.5 m/s',
          f'velocity error {quad["vx0.5"]["vx_error"]:.3f} m/s, survival '
          f'{_pct(quad["vx0.5"]["survival"])}', '`docs/bench/quad_walk_eval.json`'],
-        ['deploy path (arm6 double, 50 Hz)',
+        ['deploy path (arm6 double, 50 Hz, quiet machine)',
          f'p50 {deploy["deploy_p50_ms"]:.2f} ms, p99 {deploy["deploy_p99_ms"]:.2f} ms '
          f'(rclpy node: {deploy["rclpy_p50_ms"]:.2f} / {deploy["rclpy_p99_ms"]:.2f} ms)',
-         '`docs/bench/deploy.json`'],
+         '`docs/bench/deploy_quiet.json`'],
         ['safety loop, 1 kHz under load',
          f'p99 {safety["unilab_p99_us"] / 1000:.2f} ms, max '
          f'{safety["unilab_max_us"] / 1000:.1f} ms (target 0.05 / 0.5 ms: '
@@ -116,7 +116,6 @@ BENCH_PATHS = {
 COMMANDS = {
     'adapt.json': ('adapt', 'bench adapt --model RUN_DIR --json docs/bench/adapt.json'),
     'bridge.json': ('bridge', 'bench bridge --json docs/bench/bridge.json'),
-    'deploy.json': ('deploy', 'bench deploy --model RUN_DIR --json docs/bench/deploy.json'),
     'deploy_quiet.json': ('deploy', 'bench deploy --json docs/bench/deploy_quiet.json'),
     'factory.json': ('factory', 'bench factory --model MODEL --json docs/bench/factory.json'),
     'gae.json': ('gae', 'bench gae --json docs/bench/gae.json'),
@@ -156,8 +155,8 @@ COMMANDS = {
 
 def bench_of(name: str, d: dict) -> tuple[str, str]:
     """Return (benchmark, command) of docs/bench/NAME."""
-    if d.get('command'):
-        return str(d.get('benchmark') or COMMANDS.get(name, ('?',))[0]), d['command']
+    if d.get('command_line'):
+        return str(d.get('benchmark') or COMMANDS.get(name, ('?',))[0]), d['command_line']
     if name not in COMMANDS:
         raise SystemExit(f'docs/bench/{name}: no `command` and no entry in COMMANDS '
                          '(scripts/figures.py)')
