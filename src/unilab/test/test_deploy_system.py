@@ -348,7 +348,7 @@ def test_a_far_goal_is_refused_the_envelope_holds_and_ctrl_c_exits_130(
     finally:
         deploy.stop()
         double.stop()
-    assert deploy.returncode == 130, deploy.output()  # Ctrl-C, as README says
+    assert deploy.returncode == 130, deploy.output()  # Ctrl-C, as docs/safety.md says
     assert double.returncode == 130, double.output()
     assert 'warning' not in deploy.output()  # the model carries its envelope
     summary = yaml.safe_load((tmp_path / 'd' / 'summary.json').read_text())

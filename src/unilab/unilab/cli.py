@@ -343,7 +343,7 @@ def _doctor(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser (also used by the README's command list)."""
+    """Return the argument parser (also used by the docs' command lists)."""
     parser = argparse.ArgumentParser(prog='unilab', description=__doc__)
     sub = parser.add_subparsers(dest='command', required=True)
 
@@ -364,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument('--nproc-per-node', type=int, metavar='K',
                    help='data-parallel ranks on this host, started with torchrun: one '
                         'composed graph per rank (or with --direct one loop per rank; '
-                        'README "Scaling out")')
+                        'docs/scaling.md)')
     t.add_argument('--nnodes', type=int, default=1, metavar='M',
                    help='hosts taking part (c10d rendezvous at --master-addr)')
     t.add_argument('--node-rank', type=int, metavar='R', help='this host\'s rank (optional)')

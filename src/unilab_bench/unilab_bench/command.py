@@ -11,12 +11,17 @@ package does not depend on (or import) the benchmarks.
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 
 
 def _bench(args) -> int:
-    from unilab_bench.registry import run_benchmark
+    from unilab_bench.registry import provenance, run_benchmark
     from unilab_core.atomic import atomic_write_text
     result = run_benchmark(args.name, args)
+    # Every result says which code measured it (docs/benchmarks.md).
+    result.update(provenance())
+    result['command_line'] = './unilab ' + shlex.join(sys.argv[1:])
     text = json.dumps(result, indent=2)
     if args.json:
         atomic_write_text(args.json, text + '\n')
@@ -65,10 +70,10 @@ def add_command(sub) -> None:
                    help='stress: robots served by `unilab adapt` (a learner) instead of '
                    '`unilab deploy` (1)')
     b.add_argument('--png', default=None, help='safety: write the latency histogram here; '
-                   'transport: the latency CDFs (docs/transport_latency.png); '
+                   'transport: the latency CDFs (docs/img/transport_latency.png); '
                    'sim2real: returns and success per seed; adapt: success per round; '
                    'stress: the time series; learn: the learning curves; scale: the '
-                   'modelled scaling (docs/scaling.png)')
+                   'modelled scaling (docs/img/scaling.png)')
     b.add_argument('--robot', default=None, help='deploy: robot profile (arm6)')
     b.add_argument('--goals', type=int, default=None,
                    help='transfer: goals per deployed policy (100)')

@@ -118,7 +118,8 @@ def _arm6(seeds, steps, root: pathlib.Path) -> dict:
         curve = read_curve(rd)
         curves[seed] = curve
         per_seed[seed] = {
-            'run_dir': str(rd), 'train_return_last': t['summary'].get('return_last'),
+            'run_dir': str(rd), 'train_return_first': t['summary'].get('return_first'),
+            'train_return_last': t['summary'].get('return_last'),
             'train_success_last': last_finite(curve['success']),
             'train_clamp_share_last': last_finite(curve['clamp_share']),
             'train_clamp_share_first': last_finite(curve['clamp_share'][:10], 1.0),

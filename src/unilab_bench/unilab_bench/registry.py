@@ -10,6 +10,10 @@ Each benchmark is a module of this package; this registry maps names to them.
 
 from __future__ import annotations
 
+import datetime
+import os
+import subprocess
+
 from unilab_bench.adapt import bench_adapt
 from unilab_bench.bridge import bench_bridge
 from unilab_bench.datafactory import bench_factory
@@ -41,3 +45,30 @@ def run_benchmark(name: str, args) -> dict:
     if name not in BENCHMARKS:
         raise ConfigError(f'unknown benchmark `{name}`; available: {", ".join(BENCHMARKS)}')
     return BENCHMARKS[name](args)
+
+
+def _git(args: list[str], cwd: str) -> str | None:
+    try:
+        out = subprocess.run(['git', *args], cwd=cwd, capture_output=True, text=True,
+                             timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def provenance(cwd: str | None = None) -> dict:
+    """
+    Return where a result comes from: ``commit``, ``dirty`` and ``measured_at``.
+
+    ``commit`` is ``git rev-parse HEAD`` of the tree the command runs in (None
+    outside a git checkout, and then ``dirty`` is None too); ``dirty`` is true
+    when tracked files differ from that commit; ``measured_at`` is UTC, ISO 8601.
+    """
+    cwd = cwd or os.getcwd()
+    commit = _git(['rev-parse', 'HEAD'], cwd)
+    dirty = None
+    if commit is not None:
+        status = _git(['status', '--porcelain', '--untracked-files=no'], cwd)
+        dirty = None if status is None else bool(status)
+    measured_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
+    return {'commit': commit, 'dirty': dirty, 'measured_at': measured_at}

@@ -300,7 +300,7 @@ def bench_scale(args) -> dict:
         'serialise_mb_per_s': round(ser_rate, 1),
     }
     rows = model(c)
-    plot = getattr(args, 'png', None) or os.path.join('docs', 'scaling.png')
+    plot = getattr(args, 'png', None) or os.path.join('docs', 'img', 'scaling.png')
     _plot(c, rows, plot)
     return {'benchmark': 'scale', **c, 'runs': [one, two], 'assumed': ASSUMED,
             'model': rows, 'plot': plot, 'cpu_count': os.cpu_count(),

@@ -483,7 +483,7 @@ def bench_transport(args) -> dict:
         results[mode] = {}
         for rate, hz in RATES:
             results[mode][rate] = fn(n, hz, warmup)
-    plot = getattr(args, 'png', None) or os.path.join('docs', 'transport_latency.png')
+    plot = getattr(args, 'png', None) or os.path.join('docs', 'img', 'transport_latency.png')
     _plot({k: v for k, v in results.items() if not k.startswith('small_')}, plot)
     out = {'benchmark': 'transport', 'payload_bytes': N_POINTS * N_FIELDS * 4,
            'small_payload_bytes': int(np.prod(SMALL_SHAPE)) * 4,

@@ -12,7 +12,7 @@ are zeros (nothing trains on a deployed policy's outputs).
 - ``OnnxBundlePolicy``: the actor's own network exported in memory and run
   through onnxruntime (``runtime: onnx``, a robot's default on a CPU): one call
   into C++ per control step instead of a torch module tree, 0.4-0.5 ms less per
-  cycle on a cold 2-core CPU (README, Latency through the deploy path).
+  cycle on a cold 2-core CPU (docs/deploy.md, Latency through the deploy path).
 """
 
 from __future__ import annotations

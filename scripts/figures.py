@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+Render result tables from docs/bench JSON into the Markdown pages.
+
+A generated block sits between ``<!-- figures:NAME -->`` and ``<!-- /figures -->``;
+``python3 scripts/figures.py`` rewrites every block of README.md and docs/*.md from
+the JSON, ``--check`` only reports blocks that differ (exit 1). NAME is a key of
+FIGURES. ``src/unilab_bench/test/test_docs_figures.py`` runs the same check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BLOCK = re.compile(r'(<!-- figures:([a-z0-9_]+) -->\n)(.*?)(<!-- /figures -->)', re.S)
+
+
+def load(name: str) -> dict:
+    """Return docs/bench/NAME as a dict."""
+    return json.loads((ROOT / 'docs' / 'bench' / name).read_text())
+
+
+def _pct(x: float) -> str:
+    return f'{100 * x:.0f} %'
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
+    lines += ['| ' + ' | '.join(r) + ' |' for r in rows]
+    return '\n'.join(lines) + '\n'
+
+
+def learn_arm6() -> str:
+    """Return the default arm run's table: one row per seed and the IK expert."""
+    d = load('learn_arm6.json')
+    seeds = sorted(d['per_seed'].items(), key=lambda kv: int(kv[0]))
+    # return_first appears only where the bench recorded it.
+    first = all('train_return_first' in r for _, r in seeds)
+    rows = []
+    for seed, r in seeds:
+        rows.append([seed] + ([f'{r["train_return_first"]:.1f}'] if first else [])
+                    + [f'{r["train_return_last"]:.2f}', f'{r["eval_return"]:.2f}',
+                       _pct(r['eval_success']), f'{r["wall_s"]:,.0f}'])
+    e = d['expert']
+    rows.append(['IK expert (same episodes, same gate)'] + ([''] if first else [])
+                + ['', f'{e["return"]:.2f}', _pct(e['success']), ''])
+    header = (['seed'] + (['return_first'] if first else [])
+              + ['return_last (training)', 'deterministic eval return', 'reach success',
+                 'wall_s'])
+    return (_table(header, rows)
+            + f'\nSource: `docs/bench/learn_arm6.json` (commit `{str(d.get("commit"))[:10]}`).\n')
+
+
+def headline() -> str:
+    """Return README's headline table: one line per area, each from its JSON."""
+    arm = load('learn_arm6.json')
+    quad = load('quad_walk_eval.json')
+    safety = load('safety.json')
+    deploy = load('deploy_quiet.json')
+    rows = [
+        ['`arm6_reach` (default run, 3 seeds)',
+         f'eval return {arm["eval_return"]["mean"]:.2f} ± {arm["eval_return"]["std"]:.2f}, '
+         f'{arm["expert_share"] * 100:.0f} % of the IK expert, reach success '
+         f'{_pct(arm["eval_success"]["mean"])}', '`docs/bench/learn_arm6.json`'],
+        ['`quad_walk` at 0.5 m/s',
+         f'velocity error {quad["vx0.5"]["vx_error"]:.3f} m/s, survival '
+         f'{_pct(quad["vx0.5"]["survival"])}', '`docs/bench/quad_walk_eval.json`'],
+        ['deploy path (arm6 double, 50 Hz, quiet machine)',
+         f'p50 {deploy["deploy_p50_ms"]:.2f} ms, p99 {deploy["deploy_p99_ms"]:.2f} ms '
+         f'(rclpy node: {deploy["rclpy_p50_ms"]:.2f} / {deploy["rclpy_p99_ms"]:.2f} ms)',
+         '`docs/bench/deploy_quiet.json`'],
+        ['safety loop, 1 kHz under load',
+         f'p99 {safety["unilab_p99_us"] / 1000:.2f} ms, max '
+         f'{safety["unilab_max_us"] / 1000:.1f} ms (target 0.05 / 0.5 ms: '
+         f'{"met" if safety["target_met"] else "not met"})',
+         '`docs/bench/safety.json`'],
+    ]
+    return _table(['what', 'result', 'source'], rows)
+
+
+#: The code each benchmark measures: a JSON predates its figures when a commit after
+#: the JSON's ``commit`` touched one of these paths (old and new package names both).
+_LAYERS = ['src/unilab_core', 'src/unilab_bridge', 'src/unilab_perception',
+           'src/unilab_policy', 'src/unilab_safety', 'src/unilab_interfaces']
+_APP = ['src/unilab/unilab', 'src/unilab_bringup', 'config', 'src/unilab/config']
+BENCH_PATHS = {
+    'adapt': ['adapt.py', 'adapt_latency.py', *_LAYERS, *_APP, 'src/unilab_adapt',
+              'src/unilab_bag'],
+    'bridge': ['bridge.py', 'src/unilab_core', 'src/unilab_bridge'],
+    'deploy': ['deploy.py', 'deploy_baseline.py', *_LAYERS, *_APP],
+    'factory': ['factory.py', 'camera_driver.py', 'src/unilab_core', 'src/unilab_bridge',
+                'src/unilab_perception', 'src/unilab/unilab/factory',
+                'src/unilab_datafactory', 'src/unilab_bag'],
+    'gae': ['gae.py', 'src/unilab_policy'],
+    'graph': ['graph.py', *_LAYERS, *_APP],
+    'learn': ['learn.py', 'learn_quad.py', *_LAYERS, *_APP],
+    'perception': ['perception.py', 'src/unilab_core', 'src/unilab_perception'],
+    'safety': ['safety.py', 'timing.py', 'c', 'src/unilab_core', 'src/unilab_safety'],
+    'scale': ['scale.py', *_LAYERS, *_APP],
+    'sim2real': ['sim2real.py', *_LAYERS, *_APP],
+    'stress': ['stress.py', 'stress_probe.py', 'stress_report.py', *_LAYERS, *_APP],
+    'train': ['train.py', *_LAYERS, *_APP],
+    'transfer': ['transfer.py', *_LAYERS, *_APP],
+    'transport': ['transport.py', 'c', 'src/unilab_core'],
+}
+#: JSON -> (benchmark, command) for results written before the runner recorded its
+#: command line; a JSON with ``command`` (the runner writes it now) needs no entry.
+COMMANDS = {
+    'adapt.json': ('adapt', 'bench adapt --model RUN_DIR --json docs/bench/adapt.json'),
+    'bridge.json': ('bridge', 'bench bridge --json docs/bench/bridge.json'),
+    'deploy_quiet.json': ('deploy', 'bench deploy --json docs/bench/deploy_quiet.json'),
+    'factory.json': ('factory', 'bench factory --model MODEL --json docs/bench/factory.json'),
+    'gae.json': ('gae', 'bench gae --json docs/bench/gae.json'),
+    'graph.json': ('graph', 'bench graph --json docs/bench/graph.json'),
+    'learn_ant_eval.json': ('learn', 'bench learn --subset ant --seeds 0,1,2'),
+    'learn_arm6.json': ('learn', 'bench learn --subset arm6 --seeds 0,1,2'),
+    'learn_halfcheetah_eval.json': ('learn', 'bench learn --subset halfcheetah --seeds 0,1,2'),
+    'learn_halfcheetah_zoo_settings.json': ('learn', 'bench learn --subset halfcheetah '
+                                            '(zoo settings, docs/learning.md)'),
+    'learn_hopper.json': ('learn', 'bench learn --subset hopper'),
+    'learn_hopper_eval.json': ('learn', 'bench learn --subset hopper --seeds 0,1,2'),
+    'learn_hopper_reward_scaling.json': ('learn', 'bench learn --subset hopper '
+                                         '(reward scaling, docs/learning.md)'),
+    'learn_hopper_sb3.json': ('learn', 'bench learn --subset hopper (SB3 side)'),
+    'learn_quad12.json': ('learn', 'bench learn --subset quad12 --seeds 0,1'),
+    'learn_ranks.json': ('learn', 'bench learn --subset ranks --steps 1500000 --seeds 0,1,2'),
+    'learn_ranks_600k.json': ('learn', 'bench learn --subset ranks --steps 600000'),
+    'learn_walker.json': ('learn', 'bench learn --subset walker'),
+    'learn_walker_eval.json': ('learn', 'bench learn --subset walker --seeds 0,1,2'),
+    'learn_walker_zoo_settings.json': ('learn', 'bench learn --subset walker '
+                                       '(zoo settings, docs/learning.md)'),
+    'perception.json': ('perception', 'bench perception --json docs/bench/perception.json'),
+    'quad_walk_eval.json': ('learn', 'train --task quad_walk --seed 0, then its evaluation '
+                            '(docs/learning.md)'),
+    'safety.json': ('safety', 'bench safety --json docs/bench/safety.json'),
+    'scale.json': ('scale', 'bench scale --json docs/bench/scale.json'),
+    'sim2real.json': ('sim2real', 'bench sim2real --json docs/bench/sim2real.json'),
+    'sim2real_3m.json': ('sim2real', 'bench sim2real --steps 3000000'),
+    'sim2real_seeds.json': ('sim2real', 'bench sim2real --seeds 0,1,2'),
+    'stress_16.json': ('stress', 'bench stress --robots 16 --duration 180'),
+    'stress_4.json': ('stress', 'bench stress --robots 4 --duration 60'),
+    'train_hopper.json': ('train', 'bench train --task hopper'),
+    'transfer.json': ('transfer', 'bench transfer --json docs/bench/transfer.json'),
+    'transport.json': ('transport', 'bench transport --json docs/bench/transport.json'),
+}
+
+
+def bench_of(name: str, d: dict) -> tuple[str, str]:
+    """Return (benchmark, command) of docs/bench/NAME."""
+    if d.get('command_line'):
+        return str(d.get('benchmark') or COMMANDS.get(name, ('?',))[0]), d['command_line']
+    if name not in COMMANDS:
+        raise SystemExit(f'docs/bench/{name}: no `command` and no entry in COMMANDS '
+                         '(scripts/figures.py)')
+    bench, cmd = COMMANDS[name]
+    return bench, f'./unilab {cmd}'
+
+
+def bench_paths(bench: str) -> list[str]:
+    """Return the repository paths whose changes can change ``bench``'s figures."""
+    return [p if '/' in p or p == 'config' else f'src/unilab_bench/unilab_bench/{p}'
+            for p in BENCH_PATHS[bench]]
+
+
+def bench_index() -> str:
+    """Return docs/benchmarks.md's index: every current JSON, its command and commit."""
+    rows = []
+    for f in sorted((ROOT / 'docs' / 'bench').glob('*.json')):
+        d = json.loads(f.read_text())
+        bench, cmd = bench_of(f.name, d)
+        dirty = ' (dirty tree)' if d.get('dirty') else ''
+        rows.append([f'`{f.name}`', bench, f'`{cmd}`', f'`{str(d.get("commit"))[:10]}`{dirty}',
+                     str(d.get('measured_at', ''))])
+    return _table(['JSON', 'bench', 'command', 'commit', 'measured_at'], rows)
+
+
+def stale() -> list[tuple[str, str, int]]:
+    """Return (JSON, commit, n) for each JSON whose bench's paths changed in n commits since."""
+    out = []
+    for f in sorted((ROOT / 'docs' / 'bench').glob('*.json')):
+        d = json.loads(f.read_text())
+        bench, _ = bench_of(f.name, d)
+        commit = d.get('commit')
+        if not commit or bench not in BENCH_PATHS:
+            out.append((f.name, str(commit), -1))
+            continue
+        log = subprocess.run(['git', 'rev-list', '--count', '--no-merges', f'{commit}..HEAD', '--',
+                              *bench_paths(bench)], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        out.append((f.name, commit[:10], int(log)))
+    return out
+
+
+FIGURES = {'learn_arm6': learn_arm6, 'headline': headline, 'bench_index': bench_index}
+
+
+def pages() -> list[pathlib.Path]:
+    """Return the Markdown pages that may hold generated blocks."""
+    return [ROOT / 'README.md', *sorted((ROOT / 'docs').glob('*.md'))]
+
+
+def render_page(text: str, where: str = '') -> tuple[str, list[str]]:
+    """Return the page with every block regenerated, and the names of blocks that changed."""
+    changed = []
+
+    def rep(m: re.Match) -> str:
+        name = m.group(2)
+        if name not in FIGURES:
+            raise SystemExit(f'{where}: unknown figure `{name}`; known: {", ".join(FIGURES)}')
+        new = FIGURES[name]()
+        if new != m.group(3):
+            changed.append(name)
+        return m.group(1) + new + m.group(4)
+
+    return BLOCK.sub(rep, text), changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Rewrite (or with --check, compare) every generated block."""
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0].strip())
+    p.add_argument('--check', action='store_true', help='report stale blocks, exit 1')
+    p.add_argument('--stale', action='store_true',
+                   help='list each bench JSON with the commits since it that touched '
+                        'its bench\'s code (BENCH_PATHS); writes nothing')
+    args = p.parse_args(argv)
+    if args.stale:
+        for name, commit, n in stale():
+            print(f'{name:40s} {commit:12s} ' + ('unknown' if n < 0 else f'{n} commits since'))
+        return 0
+    changed_blocks = []
+    for page in pages():
+        text = page.read_text()
+        new, changed = render_page(text, str(page.relative_to(ROOT)))
+        changed_blocks += [f'{page.relative_to(ROOT)}: {name}' for name in changed]
+        if changed and not args.check:
+            page.write_text(new)
+    for s in changed_blocks:
+        print(('stale: ' if args.check else 'updated: ') + s)
+    return 1 if changed_blocks and args.check else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
