@@ -9,7 +9,7 @@ import sys
 
 def _deploy(args) -> int:
     from unilab.deploy import prepare_deploy
-    from unilab.runner import GraphFailed, spin_composed, spin_processes
+    from unilab.runner import GraphFailed, merge_summary, spin_composed, spin_processes
     adapt = getattr(args, 'adapt', False)
     run = prepare_deploy(args.model, args.robot, armed=args.armed, namespace=args.namespace,
                          config_files=args.config, run_dir=args.run_dir, adapt=adapt,
@@ -46,7 +46,7 @@ def _deploy(args) -> int:
     else:
         stats = spin_composed(run.graph, run.params_file)
         print('unilab: stopped')
-    _report(run, stats)
+    _report(run, merge_summary(run, {'node_counters': stats}), stats)
     return 0
 
 
@@ -56,10 +56,8 @@ REPORTED = ('rejected', 'clamped', 'envelope_clamps', 'tracking_clamps', 'tracki
             'goals_refused_non_finite')
 
 
-def _report(run, node_counters: dict) -> None:
-    """Write ``summary.json`` (safety stats, node counters) and print its refusal counters."""
-    from unilab.runner import merge_summary
-    summary = merge_summary(run, {'node_counters': node_counters})
+def _report(run, summary: dict, node_counters: dict) -> None:
+    """Print the refusal counters of the written ``summary.json``."""
     found = {**summary.get('safety', {}), **node_counters.get('perception', {})}
     line = ', '.join(f'{k} {found[k]}' for k in REPORTED if k in found)
     if line:

@@ -29,6 +29,7 @@ from unilab_core.config import (ConfigError, dump_config, load_run_config, read_
                                 RunConfig)
 from unilab_core.graph import Graph, TaskInfo
 from unilab_core.robot_profile import load_profile, RobotProfile
+from unilab_policy.params import PolicyNodeParams
 import yaml
 
 
@@ -53,14 +54,12 @@ def _checkpoint_envelope(checkpoint: pathlib.Path) -> dict | None:
     """Return the trained envelope a checkpoint carries (None: none, or no checkpoint yet)."""
     if not checkpoint.is_file():
         return None  # the policy node names the missing file
-    from unilab_policy.checkpoint import load_checkpoint
-    from unilab_policy.envelope import KEY
-    return load_checkpoint(checkpoint).get(KEY)
+    from unilab_policy.envelope import checkpoint_envelope  # torch: only when deploying
+    return checkpoint_envelope(checkpoint)
 
 
 def describe_model(path: str | pathlib.Path) -> DeployModel:
     """Return the description of a run directory, a checkpoint or an exported model."""
-    from unilab_policy.params import PolicyNodeParams
     path = pathlib.Path(path)
     if not path.exists():
         raise ConfigError(f'model {path}: not found')

@@ -26,6 +26,7 @@ Stored as plain lists in the checkpoint (``weights_only``-loadable):
 from __future__ import annotations
 
 import torch
+from unilab_policy.checkpoint import load_checkpoint
 
 #: Checkpoint key of the envelope.
 KEY = 'envelope'
@@ -86,3 +87,8 @@ def joint_range(entry: dict | None, margin: float) -> tuple[list, list] | None:
         return None
     return ([float(v) - margin for v in entry['joint_low']],
             [float(v) + margin for v in entry['joint_high']])
+
+
+def checkpoint_envelope(path) -> dict | None:
+    """Return the trained envelope the checkpoint at ``path`` carries (None: an older one)."""
+    return load_checkpoint(path).get(KEY)

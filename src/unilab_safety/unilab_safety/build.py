@@ -12,9 +12,11 @@ real-time process stays small.
 
 from __future__ import annotations
 
+from unilab_core.kinematics import SiteKinematics
 from unilab_safety.gate import SafetyGate
 from unilab_safety.limits import load_joint_limits
 from unilab_safety.params import SafetySpec
+from unilab_safety.tool_speed import ToolSpeedLimit
 
 
 def as_spec(spec) -> SafetySpec:
@@ -70,8 +72,6 @@ def build_gate(spec) -> SafetyGate:
             raise ValueError('parameter `safety.max_tool_speed_mps` needs `tool_model_file` '
                              'and `tool_site` (the robot profile\'s model_file and '
                              'task_inputs.tool_site); 0 switches the limit off')
-        from unilab_core.kinematics import SiteKinematics
-        from unilab_safety.tool_speed import ToolSpeedLimit
         tool = ToolSpeedLimit(SiteKinematics(spec.tool_model_file, names, spec.tool_site),
                               s.max_tool_speed_mps, spec.dt)
     return SafetyGate(limits, spec.interface, spec.dt, max_delta=s.max_delta or None,
