@@ -145,12 +145,16 @@ def test_capture_and_labeller_in_two_processes_hand_frames_over_shared_memory(tm
     assert len(scores) // 2 <= got <= len(scores) and cap['frames_with_imu'] == got, cap
     t = out['transport']
     # Every published frame is stored or counted: skipped by the ring's `latest` policy
-    # (a labeller more than 8 frames behind) or dropped by the queue.
-    assert out['stored'] + t.get('shm_skipped', 0) + out['queue_dropped'] == got, (out, t)
+    # (a labeller more than 8 frames behind) or dropped by the queue. The ring counts a
+    # slot it skipped even when that frame reached the labeller as its serialised copy
+    # (sent while discovery still took the labeller for a plain reader), so the skips
+    # cover every missing frame and exceed them by at most those copies.
+    missing = got - out['stored'] - out['queue_dropped']
+    serialised = t.get('standard', 0) - t.get('duplicates_dropped', 0)
+    assert missing <= t.get('shm_skipped', 0) <= missing + serialised, (out, t)
     assert out['stored'] >= len(scores) // 2, out
     # Through shared memory; a serialised copy (sent while discovery still took the
     # labeller for a plain reader) arrives twice and is dropped once, counted.
-    serialised = t.get('standard', 0) - t.get('duplicates_dropped', 0)
     assert t.get('shm', 0) + t.get('shm_wake', 0) + serialised == out['stored'], t
     assert t.get('shm', 0) + t.get('shm_wake', 0) >= out['stored'] - 1, t
     assert t.get('foreign_host', 0) == 0, t
