@@ -150,7 +150,10 @@ def test_robot_rules_allocate_nothing_in_the_loop(tool_kin):
     tracemalloc.stop()
     assert peak < 4096
     c = g.robot_counters
-    assert c['envelope_clamps'] == 0 and c['tracking_clamps'] == 2 * n
+    # The first call's commands are pulled to the bound; in the second the tool-speed limit
+    # (applied first) already keeps the half-period step within it.
+    assert c['envelope_clamps'] == 0 and c['tracking_clamps'] == n
+    assert c['tool_speed_clamps'] > 0
 
 
 def _arm6_spec(**flat):

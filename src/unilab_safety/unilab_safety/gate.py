@@ -339,12 +339,14 @@ class SafetyGate:
             np.copyto(b.comp, b.cmd)
             # Compensate the checked command, then clamp again: PID never passes a limit.
             self._clamp(b, scale)
-        if self.tracking_error is not None:
-            self._track(b, has_state)
         if self.tool_speed is not None:
-            # Scaled towards the reference only: every box limit above still holds.
+            # Scaled towards the reference only: every box limit above still holds. Before
+            # the tracking bound: scaling a pulled-back command towards the last command
+            # would undo the pull, and a robot that lags would never be caught up with.
             self.tool_speed_clamps += self.tool_speed.limit(b.cmd, b.ref, b.row_ok, scale,
                                                             b.tool_row)
+        if self.tracking_error is not None:
+            self._track(b, has_state)
         if self.lookahead is not None:
             # Rows whose predicted motion leaves the workspace are stopped (held at ref).
             self.workspace_stops += self.lookahead.stop_rows(b.cmd, b.ref, b.row_ok, b.prev,
