@@ -2,7 +2,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Setuptools entry for the unilab ROS 2 package."""
 
-from glob import glob
 import os
 
 from setuptools import find_packages, setup
@@ -16,23 +15,19 @@ setup(
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
         (os.path.join('share', PACKAGE), ['package.xml']),
-        (os.path.join('share', PACKAGE, 'launch'), glob('launch/*.py')),
-        (os.path.join('share', PACKAGE, 'config'), glob('config/*.yaml') + glob('config/*.xml')),
-        (os.path.join('share', PACKAGE, 'config', 'robots'), glob('config/robots/*.yaml')),
-        (os.path.join('share', PACKAGE, 'config', 'tasks'), glob('config/tasks/*.yaml')),
     ],
     install_requires=['setuptools'],
     extras_require={'test': ['pytest']},
     zip_safe=True,
     maintainer='UniLab maintainers',
     maintainer_email='maintainers@unilab.dev',
-    description='UniLab suite entry point.',
+    description='UniLab command line, export, play, plot, doctor, offline training.',
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
             'unilab = unilab.cli:main',
-            'recorder_node = unilab.bag.recorder_node:main',
-            'adapter_node = unilab.adapt.adapter_node:main',
         ],
+        # The `offline:` section of the run configuration (unilab_core.config.feature_sections).
+        'unilab.config_sections': ['offline = unilab.offline_config:OfflineSection'],
     },
 )

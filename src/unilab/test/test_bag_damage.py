@@ -12,14 +12,14 @@ CRC); with ``allow_damaged`` every readable message comes back.
 
 import shutil
 
-from bag_helpers import rollout_bag, storage_file
 from conftest import cli, cli_here
 from hypothesis import given, HealthCheck, settings
 from hypothesis import strategies as st
 import numpy as np
 import pytest
-from unilab.bag.info import bag_info
-from unilab.bag.storage import BagDamagedError, BagError, BagReader, check_bag, recover_bag
+from unilab_bag.info import bag_info
+from unilab_bag.storage import BagDamagedError, BagError, BagReader, check_bag, recover_bag
+from unilab_bag.testing import rollout_bag, storage_file
 
 STORAGES = ['mcap', 'sqlite3']
 
@@ -170,7 +170,7 @@ def test_foreign_files_are_refused_with_one_line(tmp_path, capsys, content, suff
 
 
 def test_offline_training_refuses_a_damaged_bag_unless_allowed(tmp_path, capsys):
-    from unilab.prepare import task_info
+    from unilab_bringup.prepare import task_info
     info, _ = task_info('arm6_reach')
     bag, sent = rollout_bag(tmp_path / 'bag', 'mcap', chunks=32, obs_dim=info.obs_dim,
                             act_dim=info.action_dim, k=8, n=8)
@@ -198,8 +198,8 @@ def test_offline_training_refuses_a_damaged_bag_unless_allowed(tmp_path, capsys)
 
 @pytest.mark.parametrize('storage', STORAGES)
 def test_chunks_with_non_finite_values_are_refused_or_left_out(tmp_path, storage):
-    from bag_helpers import TB, tensor_batch_bytes, write_bag
-    from unilab.bag.dataset import build_dataset
+    from unilab_bag.testing import TB, tensor_batch_bytes, write_bag
+    from unilab_bag.dataset import build_dataset
     k, n = 2, 2
     good = {'obs': np.ones((k, n, 3)), 'actions': np.ones((k, n, 2)), 'rewards': np.ones((k, n)),
             'terminated': np.zeros((k, n)), 'truncated': np.zeros((k, n)),

@@ -12,8 +12,8 @@ import time
 
 from conftest import cli, cli_here, TINY
 import numpy as np
-from unilab.bag.dataset import build_dataset
-from unilab.bag.storage import BagReader
+from unilab_bag.dataset import build_dataset
+from unilab_bag.storage import BagReader
 
 
 def _action_map(task):
@@ -67,8 +67,8 @@ def test_record_training_then_info_datasets_offline_training_and_export(
     Inspect it, rebuild the dataset from rollouts and from sensors, train
     offline, export.
     """
-    from unilab.bag.dataset import HistorySpec
-    from unilab.prepare import task_info
+    from unilab_bag.dataset import HistorySpec
+    from unilab_bringup.prepare import task_info
     from unilab_core.graph import holds_joint_positions
     hist = tmp_path / 'hist.yaml'
     hist.write_text(tiny_config.read_text().replace(

@@ -62,7 +62,7 @@ def test_tasks_and_config_listing(capsys):
 # ------------------------------------------------------------------ bad files, one line each
 def _run_dir(tmp_path):
     """Make a run directory as --resume and export read it: config.yaml, checkpoints/."""
-    from unilab.paths import default_config_files
+    from unilab_bringup.paths import default_config_files
     from unilab_core.config import dump_config, load_run_config
     rd = tmp_path / 'run'
     (rd / 'checkpoints').mkdir(parents=True)

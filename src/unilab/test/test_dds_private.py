@@ -17,7 +17,7 @@ import subprocess
 import sys
 import textwrap
 
-from unilab.paths import config_dir
+from unilab_bringup.paths import config_dir
 
 CHILD = textwrap.dedent('''
     import json, os, stat, sys, time

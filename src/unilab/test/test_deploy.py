@@ -7,10 +7,10 @@ import dataclasses
 from conftest import cli, cli_here
 import numpy as np
 import pytest
-from unilab.deploy import check_model_fits, DeployModel, describe_model, model_metadata
-from unilab.graphs import deploy_graph
-from unilab.paths import profile_path
-from unilab.prepare import task_info
+from unilab_bringup.deploy import check_model_fits, DeployModel, describe_model, model_metadata
+from unilab_bringup.graphs import deploy_graph
+from unilab_bringup.paths import profile_path
+from unilab_bringup.prepare import task_info
 from unilab_core.config import ConfigError, ModelSection, RunConfig
 from unilab_core.graph import TaskInfo
 from unilab_core.robot_profile import load_profile

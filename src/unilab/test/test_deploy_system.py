@@ -30,9 +30,9 @@ from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
-from unilab.graphs import policy_params
-from unilab.paths import default_config_files, profile_path
-from unilab.prepare import task_info
+from unilab_bringup.graphs import policy_params
+from unilab_bringup.paths import default_config_files, profile_path
+from unilab_bringup.prepare import task_info
 from unilab_core.config import dump_config, load_run_config
 from unilab_core.robot_profile import load_profile
 from unilab_policy.checkpoint import save_checkpoint

@@ -6,7 +6,7 @@ import pytest
 import rclpy
 from unilab.doctor.report import policy_weight_count
 from unilab.doctor.rings import graph_rings, RingNeed, shm_need
-from unilab.prepare import prepare_run
+from unilab_bringup.prepare import prepare_run
 from unilab_core.ros.runtime import create_composed
 from unilab_core.ros.tensor_topic import TensorPublisher
 from unilab_core.transport.ring_layout import ring_bytes

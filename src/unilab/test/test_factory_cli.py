@@ -4,12 +4,13 @@
 
 import json
 
-from factory_helpers import CLASSES, frame_with_score, ground_truth_store, H, StubModule, W
 import pytest
 import torch
 from unilab.cli import main
-from unilab.factory.image_bag import write_image_bag
-from unilab.factory.train import train_detector
+from unilab_datafactory.image_bag import write_image_bag
+from unilab_datafactory.testing import (CLASSES, frame_with_score, ground_truth_store, H,
+                                        StubModule, W)
+from unilab_datafactory.train_detector import train_detector
 
 
 #: The stub detector as a user's TorchScript file.

@@ -5,13 +5,13 @@
 import io
 import time
 
-from factory_helpers import CLASSES, frame_with_score, H, stub_detector, W
 import numpy as np
 import pytest
 from unilab.cli import main
-from unilab.factory.capture import (decode_compressed, Frame, frame_from_tensors,
-                                    frame_tensors, FrameQueue, ImuRates)
-from unilab.factory.store import SampleStore
+from unilab_datafactory.capture import (decode_compressed, Frame, frame_from_tensors,
+                                        frame_tensors, FrameQueue, ImuRates)
+from unilab_datafactory.store import SampleStore
+from unilab_datafactory.testing import CLASSES, frame_with_score, H, stub_detector, W
 
 #: the IMU's frame turned 90 degrees about z against the camera's
 QUARTER_Z = (0.0, 0.0, np.sqrt(0.5), np.sqrt(0.5))
@@ -71,7 +71,7 @@ def test_compressed_images_decode_to_rgb8():
 
 
 def test_live_labels_every_frame_of_a_driver_topic_with_its_imu_rate(tmp_path):
-    from unilab.factory.live import run_live
+    from unilab_datafactory.live import run_live
     from unilab_bench.camera_driver import CameraDriver
     scores = [0.95, 0.5] * 6  # stub scores: 0.95 is a sure box, 0.5 an unsure one
     driver = CameraDriver([frame_with_score(s) for s in scores], broken_first=True)
@@ -110,7 +110,7 @@ def test_capture_and_labeller_in_two_processes_hand_frames_over_shared_memory(tm
     import signal
     import subprocess
     import sys
-    from unilab.factory.live import run_live
+    from unilab_datafactory.live import run_live
     from unilab_bench.camera_driver import CameraDriver
     scores = [0.95, 0.5] * 6
     capture = subprocess.Popen(
@@ -172,7 +172,7 @@ def test_capture_and_labeller_in_two_processes_hand_frames_over_shared_memory(tm
 ])
 def test_live_refuses_bad_options_in_one_line(tmp_path, capsys, args, needle):
     import torch
-    from factory_helpers import StubModule
+    from unilab_datafactory.testing import StubModule
     torch.jit.trace(StubModule(), torch.zeros(1, 3, H, W)).save(str(tmp_path / 'det.ts'))
     code = main(['factory', 'live', '--out', str(tmp_path / 's'), '--detector',
                  str(tmp_path / 'det.ts'), '--classes', ','.join(CLASSES), '--input-size',

@@ -5,13 +5,13 @@
 import json
 import time
 
-from factory_helpers import ground_truth_store, H, W
 import numpy as np
 import pytest
 from unilab.cli import main
-from unilab.factory.schedule import Reloader, reviewed_count, watch
-from unilab.factory.store import SampleStore
-from unilab.factory.train import open_detector, train_detector
+from unilab_datafactory.schedule import Reloader, reviewed_count, watch
+from unilab_datafactory.store import SampleStore
+from unilab_datafactory.testing import ground_truth_store, H, W
+from unilab_datafactory.train_detector import open_detector, train_detector
 
 
 def _pending_store(path, n):

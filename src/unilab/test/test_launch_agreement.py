@@ -15,11 +15,12 @@ import sys
 import types
 
 import pytest
-from unilab.launch_support import launch_node_kwargs
-from unilab.prepare import prepare_run
-from unilab.runner import node_command
+from unilab_bringup.launch_support import launch_node_kwargs
+from unilab_bringup.prepare import prepare_run
+from unilab_bringup.runner import node_command
 
-LAUNCH_FILE = pathlib.Path(__file__).resolve().parents[1] / 'launch' / 'train.launch.py'
+SRC = pathlib.Path(__file__).resolve().parents[2]
+LAUNCH_FILE = SRC / 'unilab_bringup' / 'launch' / 'train.launch.py'
 
 
 class _Recorder:
@@ -109,8 +110,8 @@ def test_real_launch_ros_runs_the_graph(tmp_path):
 
 def test_adapt_launch_file_starts_the_adapt_graph_unilab_adapt_starts(tmp_path, monkeypatch):
     from test_deploy import _run_dir
-    from unilab.deploy import prepare_deploy
-    from unilab.prepare import task_info
+    from unilab_adapt.graph import prepare_adapt
+    from unilab_bringup.prepare import task_info
     from unilab_core.config import ModelSection
     from unilab_policy.params import PolicyNodeParams
     info, _ = task_info('arm6_reach')
@@ -122,15 +123,14 @@ def test_adapt_launch_file_starts_the_adapt_graph_unilab_adapt_starts(tmp_path, 
               'run_dir': str(tmp_path / 'launch_run')}
     for name, mod in _fake_launch_modules(values).items():
         monkeypatch.setitem(sys.modules, name, mod)
-    path = LAUNCH_FILE.parent / 'adapt.launch.py'
+    path = SRC / 'unilab_adapt' / 'launch' / 'adapt.launch.py'
     spec = importlib.util.spec_from_file_location('adapt_launch', path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     actions = module.generate_launch_description().args[0]
     opaque = next(a for a in actions if type(a).__name__ == 'OpaqueFunction')
     nodes = [a.kwargs for a in opaque.kwargs['function'](context=None)]
-    cli_run = prepare_deploy(str(model), 'arm6', armed=True, adapt=True,
-                             run_dir=str(tmp_path / 'cli_run'))
+    cli_run = prepare_adapt(str(model), 'arm6', armed=True, run_dir=str(tmp_path / 'cli_run'))
     assert [n['name'] for n in nodes] == [s.name for s in cli_run.graph.nodes] == [
         'perception', 'policy', 'safety', 'recorder', 'adapter']
     launch_params = pathlib.Path(nodes[0]['parameters'][0]).read_text()
@@ -144,8 +144,8 @@ def test_adapt_launch_file_starts_the_adapt_graph_unilab_adapt_starts(tmp_path, 
     assert cli_run.graph.parameters['adapter'].adapt.sched_idle
     # `unilab adapt` runs the control loop composed (as `unilab deploy` does) and the learners
     # in their own processes; --multiprocess (and the launch file) one process per node.
-    from unilab.node_group import group_command
-    from unilab.runner import process_layout
+    from unilab_bringup.node_group import group_command
+    from unilab_bringup.runner import process_layout
     graph = cli_run.graph
     assert [(name, [s.name for s in specs]) for name, specs in process_layout(graph)] == [
         ('perception+policy+safety', ['perception', 'policy', 'safety']),
@@ -154,7 +154,7 @@ def test_adapt_launch_file_starts_the_adapt_graph_unilab_adapt_starts(tmp_path, 
         'perception', 'policy', 'safety', 'recorder', 'adapter']
     command = group_command(graph, ('perception', 'policy', 'safety'), cli_run.params_file,
                             tmp_path / 'group.json')
-    assert command[1:3] == ['-m', 'unilab.node_group']
+    assert command[1:3] == ['-m', 'unilab_bringup.node_group']
     group = json.loads((tmp_path / 'group.json').read_text())
     assert group['params_file'] == str(cli_run.params_file)
     assert [(n['name'], n['module'], n['ros_args']) for n in group['nodes']] == [
@@ -162,7 +162,7 @@ def test_adapt_launch_file_starts_the_adapt_graph_unilab_adapt_starts(tmp_path, 
 
 
 def test_a_deploy_graph_runs_one_process_per_node():
-    from unilab.runner import process_layout
+    from unilab_bringup.runner import process_layout
     from unilab_core.graph import Graph, NodeSpec
     nodes = tuple(NodeSpec(n, 'p', n, 'm', 'C') for n in ('a', 'b'))
     assert [name for name, _ in process_layout(Graph('g', nodes, {}))] == ['a', 'b']
@@ -170,9 +170,9 @@ def test_a_deploy_graph_runs_one_process_per_node():
 
 def test_a_node_group_with_a_bad_parameter_exits_2_naming_it(tmp_path):
     import subprocess
-    from unilab.node_group import group_command
+    from unilab_bringup.node_group import group_command
     from unilab_core.graph import Graph, NodeSpec
-    spec = NodeSpec('recorder', 'unilab', 'recorder_node', 'unilab.bag.recorder_node',
+    spec = NodeSpec('recorder', 'unilab_bag', 'recorder_node', 'unilab_bag.recorder_node',
                     'RecorderNode')
     params = tmp_path / 'params.yaml'
     params.write_text('recorder:\n  ros__parameters:\n    out: %s\n    topics: [/a]\n'

@@ -7,9 +7,9 @@ import json
 from conftest import cli, cli_here
 import numpy as np
 import pytest
-from unilab.direct import train_direct
-from unilab.paths import default_config_files
 from unilab.play import play, PlayOptions, RenderUnavailable
+from unilab_bringup.direct import train_direct
+from unilab_bringup.paths import default_config_files
 from unilab_core.config import load_run_config
 
 #: Frame size of the tests: small (software rendering), multiples of 16.

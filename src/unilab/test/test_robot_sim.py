@@ -11,8 +11,8 @@ import time
 
 from conftest import cli, cli_here
 import pytest
-from unilab.graphs import robot_sim_graph
-from unilab.robot_sim import robot_sim_params
+from unilab_bringup.graphs import robot_sim_graph
+from unilab_bringup.robot_sim import robot_sim_params
 from unilab_core.pytest_fixtures import fresh_context  # noqa: F401 - a fixture
 import yaml
 
@@ -98,7 +98,8 @@ def test_launch_file_starts_the_robot_sim_graph_with_state_publishers(tmp_path, 
               'state_publisher': 'true'}
     for name, mod in _fake_launch_modules(values).items():
         monkeypatch.setitem(sys.modules, name, mod)
-    path = pathlib.Path(__file__).resolve().parents[1] / 'launch' / 'robot_sim.launch.py'
+    path = (pathlib.Path(__file__).resolve().parents[2] / 'unilab_bringup' / 'launch'
+            / 'robot_sim.launch.py')
     spec = importlib.util.spec_from_file_location('robot_sim_launch', path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -126,7 +127,7 @@ def test_launch_file_starts_the_robot_sim_graph_with_state_publishers(tmp_path, 
 def test_every_shipped_profile_drives_its_task(name):
     # The profile's joints are its task's (in the policy's order) and its limits file
     # covers them: the double builds, and the gate's limits exist for every joint.
-    from unilab.paths import profile_path
+    from unilab_bringup.paths import profile_path
     from unilab_bridge.robot_double import RobotDouble
     from unilab_core.robot_profile import load_profile
     from unilab_safety.limits import load_joint_limits
@@ -141,7 +142,7 @@ def test_every_shipped_profile_drives_its_task(name):
 
 def _profile_copy(tmp_path, name, **changes):
     """Copy the ur5e profile and its limits file elsewhere (the limits resolve beside it)."""
-    from unilab.paths import profile_path
+    from unilab_bringup.paths import profile_path
     src = profile_path('ur5e')
     data = yaml.safe_load(src.read_text())
     data['robot'].update(changes)

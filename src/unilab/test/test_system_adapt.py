@@ -15,7 +15,7 @@ import numpy as np
 import rclpy
 from std_msgs.msg import Float64MultiArray
 from test_deploy import _run_dir
-from unilab.prepare import task_info
+from unilab_bringup.prepare import task_info
 from unilab_core.config import ModelSection
 from unilab_core.testing import spin_until
 from unilab_policy.params import PolicyNodeParams

@@ -102,7 +102,7 @@ def test_gymnasium_task_runs_through_the_same_graph(tmp_path, tiny_config):
 def test_export_onnx_is_verified(tmp_path, tiny_config):
     # Trained with the sim2real preset: disturbances on and the policy's last 3 commands
     # in its observation, so the exported network takes 21 + 3 * 6 inputs.
-    from unilab.paths import config_dir
+    from unilab_bringup.paths import config_dir
     run_dir = tmp_path / 'run'
     cli('train', '--steps', 128, '--run-dir', run_dir, '--config', tiny_config, '--config',
         config_dir() / 'sim2real.yaml', *TINY, check=True)

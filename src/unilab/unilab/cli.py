@@ -29,8 +29,8 @@ from unilab_core.errors import yaml_error
 #: not import it to map an error).
 INPUT_ERRORS = (
     ('unilab_policy.checkpoint', 'CheckpointError'),
-    ('unilab.bag.storage', 'BagError'),
-    ('unilab.bag.types', 'BagTypeError'),
+    ('unilab_bag.storage', 'BagError'),
+    ('unilab_bag.types', 'BagTypeError'),
     ('rosbags.rosbag2', 'ReaderError'),
     ('rosbags.rosbag2', 'WriterError'),  # e.g. `record OUT` where OUT exists
     ('unilab.plot', 'MetricsFileError'),
@@ -90,8 +90,8 @@ def _train(args) -> int:
             run_dir, overrides = _rank_graph_run(args, overrides)
     if args.direct:
         return _train_direct(args)
-    from unilab.prepare import prepare_run
-    from unilab.runner import run_graph
+    from unilab_bringup.prepare import prepare_run
+    from unilab_bringup.runner import run_graph
     run = prepare_run(args.config, overrides, run_dir=run_dir, resume=args.resume or '')
     print(f'unilab: task {run.task.name} ({run.task.obs_dim} obs, {run.task.action_dim} act, '
           f'{run.task.command_interface}), {run.cfg.rollout.num_envs} envs, '
@@ -122,7 +122,7 @@ def _rank_graph_run(args, overrides: dict) -> tuple[str, dict]:
     trainer nodes join one process group (``unilab_policy.distributed``).
     """
     import pathlib
-    from unilab.paths import default_config_files
+    from unilab_bringup.paths import default_config_files
     from unilab_core.config import load_run_config
     from unilab_policy import distributed
     seed = load_run_config(list(default_config_files()) + list(args.config),
@@ -168,9 +168,9 @@ def _launch_ranks(args, launch_options: tuple[str, ...]) -> int:
 
 
 def _default_run_dir(args) -> str:
-    from unilab.prepare import make_run_dir
+    from unilab_bringup.prepare import make_run_dir
     from unilab_core.config import load_run_config
-    from unilab.paths import default_config_files
+    from unilab_bringup.paths import default_config_files
     cfg = load_run_config(list(default_config_files()) + list(args.config),
                           _train_overrides(args))
     return str(make_run_dir(cfg.run.task, None))
@@ -178,10 +178,10 @@ def _default_run_dir(args) -> str:
 
 def _train_direct(args) -> int:
     import pathlib
-    from unilab.direct import train_direct
-    from unilab.prepare import make_run_dir
+    from unilab_bringup.direct import train_direct
+    from unilab_bringup.prepare import make_run_dir
     from unilab_core.atomic import atomic_write_text
-    from unilab.paths import training_config
+    from unilab_bringup.paths import training_config
     from unilab_policy import distributed
     files = []
     if args.resume:
@@ -206,7 +206,7 @@ def _train_direct(args) -> int:
 
 
 def _check_robot(args) -> int:
-    from unilab.paths import profile_path
+    from unilab_bringup.paths import profile_path
     from unilab_bridge.robot_probe import run_check
     from unilab_core.robot_profile import load_profile
     profile = load_profile(profile_path(args.robot))
@@ -216,7 +216,7 @@ def _check_robot(args) -> int:
 
 
 def _robot_sim(args) -> int:
-    from unilab.robot_sim import print_summary, robot_sim_params, run_robot_sim
+    from unilab_bringup.robot_sim import print_summary, robot_sim_params, run_robot_sim
     double, scenario = robot_sim_params(
         args.robot, args.variant, args.robots, args.time_scale, args.seed, args.goals,
         args.goal_timeout, args.results or '', args.stats or '')
@@ -244,7 +244,7 @@ def _play(args) -> int:
 
 
 def _train_offline(args) -> int:
-    from unilab.bag.offline import train_offline
+    from unilab.offline import train_offline
     overrides = {'run.task': args.task, 'offline.gradient_steps': args.steps,
                  'run.seed': args.seed, 'run.device': args.device}
     overrides = {k: v for k, v in overrides.items() if v not in (None, '')}
@@ -257,16 +257,16 @@ def _train_offline(args) -> int:
 
 
 def _record(args) -> int:
-    from unilab.bag.recorder_node import record
+    from unilab_bag.recorder_node import record
     counts = record(args.out, args.topics, args.storage, args.duration)
     print(f'unilab: wrote {args.out}: ' + ', '.join(f'{t} {n}' for t, n in counts.items()))
     return 0
 
 
 def _replay(args) -> int:
-    from unilab.bag.player import parse_remaps
-    from unilab.bag.player_node import replay
-    from unilab.bag.storage import BagError
+    from unilab_bag.player import parse_remaps
+    from unilab_bag.player_node import replay
+    from unilab_bag.storage import BagError
     try:
         counters = replay(args.bag, args.rate, args.loop, parse_remaps(args.remap), args.topics,
                           args.wait)
@@ -279,14 +279,14 @@ def _replay(args) -> int:
 
 def _bag(args) -> int:
     if args.bag_command == 'info':  # exit 1 when a bag is damaged (reported, not refused)
-        from unilab.bag.info import bag_info, format_info
+        from unilab_bag.info import bag_info, format_info
         damaged = False
         for path in args.bags:
             info = bag_info(path)
             damaged |= 'damaged' in info
             print(json.dumps(info, indent=2) if args.json else format_info(info))
         return 1 if damaged else 0
-    from unilab.bag.storage import recover_bag
+    from unilab_bag.storage import recover_bag
     out = args.out or args.bag.rstrip('/') + '-recovered'
     counts, scan = recover_bag(args.bag, out)
     print(f'unilab: recovered {sum(counts.values())} messages into {out}')
@@ -304,7 +304,7 @@ def _tasks(args) -> int:
 
 def _config(args) -> int:
     from unilab_core.config import describe_keys
-    from unilab.paths import training_config
+    from unilab_bringup.paths import training_config
     if args.check:
         cfg = training_config(list(args.check))  # what a training run would use
         print(json.dumps(cfg.to_dict(), indent=2))
@@ -490,7 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=_export)
     from unilab.cli_deploy import add_commands as add_deploy_commands
     add_deploy_commands(sub)
-    from unilab.factory.cli import add_commands as add_factory_commands
+    from unilab_datafactory.cli import add_commands as add_factory_commands
     add_factory_commands(sub)
     for command in _command_plugins():
         command(sub)

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import sys
 
+from unilab_adapt.graph import prepare_adapt
+from unilab_bringup.deploy import prepare_deploy
+from unilab_bringup.runner import GraphFailed, merge_summary, spin_composed, spin_processes
+
 
 def _deploy(args) -> int:
-    from unilab.deploy import prepare_deploy
-    from unilab.runner import GraphFailed, merge_summary, spin_composed, spin_processes
     adapt = getattr(args, 'adapt', False)
-    run = prepare_deploy(args.model, args.robot, armed=args.armed, namespace=args.namespace,
-                         config_files=args.config, run_dir=args.run_dir, adapt=adapt,
-                         require_envelope=args.require_envelope)
+    # The CLI wires the adaptation feature: it extends the deploy graph (unilab_adapt.graph).
+    prepare = prepare_adapt if adapt else prepare_deploy
+    run = prepare(args.model, args.robot, armed=args.armed, namespace=args.namespace,
+                  config_files=args.config, run_dir=args.run_dir,
+                  require_envelope=args.require_envelope)
     for text in run.warnings:
         print(f'unilab: warning: {text}', file=sys.stderr, flush=True)
     p = run.profile

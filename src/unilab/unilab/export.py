@@ -14,7 +14,7 @@ def export_run(run_dir: str, fmt: str,
     from unilab_policy.export import (export_onnx, export_torchscript, ONNX_TOLERANCE,
                                       verify_onnx)
     from unilab_policy.networks import load_trained
-    from unilab.deploy import describe_model, model_metadata
+    from unilab_bringup.deploy import describe_model, model_metadata
     trained = load_trained(run_dir)
     bundle, obs_dim = trained.bundle, trained.input_dim
     # What deployment checks against a robot profile travels inside the file.

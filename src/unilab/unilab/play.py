@@ -105,8 +105,8 @@ def play(opts: PlayOptions) -> dict:
     """Run ``opts.episodes`` deterministic episodes, render them; return their figures."""
     _check(opts)
     import imageio_ffmpeg
-    from unilab.direct import make_gate
-    from unilab.sim_loop import SimLoop
+    from unilab_bringup.direct import make_gate
+    from unilab_bringup.sim_loop import SimLoop
     from unilab_bridge.tasks import make_task
     from unilab_bridge.variants import VARIANTS
     from unilab_core.config import load_run_config

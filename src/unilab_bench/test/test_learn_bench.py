@@ -12,13 +12,13 @@ isolate_ros_domain()
 
 
 def _cfg():
-    from unilab.paths import default_config_files
+    from unilab_bringup.paths import default_config_files
     from unilab_core.config import load_run_config
     return load_run_config(list(default_config_files()))
 
 
 def test_the_ik_expert_reaches_every_target_through_the_gate(tmp_path):
-    from unilab.evaluation import evaluate_policy
+    from unilab_bringup.evaluation import evaluate_policy
     from unilab_bench.learn import ExpertActor
     expert = evaluate_policy(_cfg(), None, 'arm6_reach', str(tmp_path), None, 8, 5, 1,
                              actor=ExpertActor(8, 6))
@@ -38,7 +38,7 @@ def test_the_ik_expert_reaches_every_target_through_the_gate(tmp_path):
 
 def test_evaluation_pauses_after_every_step_when_asked(tmp_path):
     # The adapter's simulation test yields to the robot's control loop there.
-    from unilab.evaluation import evaluate_policy
+    from unilab_bringup.evaluation import evaluate_policy
     calls = []
     plain = evaluate_policy(_cfg(), None, 'arm6_reach', str(tmp_path), None, 2, 5, 1)
     paced = evaluate_policy(_cfg(), None, 'arm6_reach', str(tmp_path), None, 2, 5, 1,
@@ -50,7 +50,7 @@ def test_evaluation_pauses_after_every_step_when_asked(tmp_path):
 
 
 def test_quad_evaluation_reports_tracking_and_survival(tmp_path):
-    from unilab.evaluation import evaluate_policy
+    from unilab_bringup.evaluation import evaluate_policy
     res = evaluate_policy(_cfg(), None, 'quad_walk', str(tmp_path), None, 4, 0, 1,
                           task_options={'command_velocity': (0.5, 0.5),
                                         'command_yaw': (0.0, 0.0),
@@ -166,7 +166,7 @@ def test_the_zoo_experiment_files_are_the_settings_sb3_gets(task, name):
     """docs/bench/<task>_zoo_settings.yaml gives our PPO what SB3 gets from ZOO_PPO."""
     import math
     import pathlib
-    from unilab.paths import default_config_files
+    from unilab_bringup.paths import default_config_files
     from unilab_bench.train import ZOO_POLICY, ZOO_PPO
     from unilab_core.config import load_run_config
     path = (pathlib.Path(__file__).resolve().parents[3] / 'docs' / 'bench'
@@ -187,7 +187,7 @@ def test_the_zoo_experiment_files_are_the_settings_sb3_gets(task, name):
 
 
 def test_evaluation_counts_the_first_episode_of_each_env_once(tmp_path):
-    from unilab.evaluation import evaluate_policy
+    from unilab_bringup.evaluation import evaluate_policy
     # The zero action lets the hopper fall within a few dozen steps: each env would run
     # many short episodes in the evaluation's time budget; only its first one counts.
     cfg = _cfg().model_copy(update={'run': _cfg().run.model_copy(update={'task': 'Hopper-v5'})})

@@ -6,7 +6,7 @@
 A nominal-trained arm policy is deployed on a shifted robot (the ``payload``
 variant: masses x3, servo gains x0.3, friction x0.25, 2-3 steps of command
 delay) and adapted for ``--steps`` rounds (default 30, 16 robot episodes each:
-a budget of 480 episodes; ``unilab.adapt.sim_robot``: the adapter's rounds, fuse
+a budget of 480 episodes; ``unilab_adapt.sim_robot``: the adapter's rounds, fuse
 and version files as ``unilab adapt`` runs them, with the robot simulated in the
 same process so that many rounds fit in minutes). Reported, as fractions:
 ``success_before`` / ``success_after``, the starting version and the version
@@ -68,7 +68,7 @@ def _robot(history: list[dict]) -> list[dict]:
 
 
 def _run(cfg, model, rounds: int, run_dir: pathlib.Path, seed: int) -> dict:
-    from unilab.adapt.sim_robot import adapt_in_simulation
+    from unilab_adapt.sim_robot import adapt_in_simulation
     from unilab_bridge.variants import VARIANTS
     t0 = time.monotonic()
     results = adapt_in_simulation(cfg, model, VARIANTS[VARIANT], rounds, run_dir, seed=seed)
@@ -78,7 +78,7 @@ def _run(cfg, model, rounds: int, run_dir: pathlib.Path, seed: int) -> dict:
 
 def _eval(cfg, model, flat, run_dir) -> float:
     import torch
-    from unilab.evaluation import evaluate_policy
+    from unilab_bringup.evaluation import evaluate_policy
     from unilab_bridge.variants import VARIANTS
     from unilab_policy.networks import load_trained
     from unilab_policy.weights import flatten_state, unflatten_into
@@ -117,7 +117,7 @@ def _plot(path: str, runs: dict) -> None:
 
 def bench_adapt(args) -> dict:
     """Run the benchmark (see the module docstring)."""
-    from unilab.paths import default_config_files
+    from unilab_bringup.paths import default_config_files
     from unilab_core.config import ConfigError, load_run_config
     model = getattr(args, 'model', None)
     if not model:
@@ -136,7 +136,7 @@ def bench_adapt(args) -> dict:
         tmp = pathlib.Path(tmp)
         main = _run(cfg, model, rounds, tmp / 'adapt', seed)
         robot = main['robot']
-        from unilab.adapt.fuse import Fuse
+        from unilab_adapt.fuse import Fuse
         fuse = Fuse(tmp / 'adapt' / 'adapt' / 'fuse.json')
         last = robot[-3:]
         eps = sum(h['episodes'] for h in last)

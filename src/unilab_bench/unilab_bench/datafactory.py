@@ -42,7 +42,7 @@ LIVE_RATE_HZ = 30.0
 def _live(tmp: pathlib.Path, frames: list, detector, rate_hz: float = LIVE_RATE_HZ) -> dict:
     """Play ``frames`` as a camera (+ IMU) driver into ``factory live``; return its figures."""
     import numpy as np
-    from unilab.factory.live import run_live
+    from unilab_datafactory.live import run_live
     from unilab_bench.camera_driver import CameraDriver
     import time
     driver = CameraDriver([np.asarray(f) for f in frames], rate_hz)
@@ -71,12 +71,13 @@ def _live(tmp: pathlib.Path, frames: list, detector, rate_hz: float = LIVE_RATE_
 def bench_factory(args) -> dict:
     """Run the factory benchmark; return its figures."""
     import torch
-    from unilab.factory.image_bag import write_image_bag
-    from unilab.factory.label import label_bag
-    from unilab.factory.render import render_store
-    from unilab.factory.score import score_pseudo_labels, simulate_review
-    from unilab.factory.store import SampleStore
-    from unilab.factory.train import calibrate, latest_version, open_detector, train_detector
+    from unilab_datafactory.image_bag import write_image_bag
+    from unilab_datafactory.label import label_bag
+    from unilab_datafactory.render import render_store
+    from unilab_datafactory.score import score_pseudo_labels, simulate_review
+    from unilab_datafactory.store import SampleStore
+    from unilab_datafactory.train_detector import (calibrate, latest_version, open_detector,
+                                                   train_detector)
     torch.set_num_threads(1)
     seed = args.seed
     with tempfile.TemporaryDirectory(prefix='unilab-bench-factory-') as tmp:

@@ -68,9 +68,9 @@ START_S = 90.0
 def robot_commands(profile: pathlib.Path, cycles: int, out: pathlib.Path, tmp: pathlib.Path,
                    goals: int = 0, goal_timeout_s: float | None = None) -> list[list[str]]:
     """Return the commands of the probe double and, with ``goals``, of a scenario beside it."""
-    from unilab.graphs import robot_sim_graph
-    from unilab.robot_sim import robot_sim_params
-    from unilab.runner import node_command
+    from unilab_bringup.graphs import robot_sim_graph
+    from unilab_bringup.robot_sim import robot_sim_params
+    from unilab_bringup.runner import node_command
     double, scenario = robot_sim_params(str(profile), goals=goals,
                                         goal_timeout_s=goal_timeout_s)
     double = double.model_copy(update={'latency_probe_cycles': cycles,
@@ -218,7 +218,7 @@ def breakdown(result: dict, names: list[str]) -> dict:
 
 def bench_deploy(args) -> dict:
     """Time joint state -> command on the robot double: deploy graph vs plain rclpy node."""
-    from unilab.paths import profile_path
+    from unilab_bringup.paths import profile_path
     from unilab_core.robot_profile import load_profile
     cycles = args.steps or DEFAULT_CYCLES
     rounds = getattr(args, 'rounds', None)

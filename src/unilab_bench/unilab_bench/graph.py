@@ -5,7 +5,7 @@
 
 The real graph (bridge -> perception -> policy -> safety -> bridge, composed on
 one EventsExecutor) against the same task, actor and safety gate stepped by
-``unilab.sim_loop.SimLoop`` (the floor the graph's messaging overhead is
+``unilab_bringup.sim_loop.SimLoop`` (the floor the graph's messaging overhead is
 measured from). Both are built from the same configuration and graph
 description; no PPO update runs while either is timed.
 """
@@ -38,8 +38,8 @@ def _overrides(task_name: str, num_envs: int, steps: int) -> dict:
 
 def _direct_loop(task_name: str, num_envs: int, steps: int) -> float:
     """Return control steps/s of bridge task + actor + gate stepped without ROS."""
-    from unilab.prepare import describe_training
-    from unilab.sim_loop import SimLoop
+    from unilab_bringup.prepare import describe_training
+    from unilab_bringup.sim_loop import SimLoop
     from unilab_bridge.tasks import make_task
     from unilab_core.config import load_run_config
     from unilab_policy.device import setup_device
@@ -67,7 +67,7 @@ def _direct_loop(task_name: str, num_envs: int, steps: int) -> float:
 def _graph_loop(task_name: str, num_envs: int, steps: int) -> dict:
     """Return control steps/s of the composed ROS 2 graph (no PPO update during timing)."""
     import rclpy
-    from unilab.prepare import prepare_run
+    from unilab_bringup.prepare import prepare_run
     from unilab_core.ros.runtime import create_composed, detach_and_shutdown, make_executor
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -7,7 +7,7 @@ Subsets (``--subset``):
 
 - ``arm6`` (default): the default ``./unilab train`` (arm6_reach through the ROS
   graph) for each seed of ``--seeds`` (0,1,2); each trained policy is scored
-  deterministically through the gate (``unilab.evaluation``, the nominal model,
+  deterministically through the gate (``unilab_bringup.evaluation``, the nominal model,
   a fixed evaluation seed) next to the scripted Jacobian IK expert on the same
   episodes. Targets: return >= 63 and >= 90 % of the expert's, reach success >= 95 %.
 - ``hopper`` / ``walker`` / ``halfcheetah`` / ``ant``: gymnasium MuJoCo tasks through the
@@ -84,7 +84,7 @@ class ExpertActor:
 
 
 def _score(cfg, run_dir, task: str, actor=None) -> dict:
-    from unilab.evaluation import evaluate_policy
+    from unilab_bringup.evaluation import evaluate_policy
     from unilab_policy.networks import load_trained
     bundle = None
     if actor is None:
@@ -97,7 +97,7 @@ def _score(cfg, run_dir, task: str, actor=None) -> dict:
 
 def _score_gym(cfg, run_dir, task: str) -> dict:
     """Return the deterministic evaluation of a gymnasium run (GYM_EVAL_EPISODES episodes)."""
-    from unilab.evaluation import evaluate_policy
+    from unilab_bringup.evaluation import evaluate_policy
     from unilab_policy.networks import load_trained
     trained = load_trained(run_dir)
     cfg = cfg.model_copy(update={'model': trained.params.model})

@@ -7,7 +7,7 @@ Per seed, the task is trained through the graph with the default settings (or a 
 run in ``--run-root`` is scored again), then its deterministic policy runs one episode
 (10 s) per env through the gate under each of QUAD_COMMANDS: the mean forward-velocity
 and yaw-rate errors, the share of episodes survived and the gate's clamp share
-(``QuadWalk.episode_stats`` through ``unilab.evaluation``). Target (the forward
+(``QuadWalk.episode_stats`` through ``unilab_bringup.evaluation``). Target (the forward
 command): error <= VX_ERROR_TARGET, survival >= SURVIVAL_TARGET.
 """
 
@@ -32,7 +32,7 @@ KEYS = ('return', 'vx_error', 'yaw_error', 'survival', 'clamp_share')
 
 def score_quad(cfg, run_dir: pathlib.Path, task: str) -> dict:
     """Return the tracking figures of ``run_dir``'s policy under every QUAD_COMMANDS."""
-    from unilab.evaluation import evaluate_policy
+    from unilab_bringup.evaluation import evaluate_policy
     from unilab_policy.networks import load_trained
     trained = load_trained(run_dir)
     cfg = cfg.model_copy(update={'model': trained.params.model})

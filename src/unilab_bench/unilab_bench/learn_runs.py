@@ -10,8 +10,8 @@ import math
 import pathlib
 
 import numpy as np
-from unilab.prepare import prepare_run
-from unilab.runner import run_composed
+from unilab_bringup.prepare import prepare_run
+from unilab_bringup.runner import run_composed
 
 #: Evaluation seed (the same episodes for every policy scored).
 EVAL_SEED = 4321

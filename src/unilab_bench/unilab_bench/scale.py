@@ -258,8 +258,8 @@ def _plot(c: dict, rows: list[dict], path: str) -> None:
 
 def bench_scale(args) -> dict:
     """Measure the pieces, fit the all-reduce, model the scaling (and write the PNG)."""
-    from unilab.prepare import describe_training
-    from unilab.paths import default_config_files
+    from unilab_bringup.prepare import describe_training
+    from unilab_bringup.paths import default_config_files
     from unilab_core.config import load_run_config
     from unilab_policy.networks import bundle_from_params
     from unilab_policy.history import policy_input_dim

@@ -45,7 +45,7 @@ PRESET = 'sim2real.yaml'
 
 def _config(steps: int, seed: int, num_envs: int | None, injection: bool):
     """Return (a)'s or (b)'s run config: the preset, with its disturbances on or off."""
-    from unilab.paths import config_dir, default_config_files
+    from unilab_bringup.paths import config_dir, default_config_files
     from unilab_core.config import load_run_config
     overrides = {'run.task': TASK, 'run.total_steps': steps, 'run.seed': seed,
                  'logging.tensorboard': False, 'logging.progress': False,
@@ -59,15 +59,15 @@ def _config(steps: int, seed: int, num_envs: int | None, injection: bool):
 
 def evaluate(bundle, cfg, run_dir: str, variant: dict | None, num_envs: int,
              seed: int = EVAL_SEED, episodes_per_env: int = EVAL_EPISODES_PER_ENV) -> dict:
-    """Return return / success figures of ``bundle`` on a variant (``unilab.evaluation``)."""
-    from unilab.evaluation import evaluate_policy
+    """Return return / success figures of ``bundle`` on a variant (``evaluate_policy``)."""
+    from unilab_bringup.evaluation import evaluate_policy
     return evaluate_policy(cfg, bundle, TASK, run_dir, variant, num_envs, seed,
                            episodes_per_env)
 
 
 def _train_pair(steps: int, seed: int, num_envs: int | None, tmp: str, zero: dict) -> dict:
     """Train and evaluate (a) and (b) for one training seed."""
-    from unilab.direct import train_direct
+    from unilab_bringup.direct import train_direct
     from unilab_policy.networks import load_trained
     out = {}
     for label, injection in (('nominal_trained', False), ('injection_trained', True)):

@@ -259,7 +259,7 @@ def _options(args) -> tuple[int, float, int]:
 
 def bench_stress(args) -> dict:
     """Run N robots with their deploy graphs for ``--duration`` s; return the report."""
-    from unilab.paths import default_config_files, profile_path
+    from unilab_bringup.paths import default_config_files, profile_path
     from unilab_core.config import load_run_config
     from unilab_core.robot_profile import fleet_namespace, load_profile
     robots, duration, adapters = _options(args)

@@ -86,9 +86,9 @@ def sb3_zoo(task: str, steps: int, seed: int, monitor_file: str | None = None,
 
 def bench_train(args) -> dict:
     """Compare the ROS graph, the direct loop and SB3 (zoo settings) on one task and budget."""
-    from unilab.direct import train_direct
-    from unilab.prepare import prepare_run
-    from unilab.runner import run_composed
+    from unilab_bringup.direct import train_direct
+    from unilab_bringup.prepare import prepare_run
+    from unilab_bringup.runner import run_composed
     task = args.task or 'Hopper-v5'
     args.steps = args.steps or 50_000
     overrides = {'run.task': task, 'run.total_steps': args.steps, 'run.seed': args.seed,

@@ -11,7 +11,7 @@ process) on the robot double's held-out ``real`` variant (``unilab robot-sim
 --variant real``, another process), whose scenario node publishes ``--goals`` goals
 (100) on ``/goal_pose`` one after another and scores a goal a success when the tool
 comes within 5 cm before the goal's time-out. Beside each, the in-process evaluation
-of the same checkpoint on the same variant (``unilab.evaluation.evaluate_policy``:
+of the same checkpoint on the same variant (``unilab_bringup.evaluation.evaluate_policy``:
 success = final tool distance below 5 cm at the end of an episode). Reports
 ``success_injection``, ``success_nominal`` (fractions) and ``*_inproc``; target:
 ``success_injection`` >= 0.89 and >= 2x ``success_nominal``.
@@ -66,8 +66,8 @@ def _deployed_success(model: str, goals: int, tmp: pathlib.Path, name: str) -> d
 
 def bench_transfer(args) -> dict:
     """Deploy the injection- and nominal-trained policies on the real double; score both."""
-    from unilab.direct import train_direct
-    from unilab.evaluation import evaluate_policy
+    from unilab_bringup.direct import train_direct
+    from unilab_bringup.evaluation import evaluate_policy
     from unilab_bench.sim2real import _config, DEFAULT_STEPS, EVAL_SEED, TASK
     from unilab_bridge.variants import REAL_VARIANT
     from unilab_core.config import load_run_config

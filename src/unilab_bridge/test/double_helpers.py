@@ -9,7 +9,7 @@ import numpy as np
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
-ROBOTS = pathlib.Path(__file__).resolve().parents[2] / 'unilab' / 'config' / 'robots'
+ROBOTS = pathlib.Path(__file__).resolve().parents[2] / 'unilab_bringup' / 'config' / 'robots'
 
 
 def profile_file(name: str) -> str:

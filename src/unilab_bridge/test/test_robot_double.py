@@ -12,7 +12,7 @@ from unilab_bridge.tasks import make_task
 from unilab_core.config import ConfigError
 from unilab_core.robot_profile import load_profile
 
-ROBOTS = pathlib.Path(__file__).resolve().parents[2] / 'unilab' / 'config' / 'robots'
+ROBOTS = pathlib.Path(__file__).resolve().parents[2] / 'unilab_bringup' / 'config' / 'robots'
 
 
 def profile(name):

@@ -19,7 +19,7 @@ from unilab_core.robot_profile import load_profile
 from ur5e_dh import dh_flange, HOME, JOINTS, ur5e_urdf
 
 ARM6 = pathlib.Path(unilab_bridge.__file__).parent / 'assets' / 'arm6.xml'
-PROFILE = pathlib.Path(__file__).resolve().parents[2] / 'unilab' / 'config' / 'robots' / \
+PROFILE = pathlib.Path(__file__).resolve().parents[2] / 'unilab_bringup' / 'config' / 'robots' / \
     'ur5e.yaml'
 
 

@@ -7,7 +7,7 @@ import pathlib
 import pytest
 from unilab_core.config import ConfigError, describe_keys, load_run_config, RunConfig
 
-REPO_CONFIG = pathlib.Path(__file__).resolve().parents[2] / 'unilab' / 'config'
+REPO_CONFIG = pathlib.Path(__file__).resolve().parents[2] / 'unilab_bringup' / 'config'
 
 
 def write(tmp_path, name, text):
@@ -111,3 +111,42 @@ def test_every_key_is_documented():
     rows = describe_keys()
     assert len(rows) > 30
     assert all(desc for _, desc, _ in rows), [k for k, d, _ in rows if not d]
+
+
+def test_a_feature_section_is_validated_like_a_core_one_and_an_unknown_section_refused(
+        tmp_path, monkeypatch):
+    from pydantic import Field
+    from unilab_core import config
+
+    class DemoSection(config.Section):
+        period_s: float = Field(60.0, gt=0.0)
+
+    monkeypatch.setattr(config, 'feature_sections', lambda: {'demo': DemoSection})
+    config.run_config_model.cache_clear()
+    try:
+        ok = tmp_path / 'ok.yaml'
+        ok.write_text('demo: {period_s: 2.5}\n')
+        cfg = load_run_config([ok])
+        assert isinstance(cfg, RunConfig) and cfg.demo.period_s == 2.5
+        assert load_run_config([]).demo.period_s == 60.0  # a default, as core sections have
+        assert 'demo' in cfg.to_dict() and config.all_sections()['demo'] is DemoSection
+        bad = tmp_path / 'bad.yaml'
+        bad.write_text('demo: {period_s: -1}\n')
+        with pytest.raises(ConfigError, match='demo.period_s'):
+            load_run_config([bad])
+        typo = tmp_path / 'typo.yaml'
+        typo.write_text('dmeo: {period_s: 1}\n')
+        with pytest.raises(ConfigError, match='`dmeo`: unknown key'):
+            load_run_config([typo])
+    finally:
+        config.run_config_model.cache_clear()
+
+
+def test_the_installed_features_add_their_sections():
+    from unilab_core.config import feature_sections
+    sections = feature_sections()
+    if not sections:
+        pytest.skip('no feature package installed beside unilab_core')
+    assert {'adapt', 'offline'} <= set(sections)
+    cfg = load_run_config([])
+    assert cfg.adapt.period_s > 0 and cfg.offline.batch_size > 0

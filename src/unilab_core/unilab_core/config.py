@@ -11,12 +11,13 @@ after each merge, so an error names the file that introduced it and the key
 
 from __future__ import annotations
 
+import functools
 import math
 import pathlib
 from typing import Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, field_validator, model_validator,
-                      ValidationError)
+from pydantic import (BaseModel, ConfigDict, create_model, Field, field_validator,
+                      model_validator, ValidationError)
 from unilab_core.errors import yaml_error
 import yaml
 
@@ -497,27 +498,6 @@ class NormalizationSection(Section):
     reward_clip: float = Field(10.0, gt=0.0, description='Clip of scaled rewards.')
 
 
-class OfflineSection(Section):
-    """
-    Offline training from bags (``unilab train --offline BAG...``): IQL and a BC baseline.
-
-    Networks use the ``model`` section (so ``unilab export`` works on the result).
-    """
-
-    gradient_steps: int = Field(20000, gt=0, description='Gradient steps of IQL and of BC.')
-    batch_size: int = Field(256, gt=0, description='Minibatch size (transitions).')
-    lr: float = Field(3e-4, gt=0.0, lt=1.0, description='Adam learning rate (all networks).')
-    expectile: float = Field(0.7, gt=0.0, lt=1.0, description='IQL value expectile tau.')
-    beta: float = Field(3.0, gt=0.0, description='IQL advantage temperature (AWR weights).')
-    target_tau: float = Field(0.005, gt=0.0, le=1.0, description='Target-Q Polyak rate.')
-    eval_envs: int = Field(64, gt=0, description='Simulated envs for evaluation.')
-    eval_episodes: int = Field(128, gt=0, description='Evaluation episodes per policy.')
-    eval_every: int = Field(5000, gt=0, description='Evaluate every K gradient steps.')
-    dataset_source: Literal['rollout', 'sensors'] = Field(
-        'rollout', description='Transitions from /unilab/rollout chunks, or from '
-        '/joint_states + /unilab/task_state (through perception) + /unilab/action.')
-
-
 class StressSection(Section):
     """Thresholds of ``unilab bench stress`` (docs/operations.md); exceeding any exits 1."""
 
@@ -542,84 +522,13 @@ class StressSection(Section):
         '(best effort) a robot\'s safety node received.')
 
 
-class AdaptSection(Section):
-    """
-    Online adaptation on a robot (``unilab adapt``): fine-tune rounds and the safety fuse.
-
-    See docs/adapt.md. A round starts every ``period_s`` once the running
-    version has ``min_episodes`` complete robot episodes.
-    """
-
-    period_s: float = Field(60.0, gt=0.0, description='Seconds between adaptation rounds.')
-    min_episodes: int = Field(8, gt=0, description='Complete robot episodes of the running '
-                              'version before a round scores it and fine-tunes.')
-    window_steps: int = Field(20000, gt=0, description='Most recent robot steps kept for '
-                              'fine-tuning (older ones are dropped, counted).')
-    layers: Literal['last', 'all'] = Field('last', description='Fine-tune the last '
-                                           '`last_layers` linear layers of actor and critic, '
-                                           'or all weights.')
-    last_layers: int = Field(2, gt=0, description='Linear layers counted from the output '
-                             '(layers: last).')
-    method: Literal['ppo', 'iql'] = Field(
-        'ppo', description='Fine-tuning method: ppo (PPO on the recorded on-policy steps with '
-        'their log-probs) or iql (the offline learner of `train --offline`, IQL, on the '
-        'same steps as a fixed dataset; its twin Q starts fresh each round).')
-    lr: float = Field(3e-4, gt=0.0, lt=1.0, description='Fine-tuning learning rate (fixed).')
-    epochs: int = Field(4, gt=0, description='Passes over the window per round (PPO epochs; '
-                        'IQL: epochs x steps / batch_size updates).')
-    batch_size: int = Field(32, gt=0, description='Minibatch size (transitions).')
-    critic_epochs: int = Field(8, ge=0, description='PPO only: passes fitting the critic\'s '
-                               'trainable layers to the robot\'s returns before the policy '
-                               'update (advantages recomputed after each pass; 0 = off).')
-    sim_envs: int = Field(8, gt=0, description='Simulated envs of the simulation test.')
-    sim_episodes_per_env: int = Field(2, gt=0, description='Episodes per env of the '
-                                      'simulation test.')
-    sim_seed: int = Field(1234, ge=0, description='Fixed seed of the simulation test.')
-    sim_variant: str = Field('nominal', description='Robot variant the simulation test runs '
-                             '(unilab_bridge.variants: nominal, real, ...).')
-    sim_tolerance: float = Field(0.05, ge=0.0, le=1.0, description='A candidate whose '
-                                 'simulation success is below the running version\'s by more '
-                                 'is never deployed.')
-    drop_tolerance: float = Field(0.05, ge=0.0, le=1.0, description='Robot success below the '
-                                  'last good version\'s by more counts as a drop.')
-    consecutive_drops: int = Field(3, gt=0, description='Drops in a row that roll back to '
-                                   'the last good version.')
-    drop_z: float = Field(1.0, ge=0.0, description='A drop must also exceed this many '
-                          'standard errors of the two success fractions (0: bare threshold).')
-    hold_after_rollback: bool = Field(True, description='After a rollback deploy no new '
-                                      'candidate until an operator resumes (adapter\'s '
-                                      '~/resume service).')
-    torch_threads: int = Field(1, gt=0, description='CPU threads of the fine-tuning.')
-    nice: int = Field(10, ge=0, le=19, description='Scheduling niceness of the adapter '
-                      'process (the control loop keeps the CPU).')
-    sched_idle: bool = Field(True, description='Run the adapter and the recorder under '
-                             'SCHED_IDLE (Linux): they get a core only when no other process '
-                             'wants it, so they do not delay a control step (the adapter falls '
-                             'back to `nice` where refused).')
-    yield_to_control: bool = Field(True, description='The adapter pauses its work around each '
-                                   'control step (phase from the rollout chunks\' stamps; off '
-                                   'where the quiet window exceeds 3/4 of the control period).')
-    yield_before_ms: float = Field(4.0, ge=0.0, description='Quiet window: from this long '
-                                   'before a control step\'s command is due out ...')
-    yield_after_ms: float = Field(3.0, ge=0.0, description='... to this long after it (a slow '
-                                  'step included).')
-    record_rotate_mb: float = Field(16.0, gt=0.0, description='Recorder: new bag after this '
-                                    'many MB.')
-    record_keep_mb: float = Field(512.0, gt=0.0, description='Recorder: disk budget of the '
-                                  'closed bags (oldest deleted, counted).')
-    sabotage: Literal['none', 'sign_flip', 'huge_lr'] = Field(
-        'none', description='Make fine-tuning harm the policy (bench and tests of the fuse '
-        'only).')
-
-
 SECTIONS: dict[str, type[Section]] = {
     'run': RunSection, 'gpu': GpuSection, 'bridge': BridgeSection,
     'disturbances': DisturbancesSection,
     'safety': SafetySection, 'logging': LoggingSection, 'perception': PerceptionSection,
     'rollout': RolloutSection, 'advantage': AdvantageSection,
     'policy_update': PolicyUpdateSection, 'model': ModelSection,
-    'normalization': NormalizationSection, 'offline': OfflineSection,
-    'adapt': AdaptSection,
+    'normalization': NormalizationSection,
 }
 
 
@@ -639,14 +548,55 @@ class RunConfig(Section):
     policy_update: PolicyUpdateSection = Field(default_factory=PolicyUpdateSection)
     model: ModelSection = Field(default_factory=ModelSection)
     normalization: NormalizationSection = Field(default_factory=NormalizationSection)
-    offline: OfflineSection = Field(default_factory=OfflineSection)
     health: HealthSection = Field(default_factory=HealthSection)
-    adapt: AdaptSection = Field(default_factory=AdaptSection)
     stress: StressSection = Field(default_factory=StressSection)
 
     def to_dict(self) -> dict[str, Any]:
         """Return plain data (for YAML dumps and node parameters)."""
         return self.model_dump(mode='python')
+
+
+#: Entry-point group through which a feature package adds its own section to the run
+#: configuration (``NAME = module:SectionClass`` in its setup.py), found at run time as
+#: pluginlib finds plugins: the ground floor names no feature. The module is light (pydantic).
+SECTION_ENTRY_POINTS = 'unilab.config_sections'
+
+
+@functools.cache
+def feature_sections() -> dict[str, type[Section]]:
+    """Return the installed features' config sections (name -> model), sorted by name."""
+    from importlib.metadata import entry_points
+    found = {}
+    for ep in sorted(entry_points(group=SECTION_ENTRY_POINTS), key=lambda e: e.name):
+        model = ep.load()
+        is_section = isinstance(model, type) and issubclass(model, Section)
+        if ep.name in RunConfig.model_fields or not is_section:
+            raise TypeError(f'config section entry point `{ep.name} = {ep.value}`: a '
+                            'feature section must be a Section and not reuse a core name')
+        found[ep.name] = model
+    return found
+
+
+@functools.cache
+def run_config_model() -> type[RunConfig]:
+    """Return RunConfig with the installed features' sections (``FullRunConfig``)."""
+    fields = {name: (model, Field(default_factory=model))
+              for name, model in feature_sections().items()}
+    full = create_model('FullRunConfig', __base__=RunConfig, __module__=__name__, **fields)
+    full.__doc__ = RunConfig.__doc__
+    return full
+
+
+def __getattr__(name: str):
+    """Resolve ``FullRunConfig`` (pickled configs name it) once features are known."""
+    if name == 'FullRunConfig':
+        return run_config_model()
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+
+
+def all_sections() -> dict[str, type[Section]]:
+    """Return every top-level section: the core's, then the installed features'."""
+    return {**SECTIONS, **feature_sections()}
 
 
 def format_errors(err: ValidationError, source: str) -> str:
@@ -715,12 +665,13 @@ def load_run_config(files: list[str | pathlib.Path] = (),
     ``overrides`` maps dotted keys (``'rollout.num_envs'``) to values; they
     come from command-line flags and are validated like file keys.
     """
+    model = run_config_model()
     merged: dict = {}
-    cfg = RunConfig()
+    cfg = model()
     for f in files:
         merged = _deep_merge(merged, read_yaml(f))
         try:
-            cfg = RunConfig.model_validate(merged)
+            cfg = model.model_validate(merged)
         except ValidationError as exc:
             raise ConfigError(format_errors(exc, str(f))) from None
     if overrides:
@@ -731,7 +682,7 @@ def load_run_config(files: list[str | pathlib.Path] = (),
                 merged[section] = {}
             merged[section][field] = value
         try:
-            cfg = RunConfig.model_validate(merged)
+            cfg = model.model_validate(merged)
         except ValidationError as exc:
             raise ConfigError(format_errors(exc, 'command line')) from None
     return cfg
@@ -746,7 +697,7 @@ def dump_config(cfg: RunConfig, path: str | pathlib.Path) -> None:
 def describe_keys() -> list[tuple[str, str, Any]]:
     """List (dotted key, description, default) for documentation and `unilab config`."""
     rows = []
-    todo = list(SECTIONS.items())
+    todo = list(all_sections().items())
     while todo:
         name, model = todo.pop(0)
         for fname, field in model.model_fields.items():

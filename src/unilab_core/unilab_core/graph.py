@@ -4,7 +4,7 @@
 A graph as data: which nodes, from which packages, with which typed parameters.
 
 The graph descriptions themselves (training, deployment, adaptation) are
-composed in ``unilab.graphs`` from the run configuration; this module holds
+composed in ``unilab_bringup.graphs`` from the run configuration; this module holds
 the data types every starter reads. The CLI (composed or one process per
 node) and the launch files start a ``Graph``; none of them lists nodes of
 its own, so they cannot drift apart. Parameters are written once to a

@@ -79,7 +79,7 @@ class ActionMap(nn.Module):
         super().__init__()
         if mode == 'task':
             raise ValueError("model.action_mode 'task' is not resolved for a task: build the "
-                             'policy parameters with unilab.graphs.policy_params')
+                             'policy parameters with unilab_bringup.graphs.policy_params')
         if mode not in MODES:
             raise ValueError(f'action_mode must be one of {MODES}, got {mode!r}')
         self.mode = mode

@@ -3,7 +3,7 @@
 """
 The policy and trainer nodes' parameters: one typed model each, built from the run config.
 
-The graph descriptions (``unilab.graphs``) construct these models from the
+The graph descriptions (``unilab_bringup.graphs``) construct these models from the
 resolved configuration and the task or robot profile; the nodes declare their
 ROS parameters from the same models (``unilab_core.ros.params.declare_params``).
 Sections of the run configuration appear under their own names (``run``,

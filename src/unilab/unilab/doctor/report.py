@@ -17,11 +17,11 @@ import shutil
 import subprocess
 import textwrap
 
-from unilab.doctor.checks import (
-    Check, check_clock_sync, check_cpu_governor, check_dds_files, check_dev_shm,
-    check_graph_capture, check_irq_affinity, check_isolcpus, check_memlock, check_preempt_rt,
-    check_rmw, check_ros_domain, check_rt_runtime, check_rtprio, check_torch_cuda, FAIL,
-    isolated_cpus, STATUSES, TorchFacts)
+from unilab.doctor.checks import (Check, check_clock_sync, check_cpu_governor, check_dds_files,
+                                  check_dev_shm, check_graph_capture, check_irq_affinity,
+                                  check_isolcpus, check_memlock, check_preempt_rt, check_rmw,
+                                  check_ros_domain, check_rt_runtime, check_rtprio,
+                                  check_torch_cuda, FAIL, isolated_cpus, STATUSES, TorchFacts)
 from unilab.doctor.gpu_checks import check_nvml, GPU_CHECKS, gpu_checks
 from unilab.doctor.probe import (CAP_IPC_LOCK, CAP_SYS_NICE, HostFacts, read_host_facts,
                                  read_torch_facts)
@@ -97,9 +97,9 @@ def diagnose(config_files=(), root='/', env=None, nvml_import=None, which=shutil
     module (default ``pynvml``); ``which`` / ``run``: find and run helper
     programs; ``torch_facts``: replaces what torch reports.
     """
-    from unilab.graphs import training_graph
-    from unilab.paths import default_config_files
-    from unilab.prepare import task_info
+    from unilab_bringup.graphs import training_graph
+    from unilab_bringup.paths import default_config_files
+    from unilab_bringup.prepare import task_info
     from unilab_core.config import load_run_config
     from unilab_perception.perception_node import PASS_THROUGH
     cfg = load_run_config(list(default_config_files()) + list(config_files))

@@ -59,7 +59,7 @@ def _install_sigterm():
     signal.signal(signal.SIGTERM, handler)
 
 
-#: Set by a parent that starts nodes as child processes (``unilab.runner``): its pid.
+#: Set by a parent that starts nodes as child processes (``unilab_bringup.runner``): its pid.
 PARENT_PID_ENV = 'UNILAB_PARENT_PID'
 _PR_SET_PDEATHSIG = 1
 
@@ -168,7 +168,7 @@ def spin_process(make_nodes: Callable[[], list], args=None) -> None:
     """
     Entry point body of a process running ``make_nodes()`` on one executor.
 
-    One node (a console script) or several composed (``unilab.node_group``).
+    One node (a console script) or several composed (``unilab_bringup.node_group``).
     The process stops with its parent (``stop_with_parent``), takes SIGTERM as
     Ctrl-C, exits 2 on a ConfigError (the message, no traceback), and runs until
     one node is ``done``; the exit status is the worst of the nodes' ``exit_code``.

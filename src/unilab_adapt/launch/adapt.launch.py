@@ -1,0 +1,34 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+Deploy a trained policy on a ROS 2 robot and adapt it online, one process per node.
+
+    ros2 launch unilab_adapt adapt.launch.py model:=RUN_DIR robot:=PROFILE
+        [armed:=false] [namespace:=/robot1] [config:=EXTRA.yaml] [run_dir:=DIR]
+
+The nodes, parameters, namespace and remappings come from
+unilab_adapt.graph.prepare_adapt, the graph ``unilab adapt`` starts. Nothing
+moves until ``ros2 service call <namespace>/safety/arm std_srvs/srv/Trigger``
+unless armed:=true.
+"""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+
+def _start(context):
+    from unilab_bringup.launch_support import deploy_launch_nodes
+    from unilab_adapt.graph import prepare_adapt
+    return [Node(**kw) for kw in deploy_launch_nodes(
+        lambda name: LaunchConfiguration(name).perform(context), prepare=prepare_adapt)]
+
+
+def generate_launch_description():
+    """Return the launch description."""
+    from unilab_bringup.launch_support import DEPLOY_LAUNCH_ARGS
+    return LaunchDescription(
+        [DeclareLaunchArgument(k, default_value='', description=v)
+         for k, v in DEPLOY_LAUNCH_ARGS.items()]
+        + [OpaqueFunction(function=_start)])
