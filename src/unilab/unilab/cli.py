@@ -21,8 +21,18 @@ import signal
 import sys
 import threading
 
-from unilab_core.config import ConfigError
+from unilab.export import export_run
+from unilab.plot import plot_runs
+from unilab.ranks import LAUNCH_OPTIONS, rank_ros_domain, strip_options, torchrun_command
+from unilab_bag.player import parse_remaps
+from unilab_bridge.variants import VARIANTS
+from unilab_bringup.paths import default_config_files, profile_path, training_config
+from unilab_bringup.robot_sim import print_summary, robot_sim_params, run_robot_sim
+from unilab_core.atomic import atomic_write_text
+from unilab_core.config import ConfigError, describe_keys, load_run_config
 from unilab_core.errors import yaml_error
+from unilab_core.robot_profile import load_profile
+from unilab_datafactory.cli import add_commands as add_factory_commands
 
 #: Errors that say an input file cannot be used, by module and class: checked
 #: only once that module is imported (a command that never loaded torch need
@@ -70,7 +80,6 @@ def _train_overrides(args) -> dict:
 def _train(args) -> int:
     if args.offline:
         return _train_offline(args)
-    from unilab.ranks import LAUNCH_OPTIONS, rank_ros_domain
     from unilab_policy import distributed
     if args.nproc_per_node is not None or args.nnodes > 1:
         if distributed.launched():
@@ -122,8 +131,6 @@ def _rank_graph_run(args, overrides: dict) -> tuple[str, dict]:
     trainer nodes join one process group (``unilab_policy.distributed``).
     """
     import pathlib
-    from unilab_bringup.paths import default_config_files
-    from unilab_core.config import load_run_config
     from unilab_policy import distributed
     seed = load_run_config(list(default_config_files()) + list(args.config),
                            overrides).run.seed
@@ -137,7 +144,6 @@ def _rank_graph_run(args, overrides: dict) -> tuple[str, dict]:
 def _launch_ranks(args, launch_options: tuple[str, ...]) -> int:
     import pathlib
     import subprocess
-    from unilab.ranks import strip_options, torchrun_command
     if args.multiprocess:
         raise ConfigError('--nproc-per-node runs one composed graph per rank: leave out '
                           '--multiprocess')
@@ -180,8 +186,6 @@ def _train_direct(args) -> int:
     import pathlib
     from unilab_bringup.direct import train_direct
     from unilab_bringup.prepare import make_run_dir
-    from unilab_core.atomic import atomic_write_text
-    from unilab_bringup.paths import training_config
     from unilab_policy import distributed
     files = []
     if args.resume:
@@ -206,9 +210,7 @@ def _train_direct(args) -> int:
 
 
 def _check_robot(args) -> int:
-    from unilab_bringup.paths import profile_path
     from unilab_bridge.robot_probe import run_check
-    from unilab_core.robot_profile import load_profile
     profile = load_profile(profile_path(args.robot))
     ok, report = run_check(profile, args.namespace, args.timeout)
     print(report)
@@ -216,7 +218,6 @@ def _check_robot(args) -> int:
 
 
 def _robot_sim(args) -> int:
-    from unilab_bringup.robot_sim import print_summary, robot_sim_params, run_robot_sim
     double, scenario = robot_sim_params(
         args.robot, args.variant, args.robots, args.time_scale, args.seed, args.goals,
         args.goal_timeout, args.results or '', args.stats or '')
@@ -264,7 +265,6 @@ def _record(args) -> int:
 
 
 def _replay(args) -> int:
-    from unilab_bag.player import parse_remaps
     from unilab_bag.player_node import replay
     from unilab_bag.storage import BagError
     try:
@@ -303,7 +303,6 @@ def _tasks(args) -> int:
 
 
 def _config(args) -> int:
-    from unilab_core.config import describe_keys
     from unilab_bringup.paths import training_config
     if args.check:
         cfg = training_config(list(args.check))  # what a training run would use
@@ -315,7 +314,6 @@ def _config(args) -> int:
 
 
 def _export(args) -> int:
-    from unilab.export import export_run
     from unilab_policy.export import ONNX_TOLERANCE
     out, diff = export_run(args.run_dir, args.format, args.out)
     print(f'unilab: exported {args.format} policy to {out}')
@@ -326,7 +324,6 @@ def _export(args) -> int:
 
 
 def _plot(args) -> int:
-    from unilab.plot import plot_runs
     if args.smooth < 1:
         raise ConfigError(f'plot --smooth {args.smooth}: expected a number of rows >= 1')
     out = plot_runs(args.run_dirs, args.out, args.title, args.monitor, args.label,
@@ -418,7 +415,6 @@ def build_parser() -> argparse.ArgumentParser:
                     help='seconds to discover and observe (5)')
     cr.set_defaults(func=_check_robot)
 
-    from unilab_bridge.variants import VARIANTS
     rs = sub.add_parser('robot-sim', help='simulated robot(s) behind a ros2_control robot\'s '
                         'standard topics (robot double), optionally scored by a scenario')
     rs.add_argument('--robot', default='arm6', metavar='PROFILE',
@@ -490,7 +486,6 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=_export)
     from unilab.cli_deploy import add_commands as add_deploy_commands
     add_deploy_commands(sub)
-    from unilab_datafactory.cli import add_commands as add_factory_commands
     add_factory_commands(sub)
     for command in _command_plugins():
         command(sub)

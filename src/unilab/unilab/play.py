@@ -26,9 +26,11 @@ import dataclasses
 import pathlib
 
 import numpy as np
+from unilab_bridge.tasks import make_task
 from unilab_bridge.tasks.reach_reward import final_distance, SUCCESS_M
+from unilab_bridge.variants import VARIANTS
 from unilab_core.atomic import atomic_path
-from unilab_core.config import ConfigError
+from unilab_core.config import ConfigError, load_run_config
 
 #: Frames in the ``--frames`` strip.
 STRIP_FRAMES = 6
@@ -107,9 +109,6 @@ def play(opts: PlayOptions) -> dict:
     import imageio_ffmpeg
     from unilab_bringup.direct import make_gate
     from unilab_bringup.sim_loop import SimLoop
-    from unilab_bridge.tasks import make_task
-    from unilab_bridge.variants import VARIANTS
-    from unilab_core.config import load_run_config
     from unilab_policy.networks import load_trained, make_actor
     run_dir = pathlib.Path(opts.run_dir)
     trained = load_trained(run_dir)

@@ -30,25 +30,24 @@ from unilab_adapt.adapter import Adapter, RoundResult
 from unilab_adapt.finetune import AdaptDataError, ROBOT_REWARD_TASKS
 from unilab_adapt.pacer import ControlPacer
 from unilab_adapt.params import AdapterNodeParams, RECORDINGS
+from unilab_bridge.variants import VARIANTS
+from unilab_bringup.evaluation import evaluate_policy
 from unilab_core import topics
 from unilab_core.config import ConfigError, load_run_config
 from unilab_core.ros.diagnostics import NodeDiagnostics
 from unilab_core.ros.params import declare_params
-from unilab_core.ros.runtime import sched_idle
+from unilab_core.ros.runtime import sched_idle, spin_node
 from unilab_core.ros.tensor_msg import Batch
 from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints, TensorPublisher,
                                           TensorSubscription)
 from unilab_policy.node_common import WEIGHTS_QOS
-from unilab_policy.weights import flatten_state
+from unilab_policy.weights import flatten_state, unflatten_into
 
 
 def make_sim_test(cfg, bundle, task_name: str, run_dir, adapt, pause=None):
     """Return ``flat weights -> simulation success``: the fuse's simulation test."""
     import copy
 
-    from unilab_bringup.evaluation import evaluate_policy
-    from unilab_bridge.variants import VARIANTS
-    from unilab_policy.weights import unflatten_into
     if adapt.sim_variant not in VARIANTS:
         raise ConfigError(f'adapt.sim_variant `{adapt.sim_variant}`: no such variant '
                           f'({", ".join(VARIANTS)})')
@@ -255,5 +254,4 @@ class AdapterNode(Node):
 
 def main(args=None):
     """Run the adapter node alone (its typed parameters say which deployment)."""
-    from unilab_core.ros.runtime import spin_node
     spin_node(AdapterNode, args)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import pathlib
 
 from unilab_adapt.adapter import Adapter, RoundResult
+from unilab_bridge.tasks import make_task
+from unilab_policy.weights import flatten_state
 
 
 def adapt_in_simulation(cfg, model: str | pathlib.Path, variant: dict | None, rounds: int,
@@ -29,9 +31,7 @@ def adapt_in_simulation(cfg, model: str | pathlib.Path, variant: dict | None, ro
     from unilab_bringup.direct import make_gate
     from unilab_bringup.graphs import policy_params
     from unilab_bringup.sim_loop import SimLoop
-    from unilab_bridge.tasks import make_task
     from unilab_policy.networks import load_trained, make_actor
-    from unilab_policy.weights import flatten_state
     run_dir = pathlib.Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     desc = describe_model(model)

@@ -22,6 +22,7 @@ from unilab_bag.player import schedule
 from unilab_bag.recorder_node import message_class
 from unilab_bag.storage import BagReader
 from unilab_core import topics as graph_topics
+from unilab_core.ros.runtime import _install_sigterm
 
 
 class PlayerNode(Node):
@@ -59,7 +60,6 @@ def replay(bag: str, rate: float = 1.0, loop: bool = False, remap=None, topics=N
            wait_s: float = 0.0, log=print) -> dict[str, int]:
     """Play ``bag`` (once, or until Ctrl-C with ``loop``); return counters."""
     import rclpy
-    from unilab_core.ros.runtime import _install_sigterm
     _install_sigterm()
     reader = BagReader(bag)
     reader.refuse_if_damaged()  # before any node starts: one line naming what was lost

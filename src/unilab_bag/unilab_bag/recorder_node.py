@@ -21,10 +21,10 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from unilab_bag.recorder_params import RecorderNodeParams
 from unilab_bag.rotating import RotatingBagWriter
-from unilab_bag.storage import BagWriter
+from unilab_bag.storage import BagError, BagWriter
 from unilab_core import topics as graph_topics
 from unilab_core.ros.params import declare_params
-from unilab_core.ros.runtime import sched_idle
+from unilab_core.ros.runtime import sched_idle, spin_node, spin_nodes
 
 #: What ``unilab record`` records by default: sensors, observation, action, safe
 #: command, reward/done (task_state and observation carry them), rollouts, clock.
@@ -159,8 +159,6 @@ def record(out: str, topics=None, storage: str = 'mcap', duration_s: float = 0.0
 
     import rclpy
     from rclpy.signals import SignalHandlerOptions
-    from unilab_bag.storage import BagError
-    from unilab_core.ros.runtime import spin_nodes
     if pathlib.Path(out).exists():  # before any node: rosbags would refuse it after start-up
         raise BagError(f'{out}: exists already; record into a new directory')
     stop = []
@@ -186,5 +184,4 @@ def record(out: str, topics=None, storage: str = 'mcap', duration_s: float = 0.0
 
 def main(args=None):
     """Run the recorder node of a graph (its typed parameters say what to record)."""
-    from unilab_core.ros.runtime import spin_node
     spin_node(RecorderNode, args)

@@ -47,6 +47,9 @@ import tempfile
 import time
 
 import numpy as np
+from unilab_bridge.variants import VARIANTS
+from unilab_bringup.paths import default_config_files
+from unilab_core.config import ConfigError, load_run_config
 
 VARIANT = 'payload'
 EVAL_SEED = 10_007
@@ -69,7 +72,6 @@ def _robot(history: list[dict]) -> list[dict]:
 
 def _run(cfg, model, rounds: int, run_dir: pathlib.Path, seed: int) -> dict:
     from unilab_adapt.sim_robot import adapt_in_simulation
-    from unilab_bridge.variants import VARIANTS
     t0 = time.monotonic()
     results = adapt_in_simulation(cfg, model, VARIANTS[VARIANT], rounds, run_dir, seed=seed)
     robot = _robot(_history(run_dir))
@@ -117,8 +119,6 @@ def _plot(path: str, runs: dict) -> None:
 
 def bench_adapt(args) -> dict:
     """Run the benchmark (see the module docstring)."""
-    from unilab_bringup.paths import default_config_files
-    from unilab_core.config import ConfigError, load_run_config
     model = getattr(args, 'model', None)
     if not model:
         raise ConfigError('bench adapt needs --model RUN_DIR (a nominal-trained arm6_reach '

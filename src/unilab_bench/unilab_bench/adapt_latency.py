@@ -32,6 +32,9 @@ import json
 import pathlib
 import sys
 
+from unilab_bench.deploy import figures, measure, merge_probes, split_cycles
+from unilab_bringup.paths import profile_path
+from unilab_core.robot_profile import load_profile
 import yaml
 
 ROBOT = 'arm6'
@@ -56,9 +59,6 @@ def _rounds(run_dir: pathlib.Path) -> int:
 def latency_during_adapt(model: str, cycles: int, tmp: pathlib.Path,
                          rounds: int = ROUNDS, png: str | pathlib.Path | None = None) -> dict:
     """Measure the control latency without and with the adapter (see the module doc)."""
-    from unilab_bringup.paths import profile_path
-    from unilab_bench.deploy import figures, measure, merge_probes, split_cycles
-    from unilab_core.robot_profile import load_profile
     source = profile_path(ROBOT).resolve()
     profile = load_profile(source)
     fast = tmp / 'adapt_rounds.yaml'

@@ -14,10 +14,11 @@ import json
 import shlex
 import sys
 
+from unilab_core.atomic import atomic_write_text
+
 
 def _bench(args) -> int:
     from unilab_bench.registry import provenance, run_benchmark
-    from unilab_core.atomic import atomic_write_text
     result = run_benchmark(args.name, args)
     # Every result says which code measured it (docs/benchmarks.md).
     result.update(provenance())

@@ -31,6 +31,9 @@ from __future__ import annotations
 import pathlib
 import tempfile
 
+from unilab_bench.camera_driver import CameraDriver
+from unilab_datafactory.store import SampleStore
+
 #: The issue's targets (precision on auto-accepted frames, share auto-accepted, ingest).
 TARGETS = {'auto_precision': 0.89, 'auto_accept_share': 0.7, 'ingest_p99_ms': 5.0}
 #: The seed's review threshold, reported beside the calibrated one.
@@ -43,7 +46,6 @@ def _live(tmp: pathlib.Path, frames: list, detector, rate_hz: float = LIVE_RATE_
     """Play ``frames`` as a camera (+ IMU) driver into ``factory live``; return its figures."""
     import numpy as np
     from unilab_datafactory.live import run_live
-    from unilab_bench.camera_driver import CameraDriver
     import time
     driver = CameraDriver([np.asarray(f) for f in frames], rate_hz)
     driver.start()
@@ -75,7 +77,6 @@ def bench_factory(args) -> dict:
     from unilab_datafactory.label import label_bag
     from unilab_datafactory.render import render_store
     from unilab_datafactory.score import score_pseudo_labels, simulate_review
-    from unilab_datafactory.store import SampleStore
     from unilab_datafactory.train_detector import (calibrate, latest_version, open_detector,
                                                    train_detector)
     torch.set_num_threads(1)

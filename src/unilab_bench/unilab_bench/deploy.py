@@ -55,6 +55,10 @@ import time
 
 import numpy as np
 from unilab_bench.procs import fresh_run_dir, start, stop
+from unilab_bringup.paths import profile_path
+from unilab_bringup.robot_sim import robot_sim_params
+from unilab_core.config import ConfigError
+from unilab_core.robot_profile import load_profile
 
 DEFAULT_CYCLES = 10_000
 DEFAULT_ROUNDS = 3
@@ -69,7 +73,6 @@ def robot_commands(profile: pathlib.Path, cycles: int, out: pathlib.Path, tmp: p
                    goals: int = 0, goal_timeout_s: float | None = None) -> list[list[str]]:
     """Return the commands of the probe double and, with ``goals``, of a scenario beside it."""
     from unilab_bringup.graphs import robot_sim_graph
-    from unilab_bringup.robot_sim import robot_sim_params
     from unilab_bringup.runner import node_command
     double, scenario = robot_sim_params(str(profile), goals=goals,
                                         goal_timeout_s=goal_timeout_s)
@@ -168,7 +171,6 @@ def merge_probes(probes: list[dict]) -> dict:
 
 def split_cycles(cycles: int, rounds: int) -> list[int]:
     """Return the cycles of each round: ``cycles`` spread over ``rounds`` (none empty)."""
-    from unilab_core.config import ConfigError
     if cycles < 1:
         raise ConfigError(f'--steps must be >= 1 (control cycles per controller), got {cycles}')
     if rounds < 1 or cycles < rounds:
@@ -218,8 +220,6 @@ def breakdown(result: dict, names: list[str]) -> dict:
 
 def bench_deploy(args) -> dict:
     """Time joint state -> command on the robot double: deploy graph vs plain rclpy node."""
-    from unilab_bringup.paths import profile_path
-    from unilab_core.robot_profile import load_profile
     cycles = args.steps or DEFAULT_CYCLES
     rounds = getattr(args, 'rounds', None)
     per_round = split_cycles(cycles, DEFAULT_ROUNDS if rounds is None else rounds)

@@ -28,6 +28,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 import torch
+from unilab_core.robot_profile import load_profile
+from unilab_perception.task_inputs import MissingInput, ReachInputs
 
 
 class PlainPolicyNode(Node):
@@ -36,8 +38,6 @@ class PlainPolicyNode(Node):
     def __init__(self, model: str, profile_file: str, echo: bool = False):
         super().__init__('plain_policy')
         self.echo = echo
-        from unilab_core.robot_profile import load_profile
-        from unilab_perception.task_inputs import MissingInput, ReachInputs
         from unilab_policy.action_map import ActionMap
         from unilab_policy.networks import load_trained
         self._missing = MissingInput

@@ -17,6 +17,8 @@ import tempfile
 import time
 
 import numpy as np
+from unilab_core.config import load_run_config
+from unilab_safety.build import build_gate
 
 
 WARMUP = 20
@@ -41,10 +43,8 @@ def _direct_loop(task_name: str, num_envs: int, steps: int) -> float:
     from unilab_bringup.prepare import describe_training
     from unilab_bringup.sim_loop import SimLoop
     from unilab_bridge.tasks import make_task
-    from unilab_core.config import load_run_config
     from unilab_policy.device import setup_device
     from unilab_policy.networks import make_actor
-    from unilab_safety.build import build_gate
 
     cfg = load_run_config([], _overrides(task_name, num_envs, steps))
     with tempfile.TemporaryDirectory() as tmp:

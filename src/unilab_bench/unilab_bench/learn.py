@@ -39,6 +39,9 @@ import numpy as np
 
 from unilab_bench.learn_runs import (EVAL_SEED, gym_run, last_finite, mean_std, read_curve,
                                      train_graph)
+from unilab_bench.train import sb3_zoo
+from unilab_core.atomic import atomic_path, atomic_write_text
+from unilab_core.config import ConfigError
 
 #: Evaluation: envs x episodes per env, from one seed (the same episodes for every policy).
 EVAL_ENVS, EVAL_EPISODES_PER_ENV = 64, 2
@@ -147,8 +150,6 @@ def _arm6(seeds, steps, root: pathlib.Path) -> dict:
 def _gym_sb3(task: str, seed: int, steps: int, root: pathlib.Path) -> dict:
     """Run SB3 (rl-zoo settings) once per task and seed; the result is kept in ``root``."""
     import json
-    from unilab_bench.train import sb3_zoo
-    from unilab_core.atomic import atomic_write_text
     path = root / f'sb3_{task}_s{seed}.json'
     if path.is_file():
         kept = json.loads(path.read_text())
@@ -271,7 +272,6 @@ def _plot(path: str, title: str, result: dict) -> None:
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    from unilab_core.atomic import atomic_path
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for seed, c in result['_curves'].items():
         for ax, x in zip(axes, ('env_steps', 'wall_s')):
@@ -292,7 +292,6 @@ def _plot(path: str, title: str, result: dict) -> None:
 
 def _sb3_seeds(args, seeds) -> list:
     """Return the seeds SB3 runs: none with --no-sb3, else --sb3-seeds (default: all)."""
-    from unilab_core.config import ConfigError
     if getattr(args, 'no_sb3', False):
         return []
     given = getattr(args, 'sb3_seeds', None)

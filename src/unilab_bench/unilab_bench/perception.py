@@ -21,6 +21,10 @@ import platform
 
 import numpy as np
 from unilab_bench.timing import median_ms
+from unilab_core.ros.tensor_msg import make_batch, read_batch
+from unilab_perception.cloud_ops import (_statistical_rule, statistical_outlier_mask,
+                                         voxel_downsample, voxel_downsample_reference)
+from unilab_perception.synthetic import lidar_scan
 
 
 def _sorted_rows(a: np.ndarray) -> np.ndarray:
@@ -28,7 +32,6 @@ def _sorted_rows(a: np.ndarray) -> np.ndarray:
 
 
 def _numpy_baseline(xyz, voxel, k, ratio):
-    from unilab_perception.cloud_ops import _statistical_rule, voxel_downsample_reference
     v = voxel_downsample_reference(xyz, voxel).astype(np.float64)
     mean_d = np.empty(v.shape[0])
     for s in range(0, v.shape[0], 512):
@@ -41,10 +44,8 @@ def _frame_latency(frames: int, num_points: int, seed: int) -> list[float]:
     import rclpy
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import JointState
-    from unilab_core.ros.tensor_msg import make_batch, read_batch
     from unilab_perception.messages import make_cloud
     from unilab_perception.perception_node import PerceptionNode
-    from unilab_perception.synthetic import lidar_scan
 
     ctx = rclpy.Context()
     rclpy.init(context=ctx, args=[])
@@ -99,7 +100,6 @@ def _gpu_path(xyz, voxel, k, ratio, repeats, u_vox, u_kept) -> dict:
 
 def bench_perception(args) -> dict:
     """Time voxel + statistical outlier removal vs Open3D, and the node's frame latency."""
-    from unilab_perception.cloud_ops import statistical_outlier_mask, voxel_downsample
     from unilab_perception.synthetic import lidar_scan
     num_points = args.steps or 100_000
     voxel, k, ratio = 0.1, 20, 2.0

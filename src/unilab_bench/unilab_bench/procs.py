@@ -10,14 +10,15 @@ import signal
 import subprocess
 import time
 
+from unilab_bringup.paths import default_config_files
+from unilab_core.config import dump_config, load_run_config
+
 
 def fresh_run_dir(task: str, path: pathlib.Path) -> pathlib.Path:
     """Write a run directory with a freshly initialised network of the default config."""
     import yaml
     from unilab_bringup.graphs import policy_params
-    from unilab_bringup.paths import default_config_files
     from unilab_bringup.prepare import task_info
-    from unilab_core.config import dump_config, load_run_config
     from unilab_policy.checkpoint import save_checkpoint
     from unilab_policy.networks import bundle_from_params
     cfg = load_run_config(list(default_config_files()), {'run.task': task})

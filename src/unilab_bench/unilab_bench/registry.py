@@ -29,6 +29,7 @@ from unilab_bench.stress import bench_stress
 from unilab_bench.train import bench_train
 from unilab_bench.transfer import bench_transfer
 from unilab_bench.transport import bench_transport
+from unilab_core.config import ConfigError
 
 
 BENCHMARKS = {'graph': bench_graph, 'gae': bench_gae, 'train': bench_train,
@@ -41,7 +42,6 @@ BENCHMARKS = {'graph': bench_graph, 'gae': bench_gae, 'train': bench_train,
 
 def run_benchmark(name: str, args) -> dict:
     """Run one benchmark by name; unknown names list the available ones."""
-    from unilab_core.config import ConfigError
     if name not in BENCHMARKS:
         raise ConfigError(f'unknown benchmark `{name}`; available: {", ".join(BENCHMARKS)}')
     return BENCHMARKS[name](args)

@@ -46,6 +46,13 @@ import threading
 import time
 
 import numpy as np
+from unilab_core.config import SafetySection
+from unilab_safety.build import build_loop
+from unilab_safety.loop import ActionIn
+from unilab_safety.params import SafetySpec
+from unilab_safety.rt import apply_rt_settings, RtLoop
+from unilab_safety.rt_process import RtProcess
+from unilab_safety.slots import LatestArray, LatestSlot, OutputRing
 
 JOINTS = 6
 
@@ -69,8 +76,6 @@ def _limits_file() -> str:
 
 
 def _spec(rate, priority, cpus, busy_us, mlock):
-    from unilab_core.config import SafetySection
-    from unilab_safety.params import SafetySpec
     return SafetySpec(
         joint_names=list(LIMITS['joint_limits']), interface='position', dt=0.001, num_envs=1,
         safety=SafetySection(joint_limits_file=_limits_file(), rate_hz=rate,
@@ -83,8 +88,6 @@ MEASURED = np.zeros((1, JOINTS))
 
 
 def _safety_loop():
-    from unilab_safety.build import build_loop
-    from unilab_safety.slots import LatestArray, LatestSlot, OutputRing
     slot, ring, state = LatestSlot(), OutputRing(1024, 1, JOINTS), LatestArray()
     state.put(MEASURED)
     return build_loop(_spec(1000.0, 0, (), 0.0, False), slot, ring, state), slot, ring
@@ -95,7 +98,6 @@ class _Feeder:
 
     def __init__(self, slot):
         # ``slot``: anything with ``put(ActionIn)`` (LatestSlot or RtProcess).
-        from unilab_safety.loop import ActionIn
         self.slot, self._stop = slot, False
         rng = np.random.default_rng(0)
         self._actions = [ActionIn(i, 0, 0, rng.normal(0, 1, (1, JOINTS)).astype(np.float32),
@@ -149,7 +151,6 @@ def _drain(ring):
 
 
 def _run_unilab_thread(rate, duration, priority, cpus, busy_us, hog=False):
-    from unilab_safety.rt import RtLoop
     loop, slot, ring = _safety_loop()
     rt = RtLoop(loop.cycle, rate, busy_us, priority, cpus, mlock=False,
                 stats_size=1 << 20)
@@ -167,7 +168,6 @@ def _run_unilab_thread(rate, duration, priority, cpus, busy_us, hog=False):
 
 
 def _run_unilab_process(rate, duration, priority, cpus, busy_us, hog=False):
-    from unilab_safety.rt_process import RtProcess
     stats_size = 1 << max(16, int(np.ceil(np.log2(duration * rate * 1.1 + 1))))
     rt = RtProcess(_spec(rate, priority, cpus, busy_us, True), capacity=1024,
                    stats_size=stats_size)
@@ -219,7 +219,6 @@ def _run_rclpy(rate, duration, priority, cpus):
     import rclpy
     from rclpy.clock import Clock, ClockType
     from rclpy.executors import SingleThreadedExecutor
-    from unilab_safety.rt import apply_rt_settings
     loop, slot, ring = _safety_loop()
     period = int(round(1e9 / rate))
     errors = np.zeros(int(duration * rate * 1.2) + 16, dtype=np.int64)

@@ -25,6 +25,11 @@ import sys
 import tempfile
 import time
 
+from unilab_bringup.paths import default_config_files
+from unilab_core.config import load_run_config
+from unilab_core.ros.tensor_msg import make_batch
+from unilab_policy.history import policy_input_dim
+
 #: all-reduce sizes measured, in million float32 parameters; the first (one value) gives the
 #: latency, the others the slope
 ALLREDUCE_MPARAMS = (1e-6, 0.01, 0.1, 0.5, 1.0, 2.0, 4.0)
@@ -140,7 +145,6 @@ def rollout_chunk(num_envs: int, chunk: int, width: int, act: int) -> dict:
 def serialise_rate(tensors: dict, reps: int = 20) -> tuple[int, float]:
     """Return (bytes on the wire, MB/s) of building and serialising this ``TensorBatch``."""
     from rclpy.serialization import serialize_message
-    from unilab_core.ros.tensor_msg import make_batch
     wire = len(serialize_message(make_batch('rollout', 0, tensors)))
     t0 = time.perf_counter()
     for i in range(reps):
@@ -259,10 +263,7 @@ def _plot(c: dict, rows: list[dict], path: str) -> None:
 def bench_scale(args) -> dict:
     """Measure the pieces, fit the all-reduce, model the scaling (and write the PNG)."""
     from unilab_bringup.prepare import describe_training
-    from unilab_bringup.paths import default_config_files
-    from unilab_core.config import load_run_config
     from unilab_policy.networks import bundle_from_params
-    from unilab_policy.history import policy_input_dim
     task = args.task or 'arm6_reach'
     num_envs = args.num_envs or 64
     root = pathlib.Path(tempfile.mkdtemp(prefix='unilab_scale_'))

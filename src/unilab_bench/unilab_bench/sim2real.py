@@ -31,6 +31,8 @@ import time
 
 import numpy as np
 from unilab_bridge.variants import REAL_VARIANT
+from unilab_bringup.paths import config_dir, default_config_files
+from unilab_core.config import load_run_config
 
 TASK = 'arm6_reach'
 DEFAULT_STEPS = 1_500_000
@@ -45,8 +47,6 @@ PRESET = 'sim2real.yaml'
 
 def _config(steps: int, seed: int, num_envs: int | None, injection: bool):
     """Return (a)'s or (b)'s run config: the preset, with its disturbances on or off."""
-    from unilab_bringup.paths import config_dir, default_config_files
-    from unilab_core.config import load_run_config
     overrides = {'run.task': TASK, 'run.total_steps': steps, 'run.seed': seed,
                  'logging.tensorboard': False, 'logging.progress': False,
                  'disturbances.enabled': bool(injection)}

@@ -44,6 +44,10 @@ import time
 
 from unilab_bench import stress_report
 from unilab_bench.procs import fresh_run_dir, start, stop
+from unilab_bringup.paths import default_config_files, profile_path
+from unilab_core import topics
+from unilab_core.config import ConfigError, load_run_config
+from unilab_core.robot_profile import fleet_namespace, load_profile
 
 DEFAULT_ROBOTS = 16
 DEFAULT_DURATION_S = 180.0
@@ -67,7 +71,6 @@ class _Monitor:
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Float64MultiArray
         from trajectory_msgs.msg import JointTrajectory
-        from unilab_core import topics
         from unilab_core.robot_profile import fleet_namespace, namespaced
         self.lock = threading.Lock()
         self.robots = robots
@@ -244,7 +247,6 @@ def _double_stats(path: pathlib.Path, nominal_hz: float) -> dict:
 
 
 def _options(args) -> tuple[int, float, int]:
-    from unilab_core.config import ConfigError
     robots = DEFAULT_ROBOTS if getattr(args, 'robots', None) is None else args.robots
     duration = DEFAULT_DURATION_S if args.duration is None else args.duration
     adapters = 1 if getattr(args, 'adapters', None) is None else args.adapters
@@ -259,9 +261,6 @@ def _options(args) -> tuple[int, float, int]:
 
 def bench_stress(args) -> dict:
     """Run N robots with their deploy graphs for ``--duration`` s; return the report."""
-    from unilab_bringup.paths import default_config_files, profile_path
-    from unilab_core.config import load_run_config
-    from unilab_core.robot_profile import fleet_namespace, load_profile
     robots, duration, adapters = _options(args)
     limits = load_run_config(list(default_config_files())).stress.model_dump()
     source = profile_path(ROBOT).resolve()

@@ -22,6 +22,7 @@ import sys
 import threading
 
 import numpy as np
+from unilab_safety.rt import RtLoop
 
 RATE_HZ = 1000.0
 
@@ -38,7 +39,6 @@ def interval_figures(errors_ns: np.ndarray) -> dict:
 def main(out: str, interval_s: float) -> int:
     """Run the probe, appending one line per interval to ``out`` until a signal."""
     import time
-    from unilab_safety.rt import RtLoop
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -27,6 +27,9 @@ import tempfile
 import time
 
 from unilab_bench.procs import start, stop
+from unilab_bench.sim2real import _config, DEFAULT_STEPS, EVAL_SEED, TASK
+from unilab_bridge.variants import REAL_VARIANT
+from unilab_core.config import load_run_config
 
 ROBOT = 'arm6'
 DEFAULT_GOALS = 100
@@ -68,9 +71,6 @@ def bench_transfer(args) -> dict:
     """Deploy the injection- and nominal-trained policies on the real double; score both."""
     from unilab_bringup.direct import train_direct
     from unilab_bringup.evaluation import evaluate_policy
-    from unilab_bench.sim2real import _config, DEFAULT_STEPS, EVAL_SEED, TASK
-    from unilab_bridge.variants import REAL_VARIANT
-    from unilab_core.config import load_run_config
     from unilab_policy.networks import load_trained
     goals = getattr(args, 'goals', None) or DEFAULT_GOALS
     steps = args.steps or DEFAULT_STEPS

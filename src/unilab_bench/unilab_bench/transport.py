@@ -70,6 +70,7 @@ import sys
 import time
 
 import numpy as np
+from unilab_core.testing import isolate_ros_domain
 
 N_POINTS, N_FIELDS = 100_000, 6
 #: the small control message: one 6-joint command row for each of 64 environments
@@ -451,7 +452,6 @@ def _small(kind: str):
 
 def bench_transport(args) -> dict:
     """Run every path at every rate; return the figures (and write the PNG)."""
-    from unilab_core.testing import isolate_ros_domain
     isolate_ros_domain()  # our own ROS domain: no crosstalk with a running graph
     n = args.steps or 100
     warmup = min(10, n // 5)

@@ -17,7 +17,8 @@ import time
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from unilab_bridge.robot_contract import ContractItem, GraphSnapshot
+from unilab_bridge.robot_contract import (check_contract, contract_ok, ContractItem, format_report,
+                                          GraphSnapshot, profile_contract)
 
 # At most this many distinct joint names are kept per topic.
 _MAX_NAMES = 1024
@@ -114,8 +115,6 @@ def probe_graph(node: Node, items: list[ContractItem], window_s: float,
 def run_check(profile, namespace: str, timeout_s: float) -> tuple[bool, str]:
     """Start rclpy, probe the live graph for ``profile``'s robot, return (ok, report)."""
     import rclpy
-    from unilab_bridge.robot_contract import (check_contract, contract_ok, format_report,
-                                              profile_contract)
     items = profile_contract(profile, namespace)
     rclpy.init()
     try:

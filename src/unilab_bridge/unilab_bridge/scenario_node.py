@@ -31,6 +31,7 @@ from unilab_bridge.scenario import (ReachScenario, sample_reach_goals, sample_wa
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
 from unilab_core.joint_names import JointLayoutError, JointStateIndex
+from unilab_core.kinematics import SiteKinematics
 from unilab_core.robot_profile import fleet_namespace, load_profile, namespaced
 from unilab_core.ros.params import declare_params
 
@@ -69,7 +70,6 @@ class ScenarioNode(Node):
         self.create_timer(min(0.05, profile.control_dt) / self.scale, self._tick)
 
     def _setup_reach(self, profile, p, qos) -> None:
-        from unilab_core.kinematics import SiteKinematics
         if not profile.model_file:
             raise ConfigError(f'scenario: robot {profile.name}: key `model_file` is needed '
                               'for the tool position (forward kinematics)')

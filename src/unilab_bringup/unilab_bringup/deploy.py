@@ -29,6 +29,7 @@ from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError, dump_config, load_run_config, read_yaml, RunConfig
 from unilab_core.graph import Graph, TaskInfo
 from unilab_core.robot_profile import load_profile, RobotProfile
+from unilab_policy.envelope import checkpoint_envelope
 from unilab_policy.params import PolicyNodeParams
 import yaml
 
@@ -54,7 +55,6 @@ def _checkpoint_envelope(checkpoint: pathlib.Path) -> dict | None:
     """Return the trained envelope a checkpoint carries (None: none, or no checkpoint yet)."""
     if not checkpoint.is_file():
         return None  # the policy node names the missing file
-    from unilab_policy.envelope import checkpoint_envelope  # torch: only when deploying
     return checkpoint_envelope(checkpoint)
 
 

@@ -15,6 +15,7 @@ distance below ``SUCCESS_M``.
 from __future__ import annotations
 
 import numpy as np
+from unilab_bridge.tasks import make_task
 from unilab_bridge.tasks.reach_reward import final_distance, SUCCESS_M, tool_position
 
 __all__ = ['evaluate_policy', 'SUCCESS_M']
@@ -40,7 +41,6 @@ def evaluate_policy(cfg, bundle, task_name: str, run_dir, variant: dict | None, 
     from unilab_bringup.graphs import policy_params
     from unilab_bringup.prepare import task_info
     from unilab_bringup.sim_loop import SimLoop, ZeroPolicy
-    from unilab_bridge.tasks import make_task
     from unilab_policy.networks import make_actor
     cfg = cfg.model_copy(update={'run': cfg.run.model_copy(update={'task': task_name})})
     gate = make_gate(cfg, run_dir)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from unilab_core.graph import Graph
+from unilab_core.robot_profile import fleet_namespace, namespaced
 from unilab_core.transport import backend as transport_backend
 
 
@@ -52,7 +53,6 @@ def robot_sim_launch_kwargs(graph, params_file, urdf: str = '',
     robot's namespace (``frame_prefix`` ``robot<k>/`` in a fleet) fed by its joint
     states, for RViz or Foxglove.
     """
-    from unilab_core.robot_profile import fleet_namespace, namespaced
     out = launch_node_kwargs(graph, params_file)
     if urdf:
         robots = graph.parameters['robot_double'].robots

@@ -16,11 +16,13 @@ import json
 import pathlib
 import sys
 
+from unilab_core.atomic import atomic_write_text
+from unilab_core.graph import NodeSpec
+
 
 def group_command(graph, names: tuple[str, ...], params_file: pathlib.Path,
                   spec_path: pathlib.Path) -> list[str]:
     """Write the group's JSON to ``spec_path``; return the command that runs the group."""
-    from unilab_core.atomic import atomic_write_text
     nodes = [{'module': s.module, 'node_class': s.node_class, 'name': s.name,
               'ros_args': graph.ros_args(s.name)} for s in graph.nodes if s.name in names]
     atomic_write_text(spec_path, json.dumps({'params_file': str(params_file),
@@ -30,7 +32,6 @@ def group_command(graph, names: tuple[str, ...], params_file: pathlib.Path,
 
 def main(argv=None) -> None:
     """Run the nodes the JSON names, composed on one executor, until one is done."""
-    from unilab_core.graph import NodeSpec
     from unilab_core.ros.runtime import create_composed, spin_process
     argv = sys.argv[1:] if argv is None else argv
     spec = json.loads(pathlib.Path(argv[0]).read_text())

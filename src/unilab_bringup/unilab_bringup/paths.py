@@ -7,7 +7,7 @@ from __future__ import annotations
 import pathlib
 import re
 
-from unilab_core.config import ConfigError
+from unilab_core.config import ConfigError, load_run_config
 
 
 def share_dir() -> pathlib.Path:
@@ -60,7 +60,6 @@ def training_config(config_files=(), overrides: dict | None = None):
     The task is known only once the files and flags are read, so they are read twice when
     the task has a preset.
     """
-    from unilab_core.config import load_run_config
     defaults, files = default_config_files(), list(config_files)
     cfg = load_run_config(defaults + files, overrides)
     presets = task_preset_files(cfg.run.task)

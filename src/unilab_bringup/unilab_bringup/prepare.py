@@ -15,6 +15,7 @@ from unilab_bringup.paths import config_dir, training_config
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError, dump_config, RunConfig
 from unilab_core.graph import Graph, TaskInfo
+from unilab_policy.checkpoint import load_checkpoint
 import yaml
 
 
@@ -125,7 +126,6 @@ def check_resumable(run_dir: pathlib.Path) -> None:
     The trainer node would find out only after the graph is up (in its own
     process with ``--multiprocess``); here the error is one line naming the file.
     """
-    from unilab_policy.checkpoint import load_checkpoint
     from unilab_policy.networks import load_trained
     from unilab_policy.trainer import RESUME_KEYS
     load_checkpoint(run_dir / 'checkpoints' / 'latest.pt', required=RESUME_KEYS)

@@ -16,7 +16,10 @@ import tempfile
 import time
 
 from pydantic import ValidationError
+from unilab_bridge.params import RobotDoubleParams, ScenarioParams
+from unilab_bringup.paths import profile_path
 from unilab_core.config import ConfigError, format_errors
+from unilab_core.robot_profile import load_profile
 
 
 def robot_sim_params(robot: str, variant: str = 'nominal', robots: int = 1,
@@ -24,9 +27,6 @@ def robot_sim_params(robot: str, variant: str = 'nominal', robots: int = 1,
                      goal_timeout_s: float | None = None, results: str = '',
                      stats: str = ''):
     """Return (double, scenario or None) parameters; errors name the option."""
-    from unilab_bringup.paths import profile_path
-    from unilab_bridge.params import RobotDoubleParams, ScenarioParams
-    from unilab_core.robot_profile import load_profile
     path = profile_path(robot).resolve()
     load_profile(path)  # a bad profile is a configuration error before any node starts
     try:

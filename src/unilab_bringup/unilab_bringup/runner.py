@@ -19,8 +19,9 @@ from unilab_bringup.node_group import group_command
 from unilab_bringup.prepare import PreparedRun
 from unilab_bringup.progress import ProgressDisplay
 from unilab_core.atomic import atomic_write_text
-from unilab_core.ros.runtime import _install_sigterm
+from unilab_core.ros.runtime import _install_sigterm, create_composed, spin_nodes
 from unilab_core.transport import backend
+from unilab_policy import distributed
 
 
 def executable_path(package: str, executable: str) -> pathlib.Path:
@@ -69,7 +70,6 @@ def spin_composed(graph, params_file: pathlib.Path, executor: str = 'events',
     Runs until ``until(nodes)`` is true, or until Ctrl-C / SIGTERM when it is None.
     """
     import rclpy
-    from unilab_core.ros.runtime import create_composed, spin_nodes
 
     rclpy.init(args=['--ros-args', '--params-file', str(params_file)])
     nodes = []
@@ -190,7 +190,6 @@ def run_composed(run: PreparedRun, progress: bool = True) -> dict:
     with display:
         stats = spin_composed(run.graph, run.params_file, run.cfg.run.executor,
                               until=lambda nodes: trainer_of(nodes).done, on_tick=tick)
-    from unilab_policy import distributed  # ranks under torchrun: one composed graph each
     return merge_summary(run, {'process_mode': 'composed', 'node_counters': stats,
                                'ranks': distributed.world_size()})
 

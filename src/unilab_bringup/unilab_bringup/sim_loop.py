@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 from unilab_bridge.tasks import observation
-from unilab_policy.actor import Chunk, PolicyActor, StepIn, StepResult
+from unilab_policy.actor import ActOut, Chunk, PolicyActor, StepIn, StepResult
 
 
 class ZeroPolicy:
@@ -31,7 +31,6 @@ class ZeroPolicy:
 
     def step(self, step: StepIn) -> StepResult:
         """Return the zero action for any observation."""
-        from unilab_policy.actor import ActOut
         return StepResult(action=ActOut(step.seq, 0, 0, self._zero, self._none, self._none,
                                         step.episode_starts()))
 

@@ -16,8 +16,9 @@ import math
 import pathlib
 from typing import Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, create_model, Field, field_validator,
-                      model_validator, ValidationError)
+from pydantic import (BaseModel, ConfigDict, create_model, Field, field_validator, model_validator,
+                      ValidationError)
+from unilab_core.atomic import atomic_write_text
 from unilab_core.errors import yaml_error
 import yaml
 
@@ -690,7 +691,6 @@ def load_run_config(files: list[str | pathlib.Path] = (),
 
 def dump_config(cfg: RunConfig, path: str | pathlib.Path) -> None:
     """Write the resolved config as YAML (atomic)."""
-    from unilab_core.atomic import atomic_write_text
     atomic_write_text(path, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
 
 

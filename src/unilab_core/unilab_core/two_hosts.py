@@ -16,6 +16,8 @@ import shutil
 import subprocess
 import sys
 
+from unilab_core.transport import shm
+
 #: UDPv4 only (no Fast DDS shared memory: the two "hosts" have separate /dev/shm), discovery
 #: by unicast to the peer's address and to this host's other processes (127.0.0.1). (An
 #: interface allowlist, as docs/dds.md shows for real hosts, made discovery fail between
@@ -70,7 +72,6 @@ def addresses(roles=('a', 'b')) -> dict[str, str]:
 
 def host_env(tmp: str, role: str, peer_address: str, **extra) -> dict:
     """Return the environment of one host: its Fast DDS profile, discovery beyond localhost."""
-    from unilab_core.transport import shm
     xml = os.path.join(tmp, f'{role}.xml')
     with open(xml, 'w') as f:
         f.write(FASTDDS_XML.format(peer=peer_address))

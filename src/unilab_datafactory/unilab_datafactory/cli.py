@@ -16,6 +16,11 @@ from __future__ import annotations
 import json
 import sys
 
+from unilab_datafactory.capture import FrameQueue, quat_matrix
+from unilab_datafactory.review_server import make_server
+from unilab_datafactory.schedule import finetune_if_due, watch
+from unilab_datafactory.store import StoreError
+
 
 def _fail(msg: str) -> int:
     print('unilab: factory: ' + ' '.join(str(msg).split()), file=sys.stderr)
@@ -84,7 +89,6 @@ def _finetune(args):
     if not is_dir:
         raise ValueError(f'--every: {args.detector} must be a detector directory (its '
                          'versions are compared with the reviewed samples)')
-    from unilab_datafactory.schedule import finetune_if_due, watch
     if args.watch:
         records = watch(args.detector, args.reviewed, args.every, train, args.poll,
                         args.duration, log=_log)
@@ -109,7 +113,6 @@ def _live(args):
         raise ValueError(f'--imu-to-camera {args.imu_to_camera}: expected x,y,z,w') from None
     if args.duration < 0 or args.imu_tolerance < 0 or args.imu_wait < 0:
         raise ValueError('--duration, --imu-tolerance and --imu-wait must be >= 0')
-    from unilab_datafactory.capture import FrameQueue, quat_matrix
     quat_matrix(q), FrameQueue(args.queue)  # refuse bad values before anything starts
     if args.role != 'capture' and not (args.out and args.detector):
         raise ValueError(f'--role {args.role}: needs --out STORE and --detector')
@@ -163,7 +166,6 @@ def _show(args):
 
 def _review(args):
     import webbrowser
-    from unilab_datafactory.review_server import make_server
     server = make_server(args.store, args.port)
     url = f'http://127.0.0.1:{server.server_address[1]}/'
     print(f'unilab: review queue of {args.store} at {url} (Ctrl-C to stop)', flush=True)
@@ -184,7 +186,6 @@ def _export(args):
 
 
 def _run(args) -> int:
-    from unilab_datafactory.store import StoreError
     try:
         return args.factory_func(args) or 0
     except (StoreError, ValueError, FileNotFoundError, KeyError) as exc:

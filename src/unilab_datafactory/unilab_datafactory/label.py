@@ -23,6 +23,7 @@ import numpy as np
 
 from unilab_datafactory.detector import Detector, frame_confidence, KEEP_SCORE
 from unilab_datafactory.store import SampleStore
+from unilab_perception.ingest import InvalidMessage, read_image
 
 DEFAULT_THRESHOLD = 0.7
 #: Group-commit period of a labelling store (s): the most a crash can lose.
@@ -125,7 +126,6 @@ def label_bag(bag, detector: Detector, out, topic: str = '/camera/image_raw',
               threshold: float | None = None) -> dict:
     """Pseudo-label every image of ``topic`` in ``bag`` into the store ``out``."""
     from unilab_bag.storage import BagReader
-    from unilab_perception.ingest import InvalidMessage, read_image
     with BagReader(bag) as reader:
         topics = reader.topics
         if topic not in topics:

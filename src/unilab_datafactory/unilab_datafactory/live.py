@@ -29,6 +29,8 @@ from rclpy.node import Node
 from unilab_datafactory.capture import (decode_compressed, Frame, frame_from_tensors,
                                         frame_tensors, FrameQueue, ImuRates)
 from unilab_datafactory.label import COMMIT_S, Labeller, to_rgb8
+from unilab_datafactory.store import SampleStore
+from unilab_perception.ingest import InvalidMessage, read_imu
 
 #: the zero-copy topic between capture and labeller
 FRAMES_TOPIC = '/unilab/factory/frames'
@@ -72,7 +74,6 @@ class FrameCaptureNode(Node):
             self.create_timer(0.005, self._flush)
 
     def _on_imu(self, msg) -> None:
-        from unilab_perception.ingest import InvalidMessage, read_imu
         try:
             s = read_imu(msg)
         except InvalidMessage as exc:
@@ -269,7 +270,6 @@ def run_live(topic: str, detector, out, imu_topic: str = '', threshold: float | 
 
     import rclpy
     from rclpy.signals import SignalHandlerOptions
-    from unilab_datafactory.store import SampleStore
     from unilab_core.ros.runtime import spin_nodes
     if role not in ROLES:
         raise ValueError(f'--role {role}: expected one of {", ".join(ROLES)}')

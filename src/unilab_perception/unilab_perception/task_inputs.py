@@ -26,6 +26,7 @@ the policy uses. No ROS import: the perception node passes plain numbers.
 from __future__ import annotations
 
 import numpy as np
+from unilab_core.kinematics import SiteKinematics
 
 
 class MissingInput(ValueError):
@@ -78,7 +79,6 @@ class ReachInputs:
 
     def __init__(self, model_file: str, joint_names, tool_site: str, frame: str = 'base_link',
                  workspace=()):
-        from unilab_core.kinematics import SiteKinematics
         self.fk = SiteKinematics(model_file, joint_names, tool_site)
         if workspace and len(workspace) != 6:
             raise ValueError(f'workspace must be [xmin, ymin, zmin, xmax, ymax, zmax], got '

@@ -15,6 +15,7 @@ from __future__ import annotations
 from unilab_core.kinematics import SiteKinematics
 from unilab_safety.gate import SafetyGate
 from unilab_safety.limits import load_joint_limits
+from unilab_safety.loop import SafetyLoop
 from unilab_safety.params import SafetySpec
 from unilab_safety.tool_speed import ToolSpeedLimit
 
@@ -82,7 +83,6 @@ def build_gate(spec) -> SafetyGate:
 
 def build_loop(spec, slot, ring, state=None):
     """Return a SafetyLoop over ``slot`` / ``ring`` with the gate of ``spec``."""
-    from unilab_safety.loop import SafetyLoop
     spec = as_spec(spec)
     s = spec.safety
     return SafetyLoop(build_gate(spec), spec.num_envs, slot, ring, s.watchdog_timeout_s,

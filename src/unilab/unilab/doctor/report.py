@@ -26,7 +26,8 @@ from unilab.doctor.gpu_checks import check_nvml, GPU_CHECKS, gpu_checks
 from unilab.doctor.probe import (CAP_IPC_LOCK, CAP_SYS_NICE, HostFacts, read_host_facts,
                                  read_torch_facts)
 from unilab.doctor.rings import graph_rings, shm_need
-from unilab_core.config import RunConfig
+from unilab_bringup.paths import default_config_files
+from unilab_core.config import load_run_config, RunConfig
 from unilab_core.gpu_health import gpu_report, GpuReport
 from unilab_core.graph import Graph
 
@@ -98,9 +99,7 @@ def diagnose(config_files=(), root='/', env=None, nvml_import=None, which=shutil
     programs; ``torch_facts``: replaces what torch reports.
     """
     from unilab_bringup.graphs import training_graph
-    from unilab_bringup.paths import default_config_files
     from unilab_bringup.prepare import task_info
-    from unilab_core.config import load_run_config
     from unilab_perception.perception_node import PASS_THROUGH
     cfg = load_run_config(list(default_config_files()) + list(config_files))
     info, _ = task_info(cfg.run.task)

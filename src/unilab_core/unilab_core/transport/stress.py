@@ -26,6 +26,9 @@ import sys
 import time
 
 import numpy as np
+from unilab_core.transport.iox_layout import DESCRIPTOR_PREFIX, service_name
+from unilab_core.transport.iox_reader import IoxTensorReader
+from unilab_core.transport.iox_writer import IoxTensorWriter
 from unilab_core.transport.ring_reader import RingReader
 from unilab_core.transport.ring_writer import RingWriter
 
@@ -162,9 +165,6 @@ def main(argv=None) -> int:
 
 def _iox_role(a) -> int:
     """Run the ``write``, ``hold`` or ``own`` role on the iceoryx2 backend."""
-    from unilab_core.transport.iox_layout import DESCRIPTOR_PREFIX, service_name
-    from unilab_core.transport.iox_reader import IoxTensorReader
-    from unilab_core.transport.iox_writer import IoxTensorWriter
     if a.role == 'hold':
         deadline = time.monotonic() + 20
         while True:

@@ -63,6 +63,7 @@ from unilab_core.ros.tensor_topic.endpoints import node_domain, register_endpoin
 from unilab_core.transport import inproc
 from unilab_core.transport.backend import check as check_backend, default_backend
 from unilab_core.transport.channel import TensorWriter
+from unilab_core.transport.cuda import CudaTensorWriter
 from unilab_core.transport.descriptor import ALIGN, Descriptor
 from unilab_core.transport.ring_layout import RingFullError, TransportError
 from unilab_core.transport.shm import host_identity
@@ -101,7 +102,6 @@ def batch_device(tensors: dict[str, Any]) -> str | None:
 
 
 def _device_writer_factory(*args, **kwargs):
-    from unilab_core.transport.cuda import CudaTensorWriter
     return CudaTensorWriter(*args, **kwargs)
 
 
