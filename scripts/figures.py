@@ -96,7 +96,7 @@ BENCH_PATHS = {
               'src/unilab_bag'],
     'bridge': ['bridge.py', 'src/unilab_core', 'src/unilab_bridge'],
     'deploy': ['deploy.py', 'deploy_baseline.py', *_LAYERS, *_APP],
-    'factory': ['factory.py', 'camera_driver.py', 'src/unilab_core', 'src/unilab_bridge',
+    'factory': ['factory.py', 'datafactory.py', 'camera_driver.py', 'src/unilab_core', 'src/unilab_bridge',
                 'src/unilab_perception', 'src/unilab/unilab/factory',
                 'src/unilab_datafactory', 'src/unilab_bag'],
     'gae': ['gae.py', 'src/unilab_policy'],
