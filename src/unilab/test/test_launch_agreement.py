@@ -10,6 +10,7 @@ the real launch_ros is importable, it is loaded for real as well.
 
 import importlib.util
 import json
+import os
 import pathlib
 import sys
 import types
@@ -43,6 +44,7 @@ def _fake_launch_modules(values):
     for cls in ('DeclareLaunchArgument', 'EmitEvent', 'OpaqueFunction', 'RegisterEventHandler'):
         setattr(mods['launch.actions'], cls, type(cls, (_Recorder,), {}))
     mods['launch.event_handlers'].OnProcessExit = type('OnProcessExit', (_Recorder,), {})
+    mods['launch.event_handlers'].OnShutdown = type('OnShutdown', (_Recorder,), {})
     mods['launch.events'].Shutdown = type('Shutdown', (_Recorder,), {})
     mods['launch.substitutions'].LaunchConfiguration = LaunchConfiguration
     mods['launch_ros.actions'].Node = type('Node', (_Recorder,), {})
@@ -68,8 +70,14 @@ def test_launch_file_starts_the_described_graph(tmp_path, monkeypatch):
     opaque = next(a for a in actions if type(a).__name__ == 'OpaqueFunction')
     started = opaque.kwargs['function'](context=None)
     nodes = [a.kwargs for a in started if type(a).__name__ == 'Node']
-    handlers = [a for a in started if type(a).__name__ == 'RegisterEventHandler']
-    assert len(handlers) == 1  # the launch ends when the trainer exits
+    handlers = [a.args[0] for a in started if type(a).__name__ == 'RegisterEventHandler']
+    # Every node is watched (the trainer ending stops the launch, any other node ending
+    # fails it), and a stop from outside is noted.
+    watched = [h.kwargs['target_action'] for h in handlers if type(h).__name__ == 'OnProcessExit']
+    assert [n.kwargs['name'] for n in watched] == [n['name'] for n in nodes]
+    assert [type(h).__name__ for h in handlers].count('OnShutdown') == 1
+    # Nodes stop with launch: the kernel's parent-death signal names this process.
+    assert all(n['additional_env']['UNILAB_PARENT_PID'] == str(os.getpid()) for n in nodes)
 
     # The CLI, given the same settings, resolves the same graph and parameters.
     cli_run = prepare_run([], {'run.task': 'arm6_reach', 'run.total_steps': 4096,
@@ -129,7 +137,8 @@ def test_adapt_launch_file_starts_the_adapt_graph_unilab_adapt_starts(tmp_path, 
     spec.loader.exec_module(module)
     actions = module.generate_launch_description().args[0]
     opaque = next(a for a in actions if type(a).__name__ == 'OpaqueFunction')
-    nodes = [a.kwargs for a in opaque.kwargs['function'](context=None)]
+    nodes = [a.kwargs for a in opaque.kwargs['function'](context=None)
+             if type(a).__name__ == 'Node']
     cli_run = prepare_adapt(str(model), 'arm6', armed=True, run_dir=str(tmp_path / 'cli_run'))
     assert [n['name'] for n in nodes] == [s.name for s in cli_run.graph.nodes] == [
         'perception', 'policy', 'safety', 'recorder', 'adapter']

@@ -39,7 +39,7 @@ KEYS = {
         'rclpy', 'std_msgs', 'sensor_msgs', 'geometry_msgs', 'nav_msgs', 'trajectory_msgs',
         'diagnostic_msgs', 'std_srvs', 'builtin_interfaces', 'rcl_interfaces',
         'rosgraph_msgs', 'ament_index_python', 'launch', 'launch_ros', 'ament_pep257',
-        'ament_flake8')},
+        'ament_flake8', 'ros2launch')},
 }
 
 #: Imports no rosdep key provides: what installs them instead (never a silent gap).

@@ -13,15 +13,20 @@ unless armed:=true.
 """
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
+from launch.event_handlers import OnProcessExit, OnShutdown
+from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 
 def _start(context):
-    from unilab_bringup.launch_support import deploy_launch_nodes
-    return [Node(**kw) for kw in deploy_launch_nodes(
-        lambda name: LaunchConfiguration(name).perform(context))]
+    from unilab_bringup.launch_support import DEPLOY_LAUNCH_ARGS, launch_plan, watch_exits
+    plan = launch_plan('deploy', {k: LaunchConfiguration(k).perform(context)
+                                  for k in DEPLOY_LAUNCH_ARGS})
+    nodes = [Node(**kw) for kw in plan['nodes']]
+    watch = watch_exits(plan, nodes, OnProcessExit, Shutdown, EmitEvent, OnShutdown)
+    return nodes + [RegisterEventHandler(h) for h in watch]
 
 
 def generate_launch_description():

@@ -7,13 +7,15 @@ Launch the UniLab training graph, one process per node.
         [seed:=N] [run_dir:=DIR] [config:=EXTRA.yaml]
 
 The nodes and their parameters come from unilab_bringup.prepare.prepare_run, the same
-graph description ``unilab train`` uses. The launch ends when the trainer
-finishes its step budget.
+graph description ``unilab train`` uses (prepared in a child process: this one stays
+free of torch and MuJoCo). The launch ends when the trainer finishes its step budget
+(exit 0, summary.json with the safety counters); a trainer that fails, or any other
+node that ends first, stops the graph with exit 1. Every node stops with launch.
 """
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
-from launch.event_handlers import OnProcessExit
+from launch.event_handlers import OnProcessExit, OnShutdown
 from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -29,21 +31,11 @@ ARGS = {
 
 
 def _start(context):
-    from unilab_bringup.launch_support import launch_node_kwargs, launch_overrides
-    from unilab_bringup.prepare import prepare_run
-
-    def arg(name):
-        return LaunchConfiguration(name).perform(context)
-
-    run = prepare_run([arg('config')] if arg('config') else [],
-                      launch_overrides(arg('task'), arg('steps'), arg('num_envs'), arg('seed')),
-                      run_dir=arg('run_dir') or None)
-    kwargs = launch_node_kwargs(run.graph, run.params_file, run.cfg.transport.backend)
-    nodes = [Node(**kw) for kw in kwargs]
-    trainer = next(n for n, kw in zip(nodes, kwargs) if kw['name'] == run.graph.end_node)
-    done = RegisterEventHandler(OnProcessExit(target_action=trainer,
-                                              on_exit=[EmitEvent(event=Shutdown())]))
-    return nodes + [done]
+    from unilab_bringup.launch_support import launch_plan, watch_exits
+    plan = launch_plan('train', {k: LaunchConfiguration(k).perform(context) for k in ARGS})
+    nodes = [Node(**kw) for kw in plan['nodes']]
+    watch = watch_exits(plan, nodes, OnProcessExit, Shutdown, EmitEvent, OnShutdown)
+    return nodes + [RegisterEventHandler(h) for h in watch]
 
 
 def generate_launch_description():

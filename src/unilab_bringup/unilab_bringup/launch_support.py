@@ -4,8 +4,17 @@
 
 from __future__ import annotations
 
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+from unilab_bringup.summary import merge_summary
 from unilab_core.graph import Graph
 from unilab_core.robot_profile import fleet_namespace, namespaced
+from unilab_core.ros.runtime import PARENT_PID_ENV
 from unilab_core.transport import backend as transport_backend
 
 
@@ -78,17 +87,107 @@ DEPLOY_LAUNCH_ARGS = {
 }
 
 
-def deploy_launch_nodes(arg, prepare=None) -> list[dict]:
-    """
-    Return the Node keyword arguments of the deploy (or adapt) graph for launch arguments.
+class LaunchPlanError(RuntimeError):
+    """A launch file's graph could not be prepared; the message says why (no traceback)."""
 
-    ``arg(name)`` returns a launch argument's value ('' = unset); the graph is
-    the one ``unilab deploy`` prepares (``prepare``: ``prepare_deploy`` by default;
-    ``unilab_adapt.graph.prepare_adapt`` for ``unilab adapt``'s).
+
+def launch_plan(kind: str, args: dict, prepare: str = '') -> dict:
     """
-    from unilab_bringup.deploy import prepare_deploy
-    run = (prepare or prepare_deploy)(
-        arg('model'), arg('robot'), armed=arg('armed').lower() == 'true',
-        namespace=arg('namespace'), config_files=[arg('config')] if arg('config') else [],
-        run_dir=arg('run_dir') or None)
-    return launch_node_kwargs(run.graph, run.params_file, run.cfg.transport.backend)
+    Prepare a launch file's graph in a child process and return its plan.
+
+    ``kind`` is ``train``, ``deploy`` or ``robot_sim`` (``unilab_bringup.launch_plan``);
+    ``prepare`` (``module:function``) lets a feature extend the deploy graph. The
+    launch process never imports torch or MuJoCo. Every node started from the plan
+    stops with this process (``UNILAB_PARENT_PID``: the kernel sends it SIGTERM when
+    launch dies, even by SIGKILL). Raises LaunchPlanError with the child's message.
+    """
+    with tempfile.TemporaryDirectory(prefix='unilab-launch-') as tmp:
+        out = pathlib.Path(tmp) / 'plan.json'
+        proc = subprocess.run([sys.executable, '-m', 'unilab_bringup.launch_plan', kind,
+                               json.dumps(args), str(out), *([prepare] if prepare else [])],
+                              capture_output=True, text=True)
+        if proc.returncode != 0 or not out.is_file():
+            lines = [x for x in proc.stderr.splitlines() if x.strip()]
+            reason = lines[-1] if lines else f'exit status {proc.returncode}'
+            raise LaunchPlanError(f'{kind}.launch.py: {reason.removeprefix("error: ")}')
+        plan = json.loads(out.read_text())
+    for kw in plan['nodes']:
+        kw['remappings'] = [tuple(r) for r in kw.get('remappings', [])]
+        if 'additional_env' in kw:  # our nodes (not robot_state_publisher)
+            kw['additional_env'] = {**kw['additional_env'], PARENT_PID_ENV: str(os.getpid())}
+    return plan
+
+
+class ExitPolicy:
+    """
+    What a launch does when one of its nodes exits (the CLI's runner rules, for launch).
+
+    The end node finishing cleanly stops the graph; any other node ending while the
+    graph runs (killed, crashed) is a failure, and so is the end node ending with an
+    error: the launch then stops everything and exits non-zero instead of hanging or
+    reporting success. Exits after the stop began are the stop itself. Optional nodes
+    may end without stopping the rest. When the last node is gone the run's summary
+    gets the safety counters and ``process_mode: launch``.
+    """
+
+    def __init__(self, names, end_node: str = '', optional=(), run_dir: str = ''):
+        self.running = set(names)
+        self.end_node, self.optional, self.run_dir = end_node, set(optional), run_dir
+        self.stopping = False
+
+    def exited(self, name: str, code: int | None) -> tuple[str, str]:
+        """Return ``(action, reason)``: action is ``stop``, ``fail`` or ``ignore``."""
+        self.running.discard(name)
+        if not self.running and self.run_dir:
+            merge_summary(self.run_dir, {'process_mode': 'launch'})
+        if name == self.end_node and code != 0:
+            self.stopping = True
+            return 'fail', f'{name} exited with {code}'
+        if self.stopping:
+            return 'ignore', ''
+        if name == self.end_node:
+            self.stopping = True
+            return 'stop', f'{name} finished'
+        if name in self.optional:
+            return 'ignore', f'{name} (optional) exited with {code}; the rest runs on'
+        self.stopping = True
+        what = f' before {self.end_node} finished' if self.end_node else ''
+        return 'fail', f'{name} exited with {code}{what}: stopping the graph'
+
+    def shutting_down(self) -> None:
+        """Note a stop that did not come from a node (Ctrl-C, SIGTERM to launch)."""
+        self.stopping = True
+
+
+class NodeExited(RuntimeError):
+    """Raised inside launch's event loop: launch stops every node and exits 1."""
+
+
+def watch_exits(plan: dict, nodes: list, on_exit_handler, shutdown_event, emit_event,
+                on_shutdown_handler=None) -> list:
+    """
+    Return the launch actions that apply ``ExitPolicy`` to ``nodes`` (one per node).
+
+    Takes launch's classes (``OnProcessExit``, ``Shutdown``, ``EmitEvent``, ``OnShutdown``)
+    so this module imports no launch code.
+    """
+    names = [kw['name'] for kw in plan['nodes']]
+    policy = ExitPolicy([n for n in names if n != 'robot_state_publisher'],
+                        plan.get('end_node', ''), plan.get('optional', ()),
+                        plan.get('run_dir', ''))
+
+    def handler(name):
+        def on_exit(event, context):
+            action, reason = policy.exited(name, event.returncode)
+            if action == 'fail':
+                raise NodeExited(reason)
+            if action == 'stop':
+                return [emit_event(event=shutdown_event(reason=reason))]
+            return None
+        return on_exit
+    actions = [on_exit_handler(target_action=node, on_exit=handler(name))
+               for name, node in zip(names, nodes) if name != 'robot_state_publisher']
+    if on_shutdown_handler is not None:
+        actions.append(on_shutdown_handler(on_shutdown=lambda event, context:
+                                           policy.shutting_down()))
+    return actions

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import os
 import pathlib
 import signal
@@ -18,7 +17,7 @@ from typing import Callable
 from unilab_bringup.node_group import group_command
 from unilab_bringup.prepare import PreparedRun
 from unilab_bringup.progress import ProgressDisplay
-from unilab_core.atomic import atomic_write_text
+from unilab_bringup.summary import merge_summary as merge_summary_file
 from unilab_core.ros.runtime import _install_sigterm, create_composed, spin_nodes
 from unilab_core.transport import backend
 from unilab_policy import distributed
@@ -47,14 +46,7 @@ def _read_last_metrics(path: pathlib.Path) -> dict:
 
 def merge_summary(run: PreparedRun, extra: dict) -> dict:
     """Add safety counters and run facts to the trainer's summary.json."""
-    path = run.run_dir / 'summary.json'
-    summary = json.loads(path.read_text()) if path.is_file() else {}
-    stats = run.run_dir / 'safety_stats.json'
-    if stats.is_file():
-        summary['safety'] = json.loads(stats.read_text())
-    summary.update(extra)
-    atomic_write_text(path, json.dumps(summary, indent=2))
-    return summary
+    return merge_summary_file(run.run_dir, extra)
 
 
 class GraphFailed(RuntimeError):

@@ -11,13 +11,20 @@ deeper, ``disturbances.imu.enabled``), so ``node: ros__parameters:
 {rollout: {num_envs: 8}}`` works as ROS users expect. The values are then
 validated by the same model, and an error names the node and the key. No node
 lists a parameter by hand.
+
+Every parameter is read-only: nodes read them once, at start, so ``ros2 param set``
+on a running node is refused with the reason instead of accepted and ignored. An
+empty list holds a typed empty value (never "not set"), so ``ros2 param dump``
+answers with every parameter.
 """
 
 from __future__ import annotations
 
+import copy
 import typing
 
 from pydantic import ValidationError
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -26,6 +33,23 @@ from unilab_core.config import ConfigError, nested_section, Section
 
 _ARRAY_TYPES = {(int,): Parameter.Type.INTEGER_ARRAY, (float,): Parameter.Type.DOUBLE_ARRAY,
                 (str,): Parameter.Type.STRING_ARRAY, (bool,): Parameter.Type.BOOL_ARRAY}
+
+
+def read_only() -> ParameterDescriptor:
+    """Return a new descriptor of a parameter read once at start (``param set`` refused)."""
+    return ParameterDescriptor(read_only=True)
+
+
+def _declare_typed_list(node: Node, name: str, ptype: Parameter.Type):
+    """Declare a list parameter by its type; unset, it holds a typed empty list."""
+    value = node.declare_parameter(name, ptype).value
+    if value is None:
+        node.set_parameters([Parameter(name, ptype, [])])
+        value = []
+    descriptor = copy.copy(node.describe_parameter(name))
+    descriptor.read_only = True
+    node.set_descriptor(name, descriptor)
+    return value
 
 
 def _declare(node: Node, prefix: str, model: type[Section]) -> dict:
@@ -41,10 +65,13 @@ def _declare(node: Node, prefix: str, model: type[Section]) -> dict:
             # An empty list has no ROS type of its own (rclpy would make it a byte
             # array and refuse the user's ints); take it from the annotation.
             ptype = _ARRAY_TYPES.get(typing.get_args(field.annotation)[:1], None)
-            value = node.declare_parameter(name, ptype or default).value
+            if ptype is None:
+                value = node.declare_parameter(name, default, read_only()).value
+            else:
+                value = _declare_typed_list(node, name, ptype)
             values[fname] = [] if value is None else list(value)
             continue
-        value = node.declare_parameter(name, default).value
+        value = node.declare_parameter(name, default, read_only()).value
         values[fname] = list(value) if isinstance(default, list) else value
     return values
 

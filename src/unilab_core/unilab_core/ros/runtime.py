@@ -59,6 +59,20 @@ def _install_sigterm():
     signal.signal(signal.SIGTERM, handler)
 
 
+def _hold_further_stops() -> dict:
+    """
+    Let the close path finish: a further SIGINT or SIGTERM is ignored from here on.
+
+    Ctrl-C in a terminal reaches every process of the group, and launch (or our runner)
+    then sends its own SIGINT: without this the second one breaks a node off inside its
+    close path (the trainer inside its final checkpoint). A stuck close still ends with
+    the starter's SIGKILL. Returns the handlers to put back once the nodes are closed.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+
+
 #: Set by a parent that starts nodes as child processes (``unilab_bringup.runner``): its pid.
 PARENT_PID_ENV = 'UNILAB_PARENT_PID'
 _PR_SET_PDEATHSIG = 1
@@ -152,11 +166,16 @@ def spin_nodes(nodes: list, executor_kind: str = 'events',
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        for n in nodes:
-            closer = getattr(n, 'close', None)
-            if closer is not None:
-                closer()
-        detach_and_shutdown(executor, nodes)
+        held = _hold_further_stops()
+        try:
+            for n in nodes:
+                closer = getattr(n, 'close', None)
+                if closer is not None:
+                    closer()
+            detach_and_shutdown(executor, nodes)
+        finally:
+            for sig, previous in held.items():
+                signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
 
 
 def spin_node(node_cls, args=None) -> None:
@@ -189,6 +208,7 @@ def spin_process(make_nodes: Callable[[], list], args=None) -> None:
         spin_nodes(nodes, executor_kind,
                    until=lambda: any(getattr(n, 'done', False) for n in nodes))
     finally:
+        _hold_further_stops()  # this process ends here: no stop may break off the rest
         for n in nodes:
             n.destroy_node()
         rclpy.try_shutdown()
