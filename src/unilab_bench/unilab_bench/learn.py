@@ -36,10 +36,9 @@ import pathlib
 import time
 
 import numpy as np
-from unilab_core.config import ConfigError
-
 from unilab_bench.learn_runs import (EVAL_SEED, gym_run, last_finite, mean_std, read_curve,
                                      train_graph)
+from unilab_core.config import ConfigError
 
 #: Evaluation: envs x episodes per env, from one seed (the same episodes for every policy).
 EVAL_ENVS, EVAL_EPISODES_PER_ENV = 64, 2

@@ -25,11 +25,10 @@ import time
 
 from unilab.direct import train_direct
 from unilab.paths import training_config
-from unilab_interop.rsl_import import import_rsl
-from unilab_interop.rsl_train import train_rsl
-
 from unilab_bench.learn_quad import QUAD_STEPS, score_quad
 from unilab_bench.learn_runs import mean_std
+from unilab_interop.rsl_import import import_rsl
+from unilab_interop.rsl_train import train_rsl
 
 PEERS = ('rsl_rl',)
 #: --subset -> task the peer comparison runs on.

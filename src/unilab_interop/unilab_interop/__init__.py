@@ -11,3 +11,14 @@ UniLab and the rest of the RL ecosystem: rsl_rl and gymnasium.
 - ``rsl_import`` / ``rsl_export``: ``unilab import-policy rsl_rl`` and
   ``unilab export --format rsl_rl``.
 """
+
+import gymnasium
+
+#: gymnasium id -> UniLab task; the entry point's module loads on ``gymnasium.make``.
+GYM_IDS = {'unilab/Arm6Reach-v0': 'arm6_reach', 'unilab/Ur5eReach-v0': 'ur5e_reach',
+           'unilab/QuadWalk-v0': 'quad_walk', 'unilab/Quad12Walk-v0': 'quad12_walk'}
+
+for _id, _task in GYM_IDS.items():
+    if _id not in gymnasium.registry:
+        gymnasium.register(_id, entry_point='unilab_interop.gym_env:UniLabGymEnv',
+                           kwargs={'task': _task})

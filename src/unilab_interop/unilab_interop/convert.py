@@ -98,13 +98,13 @@ def mlp_shape(state: dict, prefix: str) -> tuple[int, list[int], int]:
     return shapes[0][1], [s[0] for s in shapes[:-1]], shapes[-1][0]
 
 
-def _log_std(actor_state: dict) -> torch.Tensor:
+def _log_std(actor_state: dict) -> torch.Tensor | None:
+    """Return the actor's Gaussian log-std, or None (an exported policy keeps no std)."""
     if 'distribution.log_std_param' in actor_state:
         return actor_state['distribution.log_std_param'].detach().clone().float()
     if 'distribution.std_param' in actor_state:
         return torch.log(actor_state['distribution.std_param'].detach().float().clamp_min(1e-6))
-    raise ConvertError('the actor has no Gaussian std (`distribution.std_param` or '
-                       '`distribution.log_std_param`): only GaussianDistribution actors convert')
+    return None
 
 
 def rsl_normaliser(state: dict, width: int) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -140,7 +140,13 @@ def bundle_state_from_rsl(actor_state: dict, critic_state: dict | None,
                                        f'{tuple(theirs.shape)}, the UniLab network '
                                        f'{tuple(out[ours].shape) if ours in out else "none"}')
                 out[ours] = theirs.detach().clone().float()
-    out['actor_critic.log_std'] = _log_std(actor_state)
+    log_std = _log_std(actor_state)
+    if log_std is not None:  # else the bundle's initial std (model.init_noise_std)
+        if log_std.shape != out['actor_critic.log_std'].shape:
+            raise ConvertError(f'the actor\'s std has {tuple(log_std.shape)} values for '
+                               f'{out["actor_critic.log_std"].numel()} actions (only '
+                               'GaussianDistribution actors convert)')
+        out['actor_critic.log_std'] = log_std
     norm = rsl_normaliser(actor_state, width)
     mean, std = norm if norm is not None else (torch.zeros(width), torch.full((width,), 0.99))
     # (x - mean) / sqrt(var + 1e-8) == (x - mean) / (std + 0.01)

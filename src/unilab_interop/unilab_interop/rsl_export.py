@@ -8,7 +8,8 @@ environment that only reports them), its actor and critic take our weights
 (``unilab_interop.convert``), and the runner itself writes the files:
 ``model_<updates>.pt`` (``runner.save``: ``actor_state_dict``,
 ``critic_state_dict``, ``optimizer_state_dict``, ``iter``, ``infos``; what
-``runner.load`` reads) and ``policy.onnx`` (``export_policy_to_onnx``: input
+``runner.load`` reads; ``rsl_rl_train_cfg.yaml`` is the runner configuration
+that builds a matching actor and critic) and ``policy.onnx`` (``export_policy_to_onnx``: input
 ``obs``, output ``actions``, the normaliser inside). ``rsl_rl_spec.yaml``
 beside them is the spec ``import-policy`` reads: observation layout, joint
 order and the action map that turns ``actions`` into joint commands (rsl_rl's
@@ -18,6 +19,7 @@ files hold the network only).
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import pathlib
 
@@ -29,12 +31,11 @@ import torch
 from unilab.prepare import task_info
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
-from unilab_policy.networks import load_trained
-import yaml
-
 from unilab_interop.convert import (ConvertError, rsl_cfg_for_bundle,
                                     rsl_states_from_bundle)
 from unilab_interop.rsl_import import task_layout
+from unilab_policy.networks import load_trained
+import yaml
 
 #: Largest difference tolerated between rsl_rl's inference and ours on the check batch.
 EXPORT_TOLERANCE = 1e-5
@@ -80,6 +81,7 @@ def export_rsl(run_dir: str, out: str | None = None) -> dict:
         raise ConfigError(f'export --format rsl_rl: {run_dir}: {exc}') from None
     out_dir = pathlib.Path(out) if out else pathlib.Path(run_dir) / 'rsl_rl'
     out_dir.mkdir(parents=True, exist_ok=True)
+    saved_cfg = copy.deepcopy(cfg)  # the runner resolves entries in place
     runner = runner_for(trained.input_dim, p.act_dim, cfg)
     actor, critic = rsl_states_from_bundle(trained.bundle)
     runner.alg.get_policy().load_state_dict(actor, strict=True)
@@ -92,11 +94,15 @@ def export_rsl(run_dir: str, out: str | None = None) -> dict:
     spec = out_dir / 'rsl_rl_spec.yaml'
     info, _ = task_info(p.run.task)
     atomic_write_text(spec, yaml.safe_dump(policy_spec(p, info), sort_keys=False))
+    # The runner configuration whose actor and critic take these weights.
+    train_cfg = out_dir / 'rsl_rl_train_cfg.yaml'
+    atomic_write_text(train_cfg, yaml.safe_dump(saved_cfg, sort_keys=False))
     diff = check_same_actions(runner, trained.bundle, trained.input_dim)
     if not diff <= EXPORT_TOLERANCE:
         raise RuntimeError(f'rsl_rl\'s actor differs from ours by {diff:.2e} '
                            f'(> {EXPORT_TOLERANCE}); {model} is not trustworthy')
-    return {'checkpoint': model, 'onnx': out_dir / 'policy.onnx', 'spec': spec, 'diff': diff}
+    return {'checkpoint': model, 'onnx': out_dir / 'policy.onnx', 'spec': spec,
+            'train_cfg': train_cfg, 'diff': diff}
 
 
 def policy_spec(params, info) -> dict:

@@ -39,12 +39,11 @@ import pathlib
 import torch
 from unilab.prepare import prepare_run, task_info
 from unilab_core.config import ConfigError, ModelSection, NormalizationSection, read_yaml
+from unilab_interop.convert import (ACTIVATIONS, bundle_state_from_rsl, ConvertError,
+                                    IMPORT_CLIP, mlp_shape, RSL_NORM_EPS)
 from unilab_policy.checkpoint import save_checkpoint
 from unilab_policy.models import PolicyBundle
 from unilab_policy.networks import build_bundle
-
-from unilab_interop.convert import (ACTIVATIONS, bundle_state_from_rsl, ConvertError,
-                                    IMPORT_CLIP, mlp_shape)
 
 SPEC_KEYS = {'observation', 'joint_names', 'action_mode', 'action_scale', 'action_offset',
              'activation', 'task'}
@@ -101,6 +100,21 @@ def _read_onnx(path: pathlib.Path) -> RslPolicy:
     if not any(k.startswith('mlp.') for k in actor):
         raise ConfigError(f'import-policy: {path} carries no rsl_rl MLP weights '
                           '(initializers `mlp.<k>.weight`): only MLPModel policies import')
+    for node in model.graph.node:
+        trans_b = {a.name: a.i for a in node.attribute}.get('transB', 0)
+        if node.op_type == 'Gemm' and node.input[1].startswith('mlp.') and trans_b != 1:
+            raise ConfigError(f'import-policy: {path}: layer {node.input[1]} is not stored as '
+                              'torch.nn.Linear exports it (Gemm transB=1)')
+    if 'obs_normalizer._mean' in actor and 'obs_normalizer._std' not in actor:
+        # The exporter folds ``_std + eps`` into one constant: the divisor of (obs - mean).
+        sub = [n.output[0] for n in model.graph.node
+               if n.op_type == 'Sub' and list(n.input) == ['obs', 'obs_normalizer._mean']]
+        div = [n.input[1] for n in model.graph.node
+               if n.op_type == 'Div' and sub and n.input[0] == sub[0] and n.input[1] in actor]
+        if not div:
+            raise ConfigError(f'import-policy: {path}: the observation normaliser is not '
+                              '(obs - mean) / (std + eps) as rsl_rl exports it')
+        actor['obs_normalizer._std'] = actor[div[0]] - RSL_NORM_EPS
     return RslPolicy(actor, None, 'onnx')
 
 

@@ -20,10 +20,9 @@ import time
 import numpy as np
 from rsl_rl.runners import OnPolicyRunner
 import torch
-from unilab_policy.device import setup_device
-
 from unilab_interop.convert import rsl_train_cfg
 from unilab_interop.vecenv import make_vec_env, task_config
+from unilab_policy.device import setup_device
 
 
 def iterations_for(steps: int, num_envs: int, steps_per_env: int) -> int:

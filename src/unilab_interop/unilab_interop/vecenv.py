@@ -69,6 +69,7 @@ class UniLabVecEnv(VecEnv):
     def reset(self, seed: int | None = None) -> TensorDict:
         """Reset every env; return the first observations."""
         self.state = self.task.reset(seed=seed)
+        self.gate.reset()  # no env continues its last command across a reset
         self._obs = observation(self.state, self.task)
         self.episode_length_buf.zero_()
         return self.get_observations()
