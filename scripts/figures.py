@@ -59,6 +59,31 @@ def learn_arm6() -> str:
             + f'\nSource: `docs/bench/learn_arm6.json` (commit `{str(d.get("commit"))[:10]}`).\n')
 
 
+def learn_rsl_rl_arm6() -> str:
+    """Return rsl_rl's PPO (published defaults) beside ours on arm6_reach, per seed."""
+    d = load('learn_rsl_rl_arm6.json')
+    seeds = sorted(d['per_seed'].items(), key=lambda kv: int(kv[0]))
+    rows = []
+    for seed, r in seeds:
+        for who, name in (('unilab', 'UniLab PPO'), ('rsl_rl', 'rsl_rl PPO')):
+            x = r[who]
+            rows.append([seed, name, f'{x["train_return_last"]:.2f}'
+                         if x.get('train_return_last') is not None else '',
+                         f'{x["eval_return"]:.2f}', _pct(x['eval_success']),
+                         f'{x["wall_s"]:,.0f}', f'{x["fps"]:,.0f}'])
+    for who, name in (('unilab', 'UniLab PPO'), ('rsl_rl', 'rsl_rl PPO')):
+        m = d[who]
+        rows.append(['mean ± std', name, '',
+                     f'{m["eval_return"]["mean"]:.2f} ± {m["eval_return"]["std"]:.2f}',
+                     _pct(m['eval_success']['mean']), f'{m["wall_s"]["mean"]:,.0f}',
+                     f'{m["fps"]["mean"]:,.0f}'])
+    header = ['seed', 'learner', 'return (last training episodes)',
+              'deterministic eval return', 'reach success', 'wall_s', 'env steps/s']
+    return (_table(header, rows)
+            + f'\n{d["steps"]:,} env steps per run; source: `docs/bench/learn_rsl_rl_arm6.json` '
+            f'(commit `{str(d.get("commit"))[:10]}`).\n')
+
+
 def headline() -> str:
     """Return README's headline table: one line per area, each from its JSON."""
     arm = load('learn_arm6.json')
@@ -101,7 +126,8 @@ BENCH_PATHS = {
                 'src/unilab_datafactory', 'src/unilab_bag'],
     'gae': ['gae.py', 'src/unilab_policy'],
     'graph': ['graph.py', *_LAYERS, *_APP],
-    'learn': ['learn.py', 'learn_quad.py', *_LAYERS, *_APP],
+    'learn': ['learn.py', 'learn_quad.py', 'learn_peer.py', 'src/unilab_interop', *_LAYERS,
+              *_APP],
     'perception': ['perception.py', 'src/unilab_core', 'src/unilab_perception'],
     'safety': ['safety.py', 'timing.py', 'c', 'src/unilab_core', 'src/unilab_safety'],
     'scale': ['scale.py', *_LAYERS, *_APP],
@@ -199,7 +225,8 @@ def stale() -> list[tuple[str, str, int]]:
     return out
 
 
-FIGURES = {'learn_arm6': learn_arm6, 'headline': headline, 'bench_index': bench_index}
+FIGURES = {'learn_arm6': learn_arm6, 'learn_rsl_rl_arm6': learn_rsl_rl_arm6,
+           'headline': headline, 'bench_index': bench_index}
 
 
 def pages() -> list[pathlib.Path]:

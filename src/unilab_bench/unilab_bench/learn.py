@@ -330,7 +330,7 @@ def _with_peer(args, peer: str, subset: str) -> dict:
     root = pathlib.Path(getattr(args, 'run_root', None)
                         or f'runs/bench-learn-{peer}-{time.strftime("%Y%m%d-%H%M%S")}')
     t0 = time.monotonic()
-    result = rsl_peer(subset, seeds, args.steps, root, _score)
+    result = rsl_peer(subset, seeds, args.steps, root, _score, peer)
     result = {k: v for k, v in result.items() if not k.startswith('_')}
     return {'benchmark': 'learn', 'subset': subset, 'seeds': seeds, 'runs': str(root),
             'wall_s': round(time.monotonic() - t0, 1), **result}

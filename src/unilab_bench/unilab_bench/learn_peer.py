@@ -7,9 +7,11 @@ Per seed, on the same task, env count, env-step budget and seed:
 
 - ours: the direct training loop (``unilab.direct.train_direct``: the graph's
   components in one process, the default configuration);
-- rsl_rl: its ``OnPolicyRunner`` with the library's published defaults
-  (``unilab_interop.convert.RSL_DEFAULTS``) over our task as an rsl_rl VecEnv
-  (``unilab_interop.vecenv``: our action map and safety gate in the loop).
+- rsl_rl: its ``OnPolicyRunner`` over our task as an rsl_rl VecEnv
+  (``unilab_interop.vecenv``: our action map and safety gate in the loop), with
+  the library's published defaults (``--peer rsl_rl``,
+  ``unilab_interop.convert.RSL_DEFAULTS``) or with our PPO's settings
+  (``--peer rsl_rl_our_settings``, ``convert.rsl_cfg_like``).
 
 Both trained policies are then scored by one evaluation: rsl_rl's checkpoint
 is imported into a UniLab run directory (``unilab import-policy rsl_rl``) and
@@ -27,10 +29,13 @@ from unilab.direct import train_direct
 from unilab.paths import training_config
 from unilab_bench.learn_quad import QUAD_STEPS, score_quad
 from unilab_bench.learn_runs import mean_std
+from unilab_interop.convert import rsl_cfg_like, rsl_train_cfg
 from unilab_interop.rsl_import import import_rsl
 from unilab_interop.rsl_train import train_rsl
 
-PEERS = ('rsl_rl',)
+#: --peer -> the runner configuration of rsl_rl's side: its published defaults, or our
+#: PPO's settings (``convert.rsl_cfg_like``: then only the implementations differ).
+PEERS = {'rsl_rl': lambda cfg: rsl_train_cfg(), 'rsl_rl_our_settings': rsl_cfg_like}
 #: --subset -> task the peer comparison runs on.
 PEER_TASKS = {'arm6': 'arm6_reach', 'quad': 'quad_walk', 'quad12': 'quad12_walk'}
 
@@ -56,8 +61,9 @@ def _evaluate(task: str, cfg, rd: pathlib.Path, score) -> dict:
     return {'eval_' + name: fig for name, fig in ev.items()}
 
 
-def rsl_peer(subset: str, seeds, steps, root: pathlib.Path, score) -> dict:
-    """Train ours and rsl_rl's PPO per seed on ``subset``'s task; score both alike."""
+def rsl_peer(subset: str, seeds, steps, root: pathlib.Path, score,
+             peer: str = 'rsl_rl') -> dict:
+    """Train ours and rsl_rl's PPO (``PEERS[peer]``) per seed; score both alike."""
     task = PEER_TASKS[subset]
     steps = steps or (QUAD_STEPS if subset != 'arm6' else
                       training_config([], {'run.task': task}).run.total_steps)
@@ -65,14 +71,16 @@ def rsl_peer(subset: str, seeds, steps, root: pathlib.Path, score) -> dict:
     for seed in seeds:
         rd_ours, rd_rsl = root / f'unilab_{task}_s{seed}', root / f'rsl_rl_{task}_s{seed}'
         ours = _ours(task, seed, steps, rd_ours)
-        peer = train_rsl(task, seed, steps, rd_rsl)
-        imported = import_rsl(peer['checkpoint'], task, run_dir=str(rd_rsl / 'imported'))
+        side = train_rsl(task, seed, steps, rd_rsl, train_cfg=PEERS[peer](ours['cfg']))
+        imported = import_rsl(side['checkpoint'], task, run_dir=str(rd_rsl / 'imported'))
         per_seed[seed] = {
             'unilab': {'run_dir': str(rd_ours), **{k: v for k, v in ours.items() if k != 'cfg'},
                        **_evaluate(task, ours['cfg'], rd_ours, score)},
-            'rsl_rl': {'run_dir': str(imported), **{k: v for k, v in peer.items()},
+            'rsl_rl': {'run_dir': str(imported), **side,
                        **_evaluate(task, ours['cfg'], imported, score)}}
-    out = {'task': task, 'steps': steps, 'peer': 'rsl_rl', 'per_seed': per_seed,
+    out = {'task': task, 'steps': steps, 'peer': peer,
+           'rsl_rl_cfg': PEERS[peer](training_config([], {'run.task': task})),
+           'per_seed': per_seed,
            '_curves': {}, '_expert_line': None}
     if task == 'arm6_reach':
         keys = ('eval_return', 'eval_success', 'eval_clamp_share', 'wall_s', 'fps')

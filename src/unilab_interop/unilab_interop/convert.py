@@ -28,6 +28,7 @@ import copy
 
 import torch
 from unilab_policy.models import PolicyBundle
+from unilab_policy.ppo import num_mini_batches_for
 
 #: rsl_rl's EmpiricalNormalization eps (added to the std) and ours (added to the variance).
 RSL_NORM_EPS, OUR_NORM_EPS = 1e-2, 1e-8
@@ -67,6 +68,34 @@ def rsl_train_cfg(**updates) -> dict:
     cfg = copy.deepcopy(RSL_DEFAULTS)
     cfg.update(updates)
     return cfg
+
+
+def rsl_cfg_like(cfg) -> dict:
+    """
+    Return rsl_rl's runner configuration with our PPO's settings (a RunConfig's sections).
+
+    Everything both libraries have is set to ours: rollout length, minibatch count
+    (``unilab_policy.ppo.num_mini_batches_for``), epochs, learning rate and its
+    schedule, clips, loss weights, gamma / lambda, the network (widths,
+    activation, initial std as a log-std) and observation normalisation. What stays
+    rsl_rl's: its initialisation, its normaliser (no clip) and its update code.
+    """
+    m, u, a, r = cfg.model, cfg.policy_update, cfg.advantage, cfg.rollout
+    net = {'class_name': 'MLPModel', 'hidden_dims': list(m.hidden_sizes),
+           'activation': m.activation, 'obs_normalization': bool(cfg.normalization.observations)}
+    out = rsl_train_cfg(num_steps_per_env=int(r.rollout_length))
+    out['actor'] = {**net, 'distribution_cfg': {'class_name': 'GaussianDistribution',
+                                                'init_std': float(m.init_noise_std),
+                                                'std_type': 'log'}}
+    out['critic'] = dict(net)
+    out['algorithm'].update({
+        'learning_rate': u.lr, 'num_learning_epochs': u.epochs,
+        'num_mini_batches': num_mini_batches_for(u.batch_size, r.rollout_length, r.num_envs),
+        'schedule': u.schedule, 'desired_kl': u.desired_kl, 'clip_param': u.clip_param,
+        'use_clipped_value_loss': u.clipped_value_loss, 'value_loss_coef': u.value_loss_coef,
+        'entropy_coef': u.entropy_coef, 'max_grad_norm': u.max_grad_norm,
+        'gamma': a.gamma, 'lam': a.gae_lambda})
+    return out
 
 
 class ConvertError(ValueError):
