@@ -61,7 +61,16 @@ def learn_arm6() -> str:
 
 def learn_rsl_rl_arm6() -> str:
     """Return rsl_rl's PPO (published defaults) beside ours on arm6_reach, per seed."""
-    d = load('learn_rsl_rl_arm6.json')
+    return _rsl_rl_table('learn_rsl_rl_arm6.json')
+
+
+def learn_rsl_rl_our_settings_arm6() -> str:
+    """Return rsl_rl's PPO with our PPO's settings beside ours on arm6_reach, per seed."""
+    return _rsl_rl_table('learn_rsl_rl_our_settings_arm6.json')
+
+
+def _rsl_rl_table(name: str) -> str:
+    d = load(name)
     seeds = sorted(d['per_seed'].items(), key=lambda kv: int(kv[0]))
     rows = []
     for seed, r in seeds:
@@ -80,7 +89,7 @@ def learn_rsl_rl_arm6() -> str:
     header = ['seed', 'learner', 'return (last training episodes)',
               'deterministic eval return', 'reach success', 'wall_s', 'env steps/s']
     return (_table(header, rows)
-            + f'\n{d["steps"]:,} env steps per run; source: `docs/bench/learn_rsl_rl_arm6.json` '
+            + f'\n{d["steps"]:,} env steps per run; source: `docs/bench/{name}` '
             f'(commit `{str(d.get("commit"))[:10]}`).\n')
 
 
@@ -226,6 +235,7 @@ def stale() -> list[tuple[str, str, int]]:
 
 
 FIGURES = {'learn_arm6': learn_arm6, 'learn_rsl_rl_arm6': learn_rsl_rl_arm6,
+           'learn_rsl_rl_our_settings_arm6': learn_rsl_rl_our_settings_arm6,
            'headline': headline, 'bench_index': bench_index}
 
 
