@@ -64,25 +64,20 @@ def learn_rsl_rl_arm6() -> str:
     return _rsl_rl_table('learn_rsl_rl_arm6.json')
 
 
-def learn_rsl_rl_our_settings_arm6() -> str:
-    """Return rsl_rl's PPO with our PPO's settings beside ours on arm6_reach, per seed."""
-    return _rsl_rl_table('learn_rsl_rl_our_settings_arm6.json')
-
-
 def _rsl_rl_table(name: str) -> str:
     d = load(name)
     seeds = sorted(d['per_seed'].items(), key=lambda kv: int(kv[0]))
     rows = []
     for seed, r in seeds:
-        for who, name in (('unilab', 'UniLab PPO'), ('rsl_rl', 'rsl_rl PPO')):
+        for who, label in (('unilab', 'UniLab PPO'), ('rsl_rl', 'rsl_rl PPO')):
             x = r[who]
-            rows.append([seed, name, f'{x["train_return_last"]:.2f}'
+            rows.append([seed, label, f'{x["train_return_last"]:.2f}'
                          if x.get('train_return_last') is not None else '',
                          f'{x["eval_return"]:.2f}', _pct(x['eval_success']),
                          f'{x["wall_s"]:,.0f}', f'{x["fps"]:,.0f}'])
-    for who, name in (('unilab', 'UniLab PPO'), ('rsl_rl', 'rsl_rl PPO')):
+    for who, label in (('unilab', 'UniLab PPO'), ('rsl_rl', 'rsl_rl PPO')):
         m = d[who]
-        rows.append(['mean ± std', name, '',
+        rows.append(['mean ± std', label, '',
                      f'{m["eval_return"]["mean"]:.2f} ± {m["eval_return"]["std"]:.2f}',
                      _pct(m['eval_success']['mean']), f'{m["wall_s"]["mean"]:,.0f}',
                      f'{m["fps"]["mean"]:,.0f}'])
@@ -235,7 +230,6 @@ def stale() -> list[tuple[str, str, int]]:
 
 
 FIGURES = {'learn_arm6': learn_arm6, 'learn_rsl_rl_arm6': learn_rsl_rl_arm6,
-           'learn_rsl_rl_our_settings_arm6': learn_rsl_rl_our_settings_arm6,
            'headline': headline, 'bench_index': bench_index}
 
 
