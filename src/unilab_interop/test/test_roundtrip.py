@@ -93,6 +93,7 @@ def test_unilab_policy_exported_loads_in_rsl_rl_runner_and_acts_alike(rsl_run, t
     out = tmp_path / 'export'
     assert main(['export', str(rd), '--format', 'rsl_rl', '--out', str(out)]) == 0
     assert (out / 'model_7.pt').is_file() and (out / 'policy.onnx').is_file()
+    assert not (out / 'policy.onnx.data').exists()  # one file to carry
     cfg = yaml.safe_load((out / 'rsl_rl_train_cfg.yaml').read_text())
     runner = OnPolicyRunner(env, cfg, log_dir=None, device='cpu')
     runner.load(str(out / 'model_7.pt'))  # strict: every key and shape fits

@@ -91,6 +91,7 @@ def export_rsl(run_dir: str, out: str | None = None) -> dict:
     model = out_dir / f'model_{runner.current_learning_iteration}.pt'
     runner.save(str(model), infos={'exported_from': 'unilab', 'run_dir': str(run_dir)})
     runner.export_policy_to_onnx(str(out_dir), 'policy.onnx')
+    single_file_onnx(out_dir / 'policy.onnx')
     spec = out_dir / 'rsl_rl_spec.yaml'
     info, _ = task_info(p.run.task)
     atomic_write_text(spec, yaml.safe_dump(policy_spec(p, info), sort_keys=False))
@@ -103,6 +104,17 @@ def export_rsl(run_dir: str, out: str | None = None) -> dict:
                            f'(> {EXPORT_TOLERANCE}); {model} is not trustworthy')
     return {'checkpoint': model, 'onnx': out_dir / 'policy.onnx', 'spec': spec,
             'train_cfg': train_cfg, 'diff': diff}
+
+
+def single_file_onnx(path: pathlib.Path) -> None:
+    """Fold the weights torch's exporter may write beside ``path`` (``.data``) into it."""
+    import onnx
+    data = path.with_name(path.name + '.data')
+    if not data.exists():
+        return
+    model = onnx.load(str(path))  # reads the external data
+    onnx.save_model(model, str(path), save_as_external_data=False)
+    data.unlink()
 
 
 def policy_spec(params, info) -> dict:
