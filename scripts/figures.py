@@ -64,6 +64,28 @@ def learn_rsl_rl_arm6() -> str:
     return _rsl_rl_table('learn_rsl_rl_arm6.json')
 
 
+def learn_rsl_rl_quad() -> str:
+    """Return rsl_rl's PPO (published defaults) beside ours on quad_walk: tracking per command."""
+    d = load('learn_rsl_rl_quad.json')
+    rows = []
+    for seed, r in sorted(d['per_seed'].items(), key=lambda kv: int(kv[0])):
+        commands = [k[len('eval_'):] for k in r['unilab'] if k.startswith('eval_')]
+        for c in commands:
+            row = [seed, f'`{c}`']
+            for who in ('unilab', 'rsl_rl'):
+                e = r[who][f'eval_{c}']
+                row += [f'{e["vx_error"]:.3f}', f'{e["yaw_error"]:.3f}', _pct(e['survival'])]
+            rows.append(row)
+    header = ['seed', 'command', 'UniLab vx error [m/s]', 'UniLab yaw error [rad/s]',
+              'UniLab survival', 'rsl_rl vx error [m/s]', 'rsl_rl yaw error [rad/s]',
+              'rsl_rl survival']
+    walls = ', '.join(f'seed {k}: UniLab {v["unilab"]["wall_s"]:,.0f} s, rsl_rl '
+                      f'{v["rsl_rl"]["wall_s"]:,.0f} s' for k, v in sorted(d['per_seed'].items()))
+    return (_table(header, rows)
+            + f'\n{d["task"]}, {d["steps"]:,} env steps per run ({walls}); source: '
+            f'`docs/bench/learn_rsl_rl_quad.json` (commit `{str(d.get("commit"))[:10]}`).\n')
+
+
 def _rsl_rl_table(name: str) -> str:
     d = load(name)
     seeds = sorted(d['per_seed'].items(), key=lambda kv: int(kv[0]))
@@ -230,6 +252,7 @@ def stale() -> list[tuple[str, str, int]]:
 
 
 FIGURES = {'learn_arm6': learn_arm6, 'learn_rsl_rl_arm6': learn_rsl_rl_arm6,
+           'learn_rsl_rl_quad': learn_rsl_rl_quad,
            'headline': headline, 'bench_index': bench_index}
 
 
