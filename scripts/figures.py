@@ -86,6 +86,11 @@ def learn_rsl_rl_quad() -> str:
             f'`docs/bench/learn_rsl_rl_quad.json` (commit `{str(d.get("commit"))[:10]}`).\n')
 
 
+def learn_rsl_rl_our_settings_arm6() -> str:
+    """Return rsl_rl's PPO with our PPO's settings beside ours on arm6_reach, per seed."""
+    return _rsl_rl_table('learn_rsl_rl_our_settings_arm6.json')
+
+
 def _rsl_rl_table(name: str) -> str:
     d = load(name)
     seeds = sorted(d['per_seed'].items(), key=lambda kv: int(kv[0]))
@@ -252,6 +257,7 @@ def stale() -> list[tuple[str, str, int]]:
 
 
 FIGURES = {'learn_arm6': learn_arm6, 'learn_rsl_rl_arm6': learn_rsl_rl_arm6,
+           'learn_rsl_rl_our_settings_arm6': learn_rsl_rl_our_settings_arm6,
            'learn_rsl_rl_quad': learn_rsl_rl_quad,
            'headline': headline, 'bench_index': bench_index}
 
