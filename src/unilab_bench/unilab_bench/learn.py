@@ -25,6 +25,9 @@ Subsets (``--subset``):
   ``./unilab train --nproc-per-node 2 --num-envs N/2`` (two ranks, each its own
   graph, gradients all-reduced) against the default one-rank ``--num-envs N``,
   per seed, both scored as above; ``--steps`` defaults to RANKS_STEPS.
+- ``--peer rsl_rl`` / ``--peer rsl_rl_our_settings`` with ``arm6``, ``quad`` or
+  ``quad12``: rsl_rl's PPO (its published defaults, or our settings) beside ours on
+  the same task, budget and seeds, both scored through the gate (``learn_peer``).
 
 Writes per-seed figures, mean and std, and (``--png``) the learning curves
 against env steps and wall time.
