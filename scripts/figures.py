@@ -59,6 +59,62 @@ def learn_arm6() -> str:
             + f'\nSource: `docs/bench/learn_arm6.json` (commit `{str(d.get("commit"))[:10]}`).\n')
 
 
+def learn_rsl_rl_arm6() -> str:
+    """Return rsl_rl's PPO (published defaults) beside ours on arm6_reach, per seed."""
+    return _rsl_rl_table('learn_rsl_rl_arm6.json')
+
+
+def learn_rsl_rl_quad() -> str:
+    """Return rsl_rl's PPO (published defaults) beside ours on quad_walk: tracking per command."""
+    d = load('learn_rsl_rl_quad.json')
+    rows = []
+    for seed, r in sorted(d['per_seed'].items(), key=lambda kv: int(kv[0])):
+        commands = [k[len('eval_'):] for k in r['unilab'] if k.startswith('eval_')]
+        for c in commands:
+            row = [seed, f'`{c}`']
+            for who in ('unilab', 'rsl_rl'):
+                e = r[who][f'eval_{c}']
+                row += [f'{e["vx_error"]:.3f}', f'{e["yaw_error"]:.3f}', _pct(e['survival'])]
+            rows.append(row)
+    header = ['seed', 'command', 'UniLab vx error [m/s]', 'UniLab yaw error [rad/s]',
+              'UniLab survival', 'rsl_rl vx error [m/s]', 'rsl_rl yaw error [rad/s]',
+              'rsl_rl survival']
+    walls = ', '.join(f'seed {k}: UniLab {v["unilab"]["wall_s"]:,.0f} s, rsl_rl '
+                      f'{v["rsl_rl"]["wall_s"]:,.0f} s' for k, v in sorted(d['per_seed'].items()))
+    return (_table(header, rows)
+            + f'\n{d["task"]}, {d["steps"]:,} env steps per run ({walls}); source: '
+            f'`docs/bench/learn_rsl_rl_quad.json` (commit `{str(d.get("commit"))[:10]}`).\n')
+
+
+def learn_rsl_rl_our_settings_arm6() -> str:
+    """Return rsl_rl's PPO with our PPO's settings beside ours on arm6_reach, per seed."""
+    return _rsl_rl_table('learn_rsl_rl_our_settings_arm6.json')
+
+
+def _rsl_rl_table(name: str) -> str:
+    d = load(name)
+    seeds = sorted(d['per_seed'].items(), key=lambda kv: int(kv[0]))
+    rows = []
+    for seed, r in seeds:
+        for who, label in (('unilab', 'UniLab PPO'), ('rsl_rl', 'rsl_rl PPO')):
+            x = r[who]
+            rows.append([seed, label, f'{x["train_return_last"]:.2f}'
+                         if x.get('train_return_last') is not None else '',
+                         f'{x["eval_return"]:.2f}', _pct(x['eval_success']),
+                         f'{x["wall_s"]:,.0f}', f'{x["fps"]:,.0f}'])
+    for who, label in (('unilab', 'UniLab PPO'), ('rsl_rl', 'rsl_rl PPO')):
+        m = d[who]
+        rows.append(['mean ± std', label, '',
+                     f'{m["eval_return"]["mean"]:.2f} ± {m["eval_return"]["std"]:.2f}',
+                     _pct(m['eval_success']['mean']), f'{m["wall_s"]["mean"]:,.0f}',
+                     f'{m["fps"]["mean"]:,.0f}'])
+    header = ['seed', 'learner', 'return (last training episodes)',
+              'deterministic eval return', 'reach success', 'wall_s', 'env steps/s']
+    return (_table(header, rows)
+            + f'\n{d["steps"]:,} env steps per run; source: `docs/bench/{name}` '
+            f'(commit `{str(d.get("commit"))[:10]}`).\n')
+
+
 def headline() -> str:
     """Return README's headline table: one line per area, each from its JSON."""
     arm = load('learn_arm6.json')
@@ -101,7 +157,8 @@ BENCH_PATHS = {
                 'src/unilab_datafactory', 'src/unilab_bag'],
     'gae': ['gae.py', 'src/unilab_policy'],
     'graph': ['graph.py', *_LAYERS, *_APP],
-    'learn': ['learn.py', 'learn_quad.py', *_LAYERS, *_APP],
+    'learn': ['learn.py', 'learn_quad.py', 'learn_peer.py', 'src/unilab_interop', *_LAYERS,
+              *_APP],
     'perception': ['perception.py', 'src/unilab_core', 'src/unilab_perception'],
     'safety': ['safety.py', 'timing.py', 'c', 'src/unilab_core', 'src/unilab_safety'],
     'scale': ['scale.py', *_LAYERS, *_APP],
@@ -199,7 +256,10 @@ def stale() -> list[tuple[str, str, int]]:
     return out
 
 
-FIGURES = {'learn_arm6': learn_arm6, 'headline': headline, 'bench_index': bench_index}
+FIGURES = {'learn_arm6': learn_arm6, 'learn_rsl_rl_arm6': learn_rsl_rl_arm6,
+           'learn_rsl_rl_our_settings_arm6': learn_rsl_rl_our_settings_arm6,
+           'learn_rsl_rl_quad': learn_rsl_rl_quad,
+           'headline': headline, 'bench_index': bench_index}
 
 
 def pages() -> list[pathlib.Path]:

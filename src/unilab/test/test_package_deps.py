@@ -50,6 +50,8 @@ PIP_ONLY = {
     'iceoryx2': 'optional transport backend, requirements.txt; no rosdep key',
     'cupy': 'optional CUDA path, requirements-gpu.txt; no rosdep key',
     'cupyx': 'optional CUDA path, requirements-gpu.txt; no rosdep key',
+    'rsl_rl': 'requirements.txt (rsl-rl-lib, the interop package); no rosdep key',
+    'tensordict': 'requirements.txt (rsl-rl-lib\'s observations); no rosdep key',
 }
 
 #: Test helpers one package's tests take from another's test folder (not installed).

@@ -218,3 +218,30 @@ def test_a_quadruped_run_reports_tracking_per_command_and_is_not_trained_again(
     again = bench_learn(args)
     assert summary.stat().st_mtime_ns == stamp
     assert again['per_seed'][0]['vx0.5'] == seed['vx0.5']  # deterministic evaluation
+
+
+def test_rsl_rl_peer_trains_both_on_one_budget_and_scores_them_alike(tmp_path):
+    # A tiny budget: two rsl_rl iterations (64 envs x 32 steps) and one update of ours.
+    from unilab_bench.learn import _score
+    from unilab_bench.learn_peer import rsl_peer
+    res = rsl_peer('arm6', [0], 4096, tmp_path, _score, 'rsl_rl_our_settings')
+    seed = res['per_seed'][0]
+    assert seed['rsl_rl']['env_steps'] == 4096 and seed['unilab']['env_steps'] >= 4096
+    # rsl_rl's checkpoint was imported into a run directory of ours and scored from it.
+    assert seed['rsl_rl']['run_dir'].endswith('imported')
+    for who in ('unilab', 'rsl_rl'):
+        assert -100.0 < seed[who]['eval_return'] < 100.0
+        assert 0.0 <= seed[who]['eval_success'] <= 1.0
+        assert res[who]['eval_return']['mean'] == seed[who]['eval_return']
+    assert res['rsl_rl_minus_unilab_return'] == pytest.approx(
+        seed['rsl_rl']['eval_return'] - seed['unilab']['eval_return'], abs=1e-3)
+    assert res['rsl_rl_cfg']['num_steps_per_env'] == 32
+
+
+def test_an_unknown_peer_subset_is_refused(tmp_path):
+    from unilab_bench.learn import bench_learn
+    from unilab_core.config import ConfigError
+    args = argparse.Namespace(subset='hopper', peer='rsl_rl', seeds='0', steps=1,
+                              run_root=str(tmp_path), png=None)
+    with pytest.raises(ConfigError, match='--peer rsl_rl --subset hopper'):
+        bench_learn(args)

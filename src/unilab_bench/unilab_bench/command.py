@@ -87,6 +87,10 @@ def add_command(sub) -> None:
                    'ranks x N/2 envs against 1 rank x N envs, 600000 steps each), a '
                    'gymnasium task against SB3: hopper, walker, halfcheetah, ant, or a '
                    'quadruped\'s velocity tracking: quad, quad12 (1500000 steps each)')
+    b.add_argument('--peer', default=None, choices=('rsl_rl', 'rsl_rl_our_settings'),
+                   help='learn: train rsl_rl\'s PPO beside ours on --subset arm6, quad or '
+                   'quad12, both scored through the gate; rsl_rl: its published defaults, '
+                   'rsl_rl_our_settings: our PPO\'s settings')
     b.add_argument('--run-root', default=None,
                    help='learn: keep the trained runs here (default runs/bench-learn-<time>)')
     b.add_argument('--latency-cycles', type=int, default=None,

@@ -25,6 +25,9 @@ Subsets (``--subset``):
   ``./unilab train --nproc-per-node 2 --num-envs N/2`` (two ranks, each its own
   graph, gradients all-reduced) against the default one-rank ``--num-envs N``,
   per seed, both scored as above; ``--steps`` defaults to RANKS_STEPS.
+- ``--peer rsl_rl`` / ``--peer rsl_rl_our_settings`` with ``arm6``, ``quad`` or
+  ``quad12``: rsl_rl's PPO (its published defaults, or our settings) beside ours on
+  the same task, budget and seeds, both scored through the gate (``learn_peer``).
 
 Writes per-seed figures, mean and std, and (``--png``) the learning curves
 against env steps and wall time.
@@ -36,7 +39,6 @@ import pathlib
 import time
 
 import numpy as np
-
 from unilab_bench.learn_runs import (EVAL_SEED, gym_run, last_finite, mean_std, read_curve,
                                      train_graph)
 from unilab_bench.train import sb3_zoo
@@ -307,17 +309,8 @@ def _sb3_seeds(args, seeds) -> list:
     return chosen
 
 
-def bench_learn(args) -> dict:
-    """Train the subset's task for each seed; score against the baselines; write curves."""
-    from unilab_core.config import ConfigError
-    from unilab_bench.learn_quad import quad, QUAD_TASKS
-    subset = getattr(args, 'subset', None) or 'arm6'
-    if subset not in ('arm6', 'ranks') and subset not in GYM_TASKS | QUAD_TASKS:
-        raise ConfigError(f'bench learn --subset {subset}: expected arm6, ranks or one of '
-                          f'{", ".join([*GYM_TASKS, *QUAD_TASKS])}')
-    if getattr(args, 'sb3_seeds', None) is not None and subset not in GYM_TASKS:
-        raise ConfigError(f'bench learn --sb3-seeds: SB3 runs beside the gymnasium subsets '
-                          f'({", ".join(GYM_TASKS)}), not {subset}')
+def _seeds(args) -> list:
+    """Return ``--seeds`` as integers (default 0,1,2); ConfigError naming a bad value."""
     try:
         seeds = [int(x) for x in str(getattr(args, 'seeds', None) or '0,1,2').split(',')
                  if x.strip()]
@@ -326,6 +319,39 @@ def bench_learn(args) -> dict:
     if not seeds:
         raise ConfigError(f'bench learn --seeds {args.seeds!r}: expected comma-separated '
                           'integers, e.g. 0,1,2')
+    return seeds
+
+
+def _with_peer(args, peer: str, subset: str) -> dict:
+    """``--peer rsl_rl``: the peer's PPO beside ours on one of our tasks (learn_peer)."""
+    from unilab_bench.learn_peer import PEER_TASKS, PEERS, rsl_peer
+    if peer not in PEERS or subset not in PEER_TASKS:
+        raise ConfigError(f'bench learn --peer {peer} --subset {subset}: expected --peer '
+                          f'{"|".join(PEERS)} with --subset {"|".join(PEER_TASKS)}')
+    seeds = _seeds(args)
+    root = pathlib.Path(getattr(args, 'run_root', None)
+                        or f'runs/bench-learn-{peer}-{time.strftime("%Y%m%d-%H%M%S")}')
+    t0 = time.monotonic()
+    result = rsl_peer(subset, seeds, args.steps, root, _score, peer)
+    result = {k: v for k, v in result.items() if not k.startswith('_')}
+    return {'benchmark': 'learn', 'subset': subset, 'seeds': seeds, 'runs': str(root),
+            'wall_s': round(time.monotonic() - t0, 1), **result}
+
+
+def bench_learn(args) -> dict:
+    """Train the subset's task for each seed; score against the baselines; write curves."""
+    from unilab_bench.learn_quad import quad, QUAD_TASKS
+    subset = getattr(args, 'subset', None) or 'arm6'
+    peer = getattr(args, 'peer', None)
+    if peer is not None:
+        return _with_peer(args, peer, subset)
+    if subset not in ('arm6', 'ranks') and subset not in GYM_TASKS | QUAD_TASKS:
+        raise ConfigError(f'bench learn --subset {subset}: expected arm6, ranks or one of '
+                          f'{", ".join([*GYM_TASKS, *QUAD_TASKS])}')
+    if getattr(args, 'sb3_seeds', None) is not None and subset not in GYM_TASKS:
+        raise ConfigError(f'bench learn --sb3-seeds: SB3 runs beside the gymnasium subsets '
+                          f'({", ".join(GYM_TASKS)}), not {subset}')
+    seeds = _seeds(args)
     root = pathlib.Path(getattr(args, 'run_root', None)
                         or f'runs/bench-learn-{time.strftime("%Y%m%d-%H%M%S")}')
     t0 = time.monotonic()

@@ -1,0 +1,72 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Our tasks as rsl_rl and gymnasium environments: shapes, gate, time-outs, env checker."""
+
+import gymnasium
+from gymnasium.utils.env_checker import check_env
+import numpy as np
+import pytest
+from rsl_rl.env import VecEnv
+import torch
+import unilab_interop
+from unilab_interop.vecenv import make_vec_env, OBS_GROUPS
+
+
+@pytest.fixture(scope='module')
+def env(tmp_path_factory):
+    e = make_vec_env('arm6_reach', 4, 0, tmp_path_factory.mktemp('env'))
+    yield e
+    e.close()
+
+
+def test_observations_are_rsl_rl_groups_of_the_task_observation(env):
+    assert isinstance(env, VecEnv)
+    obs = env.get_observations()
+    assert set(obs.keys()) == {'policy', 'critic'} == {g for v in OBS_GROUPS.values()
+                                                       for g in v}
+    assert obs['policy'].shape == (4, env.task.obs_dim)
+    # The observation leads with the joint positions (arm6_reach: q, qd, extras).
+    np.testing.assert_allclose(obs['policy'][:, :6].numpy(),
+                               env.state.joint_position.astype(np.float32))
+
+
+def test_zero_action_holds_the_measured_pose_through_the_gate(env):
+    # arm6_reach acts relative to the measured joints: action 0 commands q itself.
+    q = env.state.joint_position.copy()
+    np.testing.assert_allclose(env.commands(np.zeros((4, 6), np.float32)), q, atol=1e-6)
+
+
+def test_a_large_action_is_limited_by_the_gate(env):
+    q = env.state.joint_position.copy()
+    raw = env.action_map.command(env._obs, np.full((4, 6), 100.0, np.float32))
+    gated = env.commands(np.full((4, 6), 100.0, np.float32))
+    assert np.all(np.abs(gated - q) < np.abs(raw - q))  # the gate clamped every joint
+
+
+def test_episodes_end_in_time_outs_that_rsl_rl_bootstraps(tmp_path):
+    e = make_vec_env('arm6_reach', 2, 0, tmp_path)
+    try:
+        limit = e.max_episode_length
+        for t in range(limit):
+            _, rew, dones, extras = e.step(torch.zeros(2, 6))
+            assert rew.shape == (2,) and dones.shape == (2,)
+            if t < limit - 1:
+                assert not dones.any()
+        # The time limit truncates: every env is done and every done is a time-out.
+        assert dones.all() and extras['time_outs'].all()
+        assert int(e.episode_length_buf.max()) == 0
+    finally:
+        e.close()
+
+
+@pytest.mark.parametrize('gym_id', sorted(unilab_interop.GYM_IDS))
+def test_gymnasium_env_checker_passes(gym_id):
+    env = gymnasium.make(gym_id)
+    try:
+        check_env(env.unwrapped, skip_render_check=True)
+        obs, _ = env.reset(seed=5)
+        assert env.observation_space.contains(obs)
+        obs2, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+        assert env.observation_space.contains(obs2) and np.isfinite(reward)
+    finally:
+        env.close()

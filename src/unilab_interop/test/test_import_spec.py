@@ -1,0 +1,71 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""import-policy refuses, by name and with exit 2, every policy that does not fit the task."""
+
+import pytest
+from unilab.cli import main
+from unilab_bringup.prepare import task_info
+import yaml
+
+ARM6 = task_info('arm6_reach')[0]
+JOINTS = list(ARM6.joint_names)
+
+
+def _spec(tmp_path, **changes):
+    spec = {'observation': [{'name': 'joint_position', 'size': 6},
+                            {'name': 'joint_velocity', 'size': 6},
+                            {'name': 'extras', 'size': ARM6.extras_dim}],
+            'joint_names': JOINTS, 'action_mode': 'relative', 'activation': 'elu'}
+    spec.update(changes)
+    path = tmp_path / 'spec.yaml'
+    path.write_text(yaml.safe_dump(spec))
+    return str(path)
+
+
+def _import(rsl_run, tmp_path, *extra):
+    return main(['import-policy', 'rsl_rl', str(rsl_run['checkpoint']),
+                 '--run-dir', str(tmp_path / 'rd'), *extra])
+
+
+def test_the_task_s_own_spec_imports(rsl_run, tmp_path):
+    assert _import(rsl_run, tmp_path, '--task', 'arm6_reach', '--spec', _spec(tmp_path)) == 0
+    assert (tmp_path / 'rd' / 'checkpoints' / 'latest.pt').is_file()
+
+
+@pytest.mark.parametrize('changes, named', [
+    # Isaac Lab's articulation order instead of ours: refused, naming the swapped joints.
+    ({'joint_names': [JOINTS[1], JOINTS[0], *JOINTS[2:]]},
+     [f'0: {JOINTS[1]} (task: {JOINTS[0]})', f'1: {JOINTS[0]} (task: {JOINTS[1]})']),
+    ({'joint_names': [*JOINTS[:5], 'wrist_9']}, [f"lacks ['{JOINTS[5]}']", "'wrist_9'"]),
+    ({'observation': [{'name': 'joint_position', 'size': 6},
+                      {'name': 'joint_velocity', 'size': 6},
+                      {'name': 'extras', 'size': ARM6.extras_dim + 3}]},
+     [f'add up to {ARM6.obs_dim + 3}', f'extras ({ARM6.extras_dim + 3})']),
+    ({'observation': [{'name': 'joint_velocity', 'size': 6},
+                      {'name': 'joint_position', 'size': 6},
+                      {'name': 'extras', 'size': ARM6.extras_dim}]},
+     ['term 0: the spec has joint_velocity (6), task arm6_reach has joint_position (6)']),
+    ({'task': 'quad_walk'}, ['the spec is for `quad_walk`']),
+    ({'activation': 'swish'}, ["activation 'swish'"]),
+])
+def test_a_mismatched_spec_exits_2_naming_it(rsl_run, tmp_path, capsys, changes, named):
+    assert _import(rsl_run, tmp_path, '--task', 'arm6_reach',
+                   '--spec', _spec(tmp_path, **changes)) == 2
+    err = capsys.readouterr().err
+    for text in named:
+        assert text in err, err
+    assert 'Traceback' not in err
+    assert not (tmp_path / 'rd').exists()  # nothing written
+
+
+def test_a_policy_for_another_task_exits_2(rsl_run, tmp_path, capsys):
+    assert _import(rsl_run, tmp_path, '--task', 'quad_walk') == 2
+    err = capsys.readouterr().err
+    assert 'the network gives 6 actions, task quad_walk commands 8 joints' in err, err
+
+
+def test_a_file_that_is_not_an_rsl_rl_policy_exits_2(tmp_path, capsys):
+    bad = tmp_path / 'model_1.pt'
+    bad.write_bytes(b'not a checkpoint')
+    assert main(['import-policy', 'rsl_rl', str(bad), '--task', 'arm6_reach']) == 2
+    assert 'not a readable torch file' in capsys.readouterr().err
