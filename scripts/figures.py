@@ -103,6 +103,7 @@ BENCH_PATHS = {
     'graph': ['graph.py', *_LAYERS, *_APP],
     'learn': ['learn.py', 'learn_quad.py', *_LAYERS, *_APP],
     'perception': ['perception.py', 'src/unilab_core', 'src/unilab_perception'],
+    'robot': ['robot.py', 'learn_runs.py', *_LAYERS, *_APP],
     'safety': ['safety.py', 'timing.py', 'c', 'src/unilab_core', 'src/unilab_safety'],
     'scale': ['scale.py', *_LAYERS, *_APP],
     'sim2real': ['sim2real.py', *_LAYERS, *_APP],

@@ -29,6 +29,8 @@ def test_figures_by_hand():
     assert out['tool_speed_p50_mps'] == pytest.approx(0.75)
     assert f.speeds == pytest.approx([0.5, 1.0])
     assert f.tracking == pytest.approx([0.5, 1.46])
+    # Commanded tool x from 0.01 to 1.5 between the two commands, one period (0.02 s).
+    assert f.command_speeds == pytest.approx([1.49 / 0.02])
     assert out['commands_seen'] == 2
     assert out['commands_out_of_trained_range'] == 1
 

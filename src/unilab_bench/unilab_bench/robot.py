@@ -100,6 +100,8 @@ class RobotFigures:
         self.below_mount_s = 0.0
         self.tracking = []
         self.speeds = []
+        self.command_speeds = []
+        self._last_cmd_tool = None
         self.commands = 0
         self.out_of_range = 0
         self._last_t = None
@@ -128,6 +130,11 @@ class RobotFigures:
         self.commands += 1
         if self.q is not None:
             self.tracking.append(float(np.max(np.abs(cmd - self.q))))
+        tool = np.asarray(self.tool(cmd), np.float64)
+        if self._last_cmd_tool is not None:
+            self.command_speeds.append(float(np.linalg.norm(tool - self._last_cmd_tool))
+                                       / self.dt)
+        self._last_cmd_tool = tool
         if self.envelope is not None:
             low, high = self.envelope
             self.out_of_range += int(np.any(cmd < low) or np.any(cmd > high))
@@ -141,6 +148,10 @@ class RobotFigures:
                 'tracking_error_p99_rad': p(self.tracking, 99),
                 'tool_speed_p50_mps': p(self.speeds, 50),
                 'tool_speed_p99_mps': p(self.speeds, 99),
+                # The commanded tool's step between consecutive commands over one control
+                # period: what the gate's tool-speed rule limits.
+                'command_tool_speed_p50_mps': p(self.command_speeds, 50),
+                'command_tool_speed_p99_mps': p(self.command_speeds, 99),
                 'commands_seen': self.commands,
                 'commands_out_of_trained_range': self.out_of_range}
 

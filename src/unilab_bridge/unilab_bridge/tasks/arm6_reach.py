@@ -88,6 +88,7 @@ class Arm6Reach(BatchedTask):
     #: a task for a real robot asks for motion the robot's gate passes unclamped.
     ACTION_RATE_SCALE = REWARD_SCALES['action_rate']
     TOOL_SPEED_SCALE = REWARD_SCALES['tool_speed']
+    COMMAND_TOOL_SPEED_SCALE = REWARD_SCALES['command_tool_speed']
 
     def __init__(self, num_envs, seed=0, max_episode_steps=100, decimation=4,
                  reset_noise=0.1, reward_scales=None, num_threads=None, auto_reset=True):
@@ -123,7 +124,8 @@ class Arm6Reach(BatchedTask):
             for j in self.joint_names)
         self.reset_noise = float(reset_noise)
         self.reward_scales = dict(
-            REWARD_SCALES, action_rate=self.ACTION_RATE_SCALE, tool_speed=self.TOOL_SPEED_SCALE
+            REWARD_SCALES, action_rate=self.ACTION_RATE_SCALE, tool_speed=self.TOOL_SPEED_SCALE,
+            command_tool_speed=self.COMMAND_TOOL_SPEED_SCALE,
         ) if reward_scales is None else dict(reward_scales)
         self.reward_terms = {}  # scaled per-term rewards of the last step, for logging
 
@@ -167,8 +169,9 @@ class Arm6Reach(BatchedTask):
         self._batch_steps += 1
         batch = self._batch
         ee = batch.site_pos[:, 0]
-        tool_speed = self._tool_speed(cmd, ee)
-        terms = reach_terms(ee, self._target, cmd, self._prev_cmd, batch.qvel, tool_speed)
+        tool_speed = np.linalg.norm(ee - self._prev_tool, axis=1) / self.control_dt
+        terms = reach_terms(ee, self._target, cmd, self._prev_cmd, batch.qvel, tool_speed,
+                            self._command_tool_speed(cmd))
         self.reward_terms = {k: self.reward_scales[k] * terms[k] for k in self.reward_scales}
         reward = combine(terms, self.reward_scales)
         self._prev_cmd[:] = cmd
@@ -221,25 +224,22 @@ class Arm6Reach(BatchedTask):
                     break
         return out
 
-    def _tool_speed(self, cmd, ee):
+    def _command_tool_speed(self, cmd):
         """
-        Return the tool speed [N] (m/s) the ``tool_speed`` term sees: the larger of the
-        tool's own speed over the step and the speed of the commanded tool position
-        (forward kinematics of this and the last command). The latter is what a robot's
-        gate limits (``unilab_safety.tool_speed``: the tool displacement between
-        consecutive commands); a policy whose commands lead the arm would pass the first
-        and be clamped on the second. Not computed while the term's scale is 0.
+        Return the commanded tool's speed [N] (m/s): forward kinematics of this and the
+        last command, over one control step. It is what a robot's gate limits
+        (``unilab_safety.tool_speed``); a policy whose commands lead the arm passes a
+        limit on the tool's own speed and is clamped on this one. None (not computed)
+        while the ``command_tool_speed`` scale is 0.
         """
-        speed = np.linalg.norm(ee - self._prev_tool, axis=1)
-        if self.reward_scales.get('tool_speed'):
-            data = self._fk_data
-            for i in range(self.num_envs):
-                data.qpos[self._qpos_adr] = cmd[i]
-                mujoco.mj_kinematics(self.model, data)
-                self._cmd_tool[i] = data.site_xpos[self._site]
-            np.maximum(speed, np.linalg.norm(self._cmd_tool - self._prev_cmd_tool, axis=1),
-                       out=speed)
-        return speed / self.control_dt
+        if not self.reward_scales.get('command_tool_speed'):
+            return None
+        data = self._fk_data
+        for i in range(self.num_envs):
+            data.qpos[self._qpos_adr] = cmd[i]
+            mujoco.mj_kinematics(self.model, data)
+            self._cmd_tool[i] = data.site_xpos[self._site]
+        return np.linalg.norm(self._cmd_tool - self._prev_cmd_tool, axis=1) / self.control_dt
 
     def _reset_env(self, i):
         data = self._batch.env_data(i)

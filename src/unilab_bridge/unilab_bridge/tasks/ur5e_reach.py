@@ -39,6 +39,7 @@ class Ur5eReach(Arm6Reach):
     # step to step, and a tool that keeps under the Cartesian speed limit.
     ACTION_RATE_SCALE = -15.0
     TOOL_SPEED_SCALE = -100.0
+    COMMAND_TOOL_SPEED_SCALE = -1.0
 
     def task_workspace(self) -> Workspace:
         """Return the box the targets are drawn from, in the robot's base frame."""
