@@ -68,8 +68,10 @@ TARGETS = {'success': ('>=', 0.95), 'below_mount_s': ('<=', 0.0),
 
 def outside_goals(workspace, count: int) -> np.ndarray:
     """
-    Return ``count`` goals [count, 3] outside the box ``workspace`` (low, high), each at a
-    different place: beyond each face in turn (10 cm to 2 m out), then far away.
+    Return ``count`` goals [count, 3] outside the box ``workspace`` (low, high).
+
+    Beyond each face in turn: 10 cm out (the first six), 2 m out (the next six),
+    then far away (5 m from the box's middle on every axis).
     """
     low, high = (np.asarray(v, np.float64) for v in workspace)
     mid = 0.5 * (low + high)
@@ -255,7 +257,7 @@ class _Operator:
 
 
 def goal_sequence(task_name: str, goals: int, out_goals: int, seed: int):
-    """Return ``[(kind, xyz)]``: ``goals`` workspace goals with ``out_goals`` outside among them."""
+    """Return ``[(kind, xyz)]``: ``goals`` workspace goals, ``out_goals`` outside among them."""
     from unilab.prepare import task_info
     from unilab_bridge.scenario import sample_reach_goals
     info, _ = task_info(task_name)

@@ -226,11 +226,11 @@ class Arm6Reach(BatchedTask):
 
     def _command_tool_speed(self, cmd):
         """
-        Return the commanded tool's speed [N] (m/s): forward kinematics of this and the
-        last command, over one control step. It is what a robot's gate limits
-        (``unilab_safety.tool_speed``); a policy whose commands lead the arm passes a
-        limit on the tool's own speed and is clamped on this one. None (not computed)
-        while the ``command_tool_speed`` scale is 0.
+        Return the commanded tool's speed [N] (m/s), or None while its scale is 0.
+
+        Forward kinematics of this and the last command, over one control step: what a
+        robot's gate limits (``unilab_safety.tool_speed``); a policy whose commands lead
+        the arm passes a limit on the tool's own speed and is clamped on this one.
         """
         if not self.reward_scales.get('command_tool_speed'):
             return None
