@@ -115,6 +115,34 @@ def _rsl_rl_table(name: str) -> str:
             f'(commit `{str(d.get("commit"))[:10]}`).\n')
 
 
+def robot_ur5e() -> str:
+    """Return ``bench robot``'s figures on the UR5e double against the issue's targets."""
+    d = load('robot_ur5e.json')
+    met = d.get('target_met', {})
+
+    def row(name, value, target):
+        return [f'`{name}`', value, target, 'met' if met.get(name) else '**missed**']
+    rows = [
+        row('success', f'{d["success"]:.2f} ({d["goals"]} goals, within '
+            f'{100 * d["success_radius_m"]:.0f} cm before {d["goal_timeout_s"]:.0f} s)',
+            '>= 0.95'),
+        row('below_mount_s', f'{d["below_mount_s"]:.2f} s', '0'),
+        row('tool_speed_p99_mps', f'{d["tool_speed_p99_mps"]:.2f} m/s', '<= 1.0'),
+        row('clamp_share', f'{d["clamp_share"]:.3f} ({d["gate"]["clamped"]} of '
+            f'{d["gate"]["commands"]} commands; tool-speed rule '
+            f'{d["gate"].get("tool_speed_clamps", 0)}, tracking '
+            f'{d["gate"].get("tracking_clamps", 0)}, envelope '
+            f'{d["gate"].get("envelope_clamps", 0)})', '<= 0.10'),
+        row('tracking_error_p99_rad', f'{d["tracking_error_p99_rad"]:.3f} rad', '<= 0.1'),
+        row('goals_refused', f'{d["goals_refused"]} of {d["goals_outside"]} sent outside',
+            f'{d["goals_outside"]}'),
+        row('commands_out_of_trained_range', f'{d["commands_out_of_trained_range"]}', '0'),
+    ]
+    return (_table(['figure', 'measured', 'target', ''], rows)
+            + f'\nSource: `docs/bench/robot_ur5e.json` (commit `{str(d.get("commit"))[:10]}`'
+            f'; policy: {d["model"]}).\n')
+
+
 def headline() -> str:
     """Return README's headline table: one line per area, each from its JSON."""
     arm = load('learn_arm6.json')
@@ -160,6 +188,7 @@ BENCH_PATHS = {
     'learn': ['learn.py', 'learn_quad.py', 'learn_peer.py', 'src/unilab_interop', *_LAYERS,
               *_APP],
     'perception': ['perception.py', 'src/unilab_core', 'src/unilab_perception'],
+    'robot': ['robot.py', 'learn_runs.py', *_LAYERS, *_APP],
     'safety': ['safety.py', 'timing.py', 'c', 'src/unilab_core', 'src/unilab_safety'],
     'scale': ['scale.py', *_LAYERS, *_APP],
     'sim2real': ['sim2real.py', *_LAYERS, *_APP],
@@ -259,7 +288,7 @@ def stale() -> list[tuple[str, str, int]]:
 FIGURES = {'learn_arm6': learn_arm6, 'learn_rsl_rl_arm6': learn_rsl_rl_arm6,
            'learn_rsl_rl_our_settings_arm6': learn_rsl_rl_our_settings_arm6,
            'learn_rsl_rl_quad': learn_rsl_rl_quad,
-           'headline': headline, 'bench_index': bench_index}
+           'headline': headline, 'bench_index': bench_index, 'robot_ur5e': robot_ur5e}
 
 
 def pages() -> list[pathlib.Path]:

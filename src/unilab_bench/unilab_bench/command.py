@@ -43,7 +43,8 @@ def add_command(sub) -> None:
                    'sim2real: env steps per trained policy (1500000); adapt: rounds (20); '
                    'deploy: control cycles per controller (10000); transfer: env steps per '
                    'policy trained (1500000); scale: env steps per rank (ten PPO updates); '
-                   'factory: sim renders to train on (2000; 1000 replayed with --model)')
+                   'factory: sim renders to train on (2000; 1000 replayed with --model); '
+                   'robot: env steps of the policy trained (1500000)')
     b.add_argument('--num-envs', type=int, default=None,
                    help='envs (graph: 64; scale: per rank, 64)')
     b.add_argument('--task', help='task (graph: arm6_reach, train: Hopper-v5)')
@@ -75,9 +76,13 @@ def add_command(sub) -> None:
                    'sim2real: returns and success per seed; adapt: success per round; '
                    'stress: the time series; learn: the learning curves; scale: the '
                    'modelled scaling (docs/img/scaling.png)')
-    b.add_argument('--robot', default=None, help='deploy: robot profile (arm6)')
+    b.add_argument('--robot', default=None, help='deploy: robot profile (arm6); robot: (ur5e)')
     b.add_argument('--goals', type=int, default=None,
-                   help='transfer: goals per deployed policy (100)')
+                   help='transfer: goals per deployed policy (100); robot: goals in the '
+                   'workspace (100, 10 outside it among them)')
+    b.add_argument('--run', default=None,
+                   help='robot: the run directory deployed (default: train one with '
+                   '--steps, 1500000)')
     b.add_argument('--injection', default=None, help='transfer: run trained with '
                    'injection (default: train one with config/sim2real.yaml)')
     b.add_argument('--nominal', default=None, help='transfer: run trained without '

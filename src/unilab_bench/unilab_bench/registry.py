@@ -22,6 +22,7 @@ from unilab_bench.gae import bench_gae
 from unilab_bench.graph import bench_graph
 from unilab_bench.learn import bench_learn
 from unilab_bench.perception import bench_perception
+from unilab_bench.robot import bench_robot
 from unilab_bench.safety import bench_safety
 from unilab_bench.scale import bench_scale
 from unilab_bench.sim2real import bench_sim2real
@@ -37,7 +38,8 @@ BENCHMARKS = {'graph': bench_graph, 'gae': bench_gae, 'train': bench_train,
               'perception': bench_perception, 'transport': bench_transport,
               'sim2real': bench_sim2real, 'adapt': bench_adapt,
               'stress': bench_stress, 'deploy': bench_deploy, 'transfer': bench_transfer,
-              'learn': bench_learn, 'scale': bench_scale, 'factory': bench_factory}
+              'learn': bench_learn, 'scale': bench_scale, 'factory': bench_factory,
+              'robot': bench_robot}
 
 
 def run_benchmark(name: str, args) -> dict:

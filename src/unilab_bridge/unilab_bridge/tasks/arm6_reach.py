@@ -84,6 +84,11 @@ class Arm6Reach(BatchedTask):
     MAX_JOINT_VELOCITY = MAX_JOINT_VELOCITY
     #: Episodes start at HOME plus uniform noise of +-reset_noise on every joint.
     HOME = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    #: The task's weights of the smoothness terms (reach_reward.REWARD_SCALES holds the rest):
+    #: a task for a real robot asks for motion the robot's gate passes unclamped.
+    ACTION_RATE_SCALE = REWARD_SCALES['action_rate']
+    TOOL_SPEED_SCALE = REWARD_SCALES['tool_speed']
+    COMMAND_TOOL_SPEED_SCALE = REWARD_SCALES['command_tool_speed']
 
     def __init__(self, num_envs, seed=0, max_episode_steps=100, decimation=4,
                  reset_noise=0.1, reward_scales=None, num_threads=None, auto_reset=True):
@@ -118,7 +123,10 @@ class Arm6Reach(BatchedTask):
             ACTION_SCALE_SLEW_STEPS * self.joint_limits[j]['max_velocity'] * self.control_dt
             for j in self.joint_names)
         self.reset_noise = float(reset_noise)
-        self.reward_scales = dict(REWARD_SCALES if reward_scales is None else reward_scales)
+        self.reward_scales = dict(
+            REWARD_SCALES, action_rate=self.ACTION_RATE_SCALE, tool_speed=self.TOOL_SPEED_SCALE,
+            command_tool_speed=self.COMMAND_TOOL_SPEED_SCALE,
+        ) if reward_scales is None else dict(reward_scales)
         self.reward_terms = {}  # scaled per-term rewards of the last step, for logging
 
         self._site = self.model.site('ee_site').id
@@ -129,6 +137,9 @@ class Arm6Reach(BatchedTask):
         n = self.num_envs
         self._target = np.zeros((n, 3))
         self._prev_cmd = np.zeros((n, self.action_dim))
+        self._prev_tool = np.zeros((n, 3))
+        self._cmd_tool = np.zeros((n, 3))
+        self._prev_cmd_tool = np.zeros((n, 3))
         # auto_reset=False: a robot, not an episode (the robot double): no episode ever ends,
         # no env is reset (nothing teleports), done flags stay False.
         self.auto_reset = bool(auto_reset)
@@ -158,10 +169,14 @@ class Arm6Reach(BatchedTask):
         self._batch_steps += 1
         batch = self._batch
         ee = batch.site_pos[:, 0]
-        terms = reach_terms(ee, self._target, cmd, self._prev_cmd, batch.qvel)
+        tool_speed = np.linalg.norm(ee - self._prev_tool, axis=1) / self.control_dt
+        terms = reach_terms(ee, self._target, cmd, self._prev_cmd, batch.qvel, tool_speed,
+                            self._command_tool_speed(cmd))
         self.reward_terms = {k: self.reward_scales[k] * terms[k] for k in self.reward_scales}
         reward = combine(terms, self.reward_scales)
         self._prev_cmd[:] = cmd
+        self._prev_tool[:] = ee
+        self._prev_cmd_tool[:] = self._cmd_tool
         # The arm cannot fall or fail; only a diverged simulation ends an episode early.
         terminated = batch.unstable.copy()
         if not self.auto_reset:
@@ -209,6 +224,23 @@ class Arm6Reach(BatchedTask):
                     break
         return out
 
+    def _command_tool_speed(self, cmd):
+        """
+        Return the commanded tool's speed [N] (m/s), or None while its scale is 0.
+
+        Forward kinematics of this and the last command, over one control step: what a
+        robot's gate limits (``unilab_safety.tool_speed``); a policy whose commands lead
+        the arm passes a limit on the tool's own speed and is clamped on this one.
+        """
+        if not self.reward_scales.get('command_tool_speed'):
+            return None
+        data = self._fk_data
+        for i in range(self.num_envs):
+            data.qpos[self._qpos_adr] = cmd[i]
+            mujoco.mj_kinematics(self.model, data)
+            self._cmd_tool[i] = data.site_xpos[self._site]
+        return np.linalg.norm(self._cmd_tool - self._prev_cmd_tool, axis=1) / self.control_dt
+
     def _reset_env(self, i):
         data = self._batch.env_data(i)
         mujoco.mj_resetData(self._batch.models[i], data)
@@ -223,6 +255,7 @@ class Arm6Reach(BatchedTask):
         mujoco.mj_forward(self._batch.models[i], data)
         self._episodes.reset(i)
         self._batch.read_env(i)
+        self._prev_tool[i] = self._prev_cmd_tool[i] = self._batch.site_pos[i, 0]
 
     def _state(self, reward, terminated, truncated, ep_return, ep_length):
         batch = self._batch

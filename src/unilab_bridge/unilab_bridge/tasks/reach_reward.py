@@ -11,7 +11,14 @@ REWARD_SCALES = {
     'near_target': 1.0,
     'action_rate': -0.01,
     'joint_velocity': -0.001,
+    'tool_speed': 0.0,
+    'command_tool_speed': 0.0,
 }
+
+#: Tool speed (m/s) above which the ``tool_speed`` term costs: below the gate's Cartesian
+#: limit (``safety.max_tool_speed_mps``, 1.0 m/s by default) with room for a robot that
+#: follows a little late (issue 38: a policy at UR's 1.5 m/s limit stops the robot).
+TOOL_SPEED_SOFT_MPS = 0.7
 
 #: Final tool-to-target distance (m) counted as a successful reach (the seed's 5 cm).
 SUCCESS_M = 0.05
@@ -20,9 +27,26 @@ SUCCESS_M = 0.05
 NEAR_TARGET_SCALE = 0.1
 
 
-def reach_terms(ee_pos, target_pos, command, prev_command, joint_velocity):
-    """Return unscaled reward terms, each an [N] array."""
+def reach_terms(ee_pos, target_pos, command, prev_command, joint_velocity,
+                tool_speed=None, command_tool_speed=None):
+    """
+    Return unscaled reward terms, each an [N] array.
+
+    ``tool_speed`` [N] (m/s, the tool's displacement over the control step / dt)
+    feeds the ``tool_speed`` term, a squared hinge above TOOL_SPEED_SOFT_MPS:
+    free below it, so the policy may move at a speed a robot's Cartesian limit
+    allows, and ever more costly above it. ``command_tool_speed`` [N] (m/s, the
+    commanded tool's step between consecutive commands / dt: what a robot's gate
+    limits, ``unilab_safety.tool_speed``) feeds ``command_tool_speed``, a linear
+    hinge above the same speed: linear, because exploration noise makes the
+    commanded step of a fresh policy large, and a squared cost of it drowns the
+    task (tried: no success at all). None costs nothing.
+    """
     dist = np.linalg.norm(target_pos - ee_pos, axis=1)
+    over = (np.zeros_like(dist) if tool_speed is None
+            else np.maximum(np.asarray(tool_speed, dtype=np.float64) - TOOL_SPEED_SOFT_MPS, 0.0))
+    cmd_over = (np.zeros_like(dist) if command_tool_speed is None else np.maximum(
+        np.asarray(command_tool_speed, dtype=np.float64) - TOOL_SPEED_SOFT_MPS, 0.0))
     return {
         'distance': dist,
         # Bounded and smooth, so it sharpens the gradient near the target without ever
@@ -30,6 +54,8 @@ def reach_terms(ee_pos, target_pos, command, prev_command, joint_velocity):
         'near_target': 1.0 - np.tanh(dist / NEAR_TARGET_SCALE),
         'action_rate': np.sum(np.square(command - prev_command), axis=1),
         'joint_velocity': np.sum(np.square(joint_velocity), axis=1),
+        'tool_speed': np.square(over),
+        'command_tool_speed': cmd_over,
     }
 
 

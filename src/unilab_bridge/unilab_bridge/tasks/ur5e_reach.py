@@ -35,6 +35,11 @@ class Ur5eReach(Arm6Reach):
     WORKSPACE_MIN = (0.25, -0.4, 0.1)
     WORKSPACE_MAX = (0.65, 0.4, 0.5)
     WORKSPACE_FRAME = 'base_link'
+    # Smooth enough for a real robot's gate (issue 38): commands that change little from
+    # step to step, and a tool that keeps under the Cartesian speed limit.
+    ACTION_RATE_SCALE = -15.0
+    TOOL_SPEED_SCALE = -100.0
+    COMMAND_TOOL_SPEED_SCALE = -1.0
 
     def task_workspace(self) -> Workspace:
         """Return the box the targets are drawn from, in the robot's base frame."""
