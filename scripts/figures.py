@@ -143,12 +143,18 @@ def robot_ur5e() -> str:
             f'; policy: {d["model"]}).\n')
 
 
+def _mean_std(x: dict) -> str:
+    return f'{x["mean"]:.2f} ± {x["std"]:.2f}'
+
+
 def headline() -> str:
     """Return README's headline table: one line per area, each from its JSON."""
     arm = load('learn_arm6.json')
     quad = load('quad_walk_eval.json')
     safety = load('safety.json')
     deploy = load('deploy_quiet.json')
+    peer = load('learn_rsl_rl_arm6.json')
+    robot = load('robot_ur5e.json')
     rows = [
         ['`arm6_reach` (default run, 3 seeds)',
          f'eval return {arm["eval_return"]["mean"]:.2f} ± {arm["eval_return"]["std"]:.2f}, '
@@ -161,6 +167,17 @@ def headline() -> str:
          f'p50 {deploy["deploy_p50_ms"]:.2f} ms, p99 {deploy["deploy_p99_ms"]:.2f} ms '
          f'(rclpy node: {deploy["rclpy_p50_ms"]:.2f} / {deploy["rclpy_p99_ms"]:.2f} ms)',
          '`docs/bench/deploy_quiet.json`'],
+        ['rsl_rl PPO (published defaults) on `arm6_reach`, same budget and gate',
+         f'eval return {_mean_std(peer["rsl_rl"]["eval_return"])} (ours '
+         f'{_mean_std(peer["unilab"]["eval_return"])}), reach success '
+         f'{_pct(peer["rsl_rl"]["eval_success"]["mean"])} (ours '
+         f'{_pct(peer["unilab"]["eval_success"]["mean"])})',
+         '`docs/bench/learn_rsl_rl_arm6.json`'],
+        ['`ur5e_reach` on the UR5e double (real variant, 100 goals)',
+         f'success {robot["success"]:.2f}, below the mount {robot["below_mount_s"]:.1f} s, '
+         f'{robot["goals_refused"]} of {robot["goals_outside"]} outside goals refused, tool '
+         f'speed p99 {robot["tool_speed_p99_mps"]:.2f} m/s (target 1.0)',
+         '`docs/bench/robot_ur5e.json`'],
         ['safety loop, 1 kHz under load',
          f'p99 {safety["unilab_p99_us"] / 1000:.2f} ms, max '
          f'{safety["unilab_max_us"] / 1000:.1f} ms (target 0.05 / 0.5 ms: '
@@ -180,7 +197,8 @@ BENCH_PATHS = {
               'src/unilab_bag'],
     'bridge': ['bridge.py', 'src/unilab_core', 'src/unilab_bridge'],
     'deploy': ['deploy.py', 'deploy_baseline.py', *_LAYERS, *_APP],
-    'factory': ['factory.py', 'datafactory.py', 'camera_driver.py', 'src/unilab_core', 'src/unilab_bridge',
+    'factory': ['factory.py', 'datafactory.py', 'camera_driver.py', 'src/unilab_core',
+                'src/unilab_bridge',
                 'src/unilab_perception', 'src/unilab/unilab/factory',
                 'src/unilab_datafactory', 'src/unilab_bag'],
     'gae': ['gae.py', 'src/unilab_policy'],
