@@ -36,6 +36,7 @@ ALLOWED = {
     'unilab_core': {'unilab_interfaces'},
     **{layer: BASE for layer in LAYERS},
     'unilab_bag': BASE,
+    'unilab_view': BASE | LAYERS,
     'unilab_bringup': BASE | LAYERS,
     'unilab_adapt': BASE | LAYERS | {'unilab_bag', 'unilab_bringup'},
     'unilab_datafactory': BASE | {'unilab_bridge', 'unilab_perception', 'unilab_bag'},

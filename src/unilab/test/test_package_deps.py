@@ -50,6 +50,8 @@ PIP_ONLY = {
     'iceoryx2': 'optional transport backend, requirements.txt; no rosdep key',
     'cupy': 'optional CUDA path, requirements-gpu.txt; no rosdep key',
     'cupyx': 'optional CUDA path, requirements-gpu.txt; no rosdep key',
+    'viser': 'the live view, requirements-view.txt; no rosdep key',
+    'yourdfpy': 'the live view, requirements-view.txt; no rosdep key',
 }
 
 #: Test helpers one package's tests take from another's test folder (not installed).
