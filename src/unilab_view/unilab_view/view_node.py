@@ -74,6 +74,8 @@ class ViewNode(Node):
         self.allow_arm = allow_arm
         self.server = viser.ViserServer(host=host, port=port, verbose=False)
         self.server.scene.set_up_direction('+z')
+        self.server.initial_camera.position = (1.4, -1.4, 1.0)  # an arm's workspace in view
+        self.server.initial_camera.look_at = (0.0, 0.0, 0.3)
         self.robots = [RobotView(ns.rstrip('/'), k) for k, ns in enumerate(namespaces)]
         for robot in self.robots:
             self._subscribe(robot)
@@ -154,7 +156,9 @@ class ViewNode(Node):
         for robot, urdf_text, measured, commanded, goal, gate in todo:
             if urdf_text is not None and robot.model is None:
                 self._load(robot, urdf_text)
-            robot.gate_html.content = self._gate_html(robot)
+            content = self._gate_html(robot)
+            if robot.gate_html.content != content:
+                robot.gate_html.content = content
             if robot.model is None:
                 continue
             shown, ghost, goal_handle = robot.drawn
@@ -162,7 +166,9 @@ class ViewNode(Node):
                 q = robot.model.set_joints(*measured)
                 shown.update_cfg(q)
                 for name, value in zip(robot.model.joint_names, q):
-                    robot.joint_fields[name].value = f'{value:+.3f}'
+                    text = f'{value:+.3f}'
+                    if robot.joint_fields[name].value != text:
+                        robot.joint_fields[name].value = text
             if commanded is not None:
                 names = commanded[0] or robot.model.joint_names
                 ghost_q = dict(zip(robot.model.joint_names, robot.model.q))
