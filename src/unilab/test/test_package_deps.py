@@ -52,6 +52,8 @@ PIP_ONLY = {
     'cupyx': 'optional CUDA path, requirements-gpu.txt; no rosdep key',
     'viser': 'the live view, requirements-view.txt; no rosdep key',
     'yourdfpy': 'the live view, requirements-view.txt; no rosdep key',
+    'foxglove': 'the live view\'s Foxglove bridge, requirements-view.txt; no rosdep key',
+    'websockets': 'the Foxglove bridge test\'s client, requirements-lock.txt; no rosdep key',
 }
 
 #: Test helpers one package's tests take from another's test folder (not installed).

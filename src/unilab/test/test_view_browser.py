@@ -83,14 +83,14 @@ def test_view_shows_the_moving_robot_and_the_gate_in_a_browser(  # noqa: F811
                              ignored_exceptions=(StaleElementReferenceException,))
         _open(driver, port, view)
         # The joints appear once /robot_description came, and their values change.
-        wait.until(lambda d: len(_joint_values(d)) == 6)
-        first = _joint_values(driver)
+        first = wait.until(lambda d: len(_joint_values(d)) == 6 and _joint_values(d))
         wait.until(lambda d: _joint_values(d) != first and len(_joint_values(d)) == 6)
-        wait.until(lambda d: _gate(d)[0] in ('armed', 'intervening'))
-        assert _gate(driver)[1] in (_rgb(COLOURS['armed']), _rgb(COLOURS['intervening']))
+        wait.until(lambda d: _gate(d) in (('armed', _rgb(COLOURS['armed'])),
+                                          ('intervening', _rgb(COLOURS['intervening']))))
         DOCS_IMG.mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(DOCS_IMG / 'view.png'))
-        assert 'Arm' not in _button_labels(driver) and 'Disarm' not in _button_labels(driver)
+        labels = wait.until(lambda d: _button_labels(d) or None)
+        assert 'Arm' not in labels and 'Disarm' not in labels
         # A disarm turns the panel grey.
         off = Process('disarm', '--timeout', '30')
         assert off.wait(timeout=60) == 0, off.output()

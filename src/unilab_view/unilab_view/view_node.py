@@ -17,8 +17,10 @@ page has Arm / Disarm buttons that call ``<ns>/safety/arm`` and ``<ns>/safety/di
 
 from __future__ import annotations
 
+import argparse
 import html
 import os
+import sys
 import threading
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -27,11 +29,13 @@ import numpy as np
 import rclpy
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.utilities import remove_ros_args
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from unilab_core.robot_profile import namespaced
+from unilab_view.foxglove_bridge import FoxgloveBridge
 from unilab_view.gate import gate_state, GateState, is_gate_status
 from unilab_view.model import RobotModel
 import viser
@@ -68,7 +72,8 @@ class ViewNode(Node):
     """Subscribes the robots' topics and draws them in a viser server at screen rate."""
 
     def __init__(self, namespaces: list[str], port: int = 8080, host: str = '0.0.0.0',
-                 rate_hz: float = 20.0, allow_arm: bool = False):
+                 rate_hz: float = 20.0, allow_arm: bool = False,
+                 foxglove_port: int | None = None):
         super().__init__('unilab_view')
         self.lock = threading.Lock()
         self.allow_arm = allow_arm
@@ -76,6 +81,8 @@ class ViewNode(Node):
         self.server.scene.set_up_direction('+z')
         self.server.initial_camera.position = (1.4, -1.4, 1.0)  # an arm's workspace in view
         self.server.initial_camera.look_at = (0.0, 0.0, 0.3)
+        self.bridge = None if foxglove_port is None else FoxgloveBridge(foxglove_port)
+        self.diagnostics = {}  # status name -> the last status since the last draw (bridge)
         self.robots = [RobotView(ns.rstrip('/'), k) for k, ns in enumerate(namespaces)]
         for robot in self.robots:
             self._subscribe(robot)
@@ -109,6 +116,12 @@ class ViewNode(Node):
                                      m.pose.position.z)), 10)
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        if self.bridge is not None:
+            with self.lock:
+                self.diagnostics.update({st.name: {
+                    'name': st.name, 'level': st.level[0] if isinstance(st.level, bytes)
+                    else int(st.level), 'message': st.message,
+                    'values': {kv.key: kv.value for kv in st.values}} for st in msg.status})
         for st in msg.status:
             values = {kv.key: kv.value for kv in st.values}
             if not is_gate_status(values):
@@ -150,9 +163,13 @@ class ViewNode(Node):
             lambda f: self.get_logger().info(f'{client.srv_name}: {f.result().message}'))
 
     def _draw(self) -> None:
+        stamp_ns = self.get_clock().now().nanoseconds
         with self.lock:
+            diagnostics, self.diagnostics = self.diagnostics, {}
             todo = [(r, r.urdf_text, r.measured, r.commanded, r.goal, r.gate)
                     for r in self.robots]
+        if self.bridge is not None and diagnostics:
+            self.bridge.diagnostics(list(diagnostics.values()), stamp_ns)
         for robot, urdf_text, measured, commanded, goal, gate in todo:
             if urdf_text is not None and robot.model is None:
                 self._load(robot, urdf_text)
@@ -175,9 +192,21 @@ class ViewNode(Node):
                 ghost_q.update({n: v for n, v in zip(names, commanded[1])
                                 if np.isfinite(v)})
                 ghost.update_cfg(np.array([ghost_q[n] for n in robot.model.joint_names]))
+            if self.bridge is not None:
+                self._bridge(robot, measured, commanded, goal, stamp_ns)
             if goal is not None:
                 goal_handle.position = tuple(np.add(goal, robot.offset))
                 goal_handle.visible = True
+
+    def _bridge(self, robot: RobotView, measured, commanded, goal, stamp_ns: int) -> None:
+        if measured is not None:
+            self.bridge.joint_states(robot.ns, robot.model.joint_names, robot.model.q, stamp_ns)
+            self.bridge.frames(robot.ns, robot.model, stamp_ns)
+        if commanded is not None:
+            self.bridge.command(robot.ns, commanded[0] or robot.model.joint_names,
+                                commanded[1], stamp_ns)
+        if goal is not None:
+            self.bridge.goal(robot.ns, robot.model.base_link, goal, stamp_ns)
 
     def _load(self, robot: RobotView, urdf_text: str) -> None:
         try:
@@ -202,18 +231,28 @@ class ViewNode(Node):
         robot.drawn = (shown, ghost, goal)
 
     def close(self) -> None:
-        """Stop the web server."""
+        """Stop the web server (and the Foxglove bridge)."""
         self.server.stop()
+        if self.bridge is not None:
+            self.bridge.close()
 
 
-def main(args=None, namespaces=('',), port=8080, allow_arm=False) -> None:
+def main(args=None) -> None:
     """Run the view until interrupted, below the control loop's priority."""
+    parser = argparse.ArgumentParser(prog='view_node')
+    parser.add_argument('--namespace', action='append', default=[])
+    parser.add_argument('--port', type=int, default=8080)
+    parser.add_argument('--allow-arm', action='store_true')
+    parser.add_argument('--foxglove-port', type=int, default=None)
+    argv = remove_ros_args(sys.argv if args is None else args)[1:]
+    opts = parser.parse_args(argv)
     try:
         os.nice(10)  # the view yields the CPU to the control graph
     except OSError:
         pass
     rclpy.init(args=args)
-    node = ViewNode(list(namespaces), port=port, allow_arm=allow_arm)
+    node = ViewNode(opts.namespace or [''], port=opts.port, allow_arm=opts.allow_arm,
+                    foxglove_port=opts.foxglove_port)
     try:
         rclpy.spin(node)
     except KeyboardInterrupt:
@@ -222,3 +261,7 @@ def main(args=None, namespaces=('',), port=8080, allow_arm=False) -> None:
         node.close()
         node.destroy_node()
         rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    main()
