@@ -36,11 +36,12 @@ ALLOWED = {
     'unilab_core': {'unilab_interfaces'},
     **{layer: BASE for layer in LAYERS},
     'unilab_bag': BASE,
+    'unilab_view': BASE | LAYERS,
     'unilab_bringup': BASE | LAYERS,
     'unilab_adapt': BASE | LAYERS | {'unilab_bag', 'unilab_bringup'},
     'unilab_datafactory': BASE | {'unilab_bridge', 'unilab_perception', 'unilab_bag'},
     'unilab': BASE | LAYERS | {'unilab_bag', 'unilab_bringup', 'unilab_adapt',
-                               'unilab_datafactory'},
+                               'unilab_datafactory', 'unilab_interop', 'unilab_view'},
     # Interoperability (rsl_rl, gymnasium): it builds the gate and run directories as
     # training does, so it stands on bringup; a feature, like adapt and the data factory.
     'unilab_interop': BASE | LAYERS | {'unilab_bringup'},

@@ -52,10 +52,14 @@ PIP_ONLY = {
     'cupyx': 'optional CUDA path, requirements-gpu.txt; no rosdep key',
     'rsl_rl': 'requirements.txt (rsl-rl-lib, the interop package); no rosdep key',
     'tensordict': 'requirements.txt (rsl-rl-lib\'s observations); no rosdep key',
+    'viser': 'the live view, requirements-view.txt; no rosdep key',
+    'yourdfpy': 'the live view, requirements-view.txt; no rosdep key',
+    'foxglove': 'the live view\'s Foxglove bridge, requirements-view.txt; no rosdep key',
+    'websockets': 'the Foxglove bridge test\'s client, requirements-lock.txt; no rosdep key',
 }
 
 #: Test helpers one package's tests take from another's test folder (not installed).
-TEST_HELPERS = {'conftest', 'ur5e_dh'}
+TEST_HELPERS = {'conftest', 'ur5e_dh', 'test_factory_browser'}
 
 #: Modules of a runtime package that only tests import: their imports are test imports.
 TEST_SUPPORT = {'lint.py', 'pytest_fixtures.py', 'testing.py'}

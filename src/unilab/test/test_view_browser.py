@@ -1,0 +1,124 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+``unilab view`` beside the robot double and ``deploy``, in a real browser (docs/view.md).
+
+Headless Chromium driven by selenium reads the page viser serves: the joint values
+shown change as the double moves, the gate's panel changes colour on a disarm, and the
+Arm button exists only with ``--allow-arm``. The screenshot docs/view.md shows is
+taken here (docs/img/view.png). Skips, naming what is missing, without selenium,
+chromium or chromedriver.
+"""
+
+import pathlib
+import socket
+import sys
+import time
+
+from test_deploy_system import model, operator, Process  # noqa: F401 (fixtures, by name)
+from unilab_view.gate import COLOURS
+
+# The browser set-up the data factory's review page test uses (one helper for both).
+sys.path.append(str(pathlib.Path(__file__).resolve().parents[2] / 'unilab_datafactory' / 'test'))
+from test_factory_browser import _browser  # noqa: E402,I100
+
+WAIT_S = 120.0
+DOCS_IMG = pathlib.Path(__file__).resolve().parents[3] / 'docs' / 'img'
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def _open(driver, port: int, view) -> None:
+    """Load the page once the view serves it (start-up: imports, discovery)."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        assert view.poll() is None, f'the view exited ({view.returncode}):\n{view.output()}'
+        try:
+            socket.create_connection(('127.0.0.1', port), timeout=1).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, 'the view did not serve its page'
+            time.sleep(0.5)
+    driver.get(f'http://127.0.0.1:{port}/')
+
+
+def _joint_values(driver) -> list[str]:
+    from selenium.webdriver.common.by import By
+    return [e.get_attribute('value') for e in driver.find_elements(By.TAG_NAME, 'input')
+            if (e.get_attribute('value') or '').startswith(('+', '-'))]
+
+
+def _gate(driver) -> tuple[str, str]:
+    from selenium.webdriver.common.by import By
+    found = driver.find_elements(By.CLASS_NAME, 'unilab-gate')
+    if not found:
+        return '', ''
+    return found[0].get_attribute('data-state'), found[0].value_of_css_property('background-color')
+
+
+def _rgb(hex_colour: str) -> str:
+    r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+    return f'rgba({r}, {g}, {b}, 1)'
+
+
+def _button_labels(driver) -> set[str]:
+    from selenium.webdriver.common.by import By
+    return {b.text.strip() for b in driver.find_elements(By.TAG_NAME, 'button')}
+
+
+def test_view_shows_the_moving_robot_and_the_gate_in_a_browser(  # noqa: F811
+        model, operator, tmp_path):  # noqa: F811
+    driver = _browser()
+    run, _ = model
+    operator()  # publishes the goal the policy reaches for
+    port = _free_port()
+    double = Process('robot-sim', '--robot', 'arm6')
+    deploy = Process('deploy', run, '--robot', 'arm6', '--armed', '--run-dir', tmp_path / 'd')
+    view = Process('view', '--port', port)
+    try:
+        from selenium.common.exceptions import StaleElementReferenceException
+        from selenium.webdriver.support.ui import WebDriverWait
+        # The page redraws its elements as values change: a stale one is read again.
+        wait = WebDriverWait(driver, WAIT_S, poll_frequency=0.5,
+                             ignored_exceptions=(StaleElementReferenceException,))
+        _open(driver, port, view)
+        # The joints appear once /robot_description came, and their values change.
+        first = wait.until(lambda d: len(_joint_values(d)) == 6 and _joint_values(d))
+        wait.until(lambda d: _joint_values(d) != first and len(_joint_values(d)) == 6)
+        wait.until(lambda d: _gate(d) in (('armed', _rgb(COLOURS['armed'])),
+                                          ('intervening', _rgb(COLOURS['intervening']))))
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(DOCS_IMG / 'view.png'))
+        labels = wait.until(lambda d: _button_labels(d) or None)
+        assert 'Arm' not in labels and 'Disarm' not in labels
+        # A disarm turns the panel grey.
+        off = Process('disarm', '--timeout', '30')
+        assert off.wait(timeout=60) == 0, off.output()
+        wait.until(lambda d: _gate(d) == ('disarmed', _rgb(COLOURS['disarmed'])))
+    except Exception:
+        driver.save_screenshot(str(tmp_path / 'failed.png'))
+        raise
+    finally:
+        driver.quit()
+        for proc in (view, deploy, double):
+            proc.stop()
+        print('view:', view.output()[-3000:], 'deploy:', deploy.output()[-3000:])
+    assert 'Traceback' not in view.output(), view.output()
+
+
+def test_arm_buttons_only_with_allow_arm():
+    driver = _browser()
+    port = _free_port()
+    view = Process('view', '--port', port, '--allow-arm')
+    try:
+        from selenium.webdriver.support.ui import WebDriverWait
+        _open(driver, port, view)
+        WebDriverWait(driver, WAIT_S, poll_frequency=0.5).until(
+            lambda d: {'Arm', 'Disarm'} <= _button_labels(d))
+    finally:
+        driver.quit()
+        view.stop()

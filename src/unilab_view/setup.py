@@ -1,0 +1,34 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Setuptools entry for the unilab_view ROS 2 package."""
+
+import os
+
+from setuptools import find_packages, setup
+
+PACKAGE = 'unilab_view'
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
+        (os.path.join('share', PACKAGE), ['package.xml']),
+    ],
+    install_requires=['setuptools'],
+    extras_require={'test': ['pytest']},
+    zip_safe=True,
+    maintainer='UniLab maintainers',
+    maintainer_email='maintainers@unilab.dev',
+    description='UniLab live view: the robot, the command and the gate in a browser.',
+    license='Apache-2.0',
+    entry_points={
+        'console_scripts': [
+            'view_node = unilab_view.view_node:main',
+        ],
+        'unilab.commands': [
+            'view = unilab_view.command:add_command',
+        ],
+    },
+)

@@ -1,0 +1,267 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+The live view node: the robot, its command, the goal and the gate in a browser (viser).
+
+Per namespace (``''`` or ``/robot<k>`` of a fleet) it subscribes ``robot_description``
+(transient local, as robot_state_publisher latches it), ``joint_states``, the two
+command topics the robot double and ros2_control take
+(``forward_position_controller/commands``, ``scaled_joint_trajectory_controller/
+joint_trajectory``), ``goal_pose`` and ``/diagnostics``. Callbacks only store the last
+message; a timer at the screen rate (``rate_hz``) draws: the measured robot, the
+commanded pose as a translucent ghost, the goal as a sphere, and the gate's panel
+(``unilab_view.gate``). Nothing here publishes on the graph; with ``allow_arm`` the
+page has Arm / Disarm buttons that call ``<ns>/safety/arm`` and ``<ns>/safety/disarm``
+(std_srvs/Trigger, the services ``unilab arm`` calls).
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import os
+import sys
+import threading
+
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped
+import numpy as np
+import rclpy
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.utilities import remove_ros_args
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+from unilab_core.robot_profile import namespaced
+from unilab_view.foxglove_bridge import FoxgloveBridge
+from unilab_view.gate import gate_state, GateState, is_gate_status
+from unilab_view.model import RobotModel
+import viser
+from viser.extras import ViserUrdf
+
+DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                             reliability=ReliabilityPolicy.RELIABLE)
+FORWARD_TOPIC = 'forward_position_controller/commands'
+TRAJECTORY_TOPIC = 'scaled_joint_trajectory_controller/joint_trajectory'
+#: metres between the robots of a fleet along y
+FLEET_SPACING = 1.0
+
+
+class RobotView:
+    """One robot's last messages and its scene nodes."""
+
+    def __init__(self, ns: str, index: int):
+        self.ns = ns
+        self.root = f'/robot{index}'
+        self.offset = (0.0, FLEET_SPACING * index, 0.0)
+        self.urdf_text = None
+        self.model: RobotModel | None = None
+        self.measured = None  # (names, positions)
+        self.commanded = None  # (names, positions)
+        self.goal = None  # (x, y, z)
+        self.drawn = None  # (ViserUrdf measured, ViserUrdf ghost, goal handle)
+        self.joint_fields = {}
+        self.gate = GateState()
+        self.gate_before = None
+        self.gate_html = None
+
+
+class ViewNode(Node):
+    """Subscribes the robots' topics and draws them in a viser server at screen rate."""
+
+    def __init__(self, namespaces: list[str], port: int = 8080, host: str = '0.0.0.0',
+                 rate_hz: float = 20.0, allow_arm: bool = False,
+                 foxglove_port: int | None = None):
+        super().__init__('unilab_view')
+        self.lock = threading.Lock()
+        self.allow_arm = allow_arm
+        self.server = viser.ViserServer(host=host, port=port, verbose=False)
+        self.server.scene.set_up_direction('+z')
+        self.server.initial_camera.position = (1.4, -1.4, 1.0)  # an arm's workspace in view
+        self.server.initial_camera.look_at = (0.0, 0.0, 0.3)
+        self.bridge = None if foxglove_port is None else FoxgloveBridge(foxglove_port)
+        self.diagnostics = {}  # status name -> the last status since the last draw (bridge)
+        self.robots = [RobotView(ns.rstrip('/'), k) for k, ns in enumerate(namespaces)]
+        for robot in self.robots:
+            self._subscribe(robot)
+            self._panel(robot)
+        self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
+        self.create_timer(1.0 / rate_hz, self._draw)
+        self.get_logger().info(f'view on http://{host}:{self.server.get_port()} '
+                               f'({", ".join(r.ns or "/" for r in self.robots)})')
+
+    # -- graph ----------------------------------------------------------------------
+    def _subscribe(self, robot: RobotView) -> None:
+        def store(field, value):
+            with self.lock:
+                setattr(robot, field, value)
+        ns = robot.ns
+        self.create_subscription(String, namespaced(ns, 'robot_description'),
+                                 lambda m: store('urdf_text', m.data), DESCRIPTION_QOS)
+        self.create_subscription(
+            JointState, namespaced(ns, 'joint_states'),
+            lambda m: store('measured', (list(m.name), list(m.position))), 10)
+        self.create_subscription(
+            Float64MultiArray, namespaced(ns, FORWARD_TOPIC),
+            lambda m: store('commanded', (None, list(m.data))), 10)
+        self.create_subscription(
+            JointTrajectory, namespaced(ns, TRAJECTORY_TOPIC),
+            lambda m: m.points and store(
+                'commanded', (list(m.joint_names), list(m.points[-1].positions))), 10)
+        self.create_subscription(
+            PoseStamped, namespaced(ns, 'goal_pose'),
+            lambda m: store('goal', (m.pose.position.x, m.pose.position.y,
+                                     m.pose.position.z)), 10)
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        if self.bridge is not None:
+            with self.lock:
+                self.diagnostics.update({st.name: {
+                    'name': st.name, 'level': st.level[0] if isinstance(st.level, bytes)
+                    else int(st.level), 'message': st.message,
+                    'values': {kv.key: kv.value for kv in st.values}} for st in msg.status})
+        for st in msg.status:
+            values = {kv.key: kv.value for kv in st.values}
+            if not is_gate_status(values):
+                continue
+            with self.lock:
+                for robot in self.robots:
+                    # The gate's node name carries its namespace (``/robot0/safety...``).
+                    if robot.ns and not st.name.lstrip('/').startswith(robot.ns.lstrip('/')):
+                        continue
+                    robot.gate = gate_state(st.level[0] if isinstance(st.level, bytes)
+                                            else int(st.level), st.message, values,
+                                            robot.gate_before)
+                    robot.gate_before = values
+
+    # -- page -----------------------------------------------------------------------
+    def _panel(self, robot: RobotView) -> None:
+        gui = self.server.gui
+        with gui.add_folder(f'Robot {robot.ns or "/"}'):
+            robot.gate_html = gui.add_html(self._gate_html(robot))
+            if self.allow_arm:
+                for action in ('arm', 'disarm'):
+                    button = gui.add_button(action.capitalize())
+                    button.on_click(lambda _e, a=action: self._call(robot, a))
+
+    def _gate_html(self, robot: RobotView) -> str:
+        g = robot.gate
+        text = (f'gate: <b>{g.state}</b> · clamped {100 * g.clamped_share:.0f}% · '
+                f'refused {g.refused}<br><small>{html.escape(g.message)}</small>')
+        return (f'<div class="unilab-gate" data-state="{g.state}" '
+                f'style="background:{g.colour};color:white;padding:6px;border-radius:4px">'
+                f'{text}</div>')
+
+    def _call(self, robot: RobotView, action: str) -> None:
+        client = self.create_client(Trigger, namespaced(robot.ns, f'safety/{action}'))
+        if not client.wait_for_service(timeout_sec=2.0):
+            self.get_logger().warning(f'no service {client.srv_name} (is deploy running?)')
+            return
+        client.call_async(Trigger.Request()).add_done_callback(
+            lambda f: self.get_logger().info(f'{client.srv_name}: {f.result().message}'))
+
+    def _draw(self) -> None:
+        stamp_ns = self.get_clock().now().nanoseconds
+        with self.lock:
+            diagnostics, self.diagnostics = self.diagnostics, {}
+            todo = [(r, r.urdf_text, r.measured, r.commanded, r.goal, r.gate)
+                    for r in self.robots]
+        if self.bridge is not None and diagnostics:
+            self.bridge.diagnostics(list(diagnostics.values()), stamp_ns)
+        for robot, urdf_text, measured, commanded, goal, gate in todo:
+            if urdf_text is not None and robot.model is None:
+                self._load(robot, urdf_text)
+            content = self._gate_html(robot)
+            if robot.gate_html.content != content:
+                robot.gate_html.content = content
+            if robot.model is None:
+                continue
+            shown, ghost, goal_handle = robot.drawn
+            if measured is not None:
+                q = robot.model.set_joints(*measured)
+                shown.update_cfg(q)
+                for name, value in zip(robot.model.joint_names, q):
+                    text = f'{value:+.3f}'
+                    if robot.joint_fields[name].value != text:
+                        robot.joint_fields[name].value = text
+            if commanded is not None:
+                names = commanded[0] or robot.model.joint_names
+                ghost_q = dict(zip(robot.model.joint_names, robot.model.q))
+                ghost_q.update({n: v for n, v in zip(names, commanded[1])
+                                if np.isfinite(v)})
+                ghost.update_cfg(np.array([ghost_q[n] for n in robot.model.joint_names]))
+            if self.bridge is not None:
+                self._bridge(robot, measured, commanded, goal, stamp_ns)
+            if goal is not None:
+                goal_handle.position = tuple(np.add(goal, robot.offset))
+                goal_handle.visible = True
+
+    def _bridge(self, robot: RobotView, measured, commanded, goal, stamp_ns: int) -> None:
+        if measured is not None:
+            self.bridge.joint_states(robot.ns, robot.model.joint_names, robot.model.q, stamp_ns)
+            self.bridge.frames(robot.ns, robot.model, stamp_ns)
+        if commanded is not None:
+            self.bridge.command(robot.ns, commanded[0] or robot.model.joint_names,
+                                commanded[1], stamp_ns)
+        if goal is not None:
+            self.bridge.goal(robot.ns, robot.model.base_link, goal, stamp_ns)
+
+    def _load(self, robot: RobotView, urdf_text: str) -> None:
+        try:
+            robot.model = RobotModel(urdf_text)
+        except ValueError as exc:
+            self.get_logger().error(str(exc))
+            robot.urdf_text = None
+            return
+        scene = self.server.scene
+        scene.add_frame(robot.root, show_axes=False, position=robot.offset)
+        ghost_root = scene.add_frame(f'{robot.root}/command', show_axes=False)
+        shown = ViserUrdf(self.server, robot.model.urdf, root_node_name=f'{robot.root}/robot')
+        ghost = ViserUrdf(self.server, RobotModel(urdf_text).urdf,
+                          root_node_name=ghost_root.name,
+                          mesh_color_override=(0.3, 0.8, 1.0, 0.35))
+        goal = scene.add_icosphere(f'/goal{robot.root}', radius=0.03, color=(220, 40, 40),
+                                   visible=False)
+        with self.server.gui.add_folder(f'Joints {robot.ns or "/"}'):
+            for name in robot.model.joint_names:
+                robot.joint_fields[name] = self.server.gui.add_text(
+                    name, initial_value='', disabled=True)
+        robot.drawn = (shown, ghost, goal)
+
+    def close(self) -> None:
+        """Stop the web server (and the Foxglove bridge)."""
+        self.server.stop()
+        if self.bridge is not None:
+            self.bridge.close()
+
+
+def main(args=None) -> None:
+    """Run the view until interrupted, below the control loop's priority."""
+    parser = argparse.ArgumentParser(prog='view_node')
+    parser.add_argument('--namespace', action='append', default=[])
+    parser.add_argument('--port', type=int, default=8080)
+    parser.add_argument('--allow-arm', action='store_true')
+    parser.add_argument('--foxglove-port', type=int, default=None)
+    argv = remove_ros_args(sys.argv if args is None else args)[1:]
+    opts = parser.parse_args(argv)
+    try:
+        os.nice(10)  # the view yields the CPU to the control graph
+    except OSError:
+        pass
+    rclpy.init(args=args)
+    node = ViewNode(opts.namespace or [''], port=opts.port, allow_arm=opts.allow_arm,
+                    foxglove_port=opts.foxglove_port)
+    try:
+        rclpy.spin(node)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        node.close()
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    main()
