@@ -49,6 +49,10 @@ def train_plan(args: dict) -> dict:
     return _graph_plan(run.graph, nodes, run.run_dir)
 
 
+DEPLOY_REQUIRED = {'model': 'a run directory, checkpoint or exported model',
+                   'robot': 'a shipped robot profile name or a profile YAML file'}
+
+
 def deploy_plan(args: dict, prepare: str = '') -> dict:
     """Plan of ``deploy.launch.py`` (or, with ``prepare`` = ``module:function``, adapt's)."""
     for name in ('model', 'robot'):
@@ -64,10 +68,6 @@ def deploy_plan(args: dict, prepare: str = '') -> dict:
                run_dir=args.get('run_dir') or None)
     nodes = launch_node_kwargs(run.graph, run.params_file, run.cfg.transport.backend)
     return _graph_plan(run.graph, nodes, run.run_dir)
-
-
-DEPLOY_REQUIRED = {'model': 'a run directory, checkpoint or exported model',
-                   'robot': 'a shipped robot profile name or a profile YAML file'}
 
 
 def robot_sim_plan(args: dict) -> dict:

@@ -69,3 +69,23 @@ def test_a_file_that_is_not_an_rsl_rl_policy_exits_2(tmp_path, capsys):
     bad.write_bytes(b'not a checkpoint')
     assert main(['import-policy', 'rsl_rl', str(bad), '--task', 'arm6_reach']) == 2
     assert 'not a readable torch file' in capsys.readouterr().err
+
+
+class _Custom:
+    """An object a pickle may carry beside the weights (loading it can run code)."""
+
+
+def test_a_checkpoint_holding_objects_is_refused_unless_trusted(rsl_run, tmp_path, capsys):
+    import torch
+    state = torch.load(rsl_run['checkpoint'], map_location='cpu', weights_only=True)
+    state['infos'] = {'env': _Custom()}
+    path = tmp_path / 'model_odd.pt'
+    torch.save(state, path)
+    args = ['import-policy', 'rsl_rl', str(path), '--task', 'arm6_reach',
+            '--spec', _spec(tmp_path), '--run-dir', str(tmp_path / 'rd')]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert '--trust-pickle' in err and 'Traceback' not in err
+    assert not (tmp_path / 'rd').exists()
+    assert main([*args, '--trust-pickle']) == 0
+    assert (tmp_path / 'rd' / 'checkpoints' / 'latest.pt').is_file()

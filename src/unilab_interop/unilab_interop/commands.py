@@ -16,7 +16,7 @@ import argparse
 
 def _import_policy(args) -> int:
     from unilab_interop.rsl_import import import_rsl
-    run_dir = import_rsl(args.file, args.task, args.spec, args.run_dir)
+    run_dir = import_rsl(args.file, args.task, args.spec, args.run_dir, args.trust_pickle)
     print(f'unilab: imported {args.source} policy {args.file} into {run_dir}')
     print(f'unilab: deploy it with `unilab deploy {run_dir} --robot PROFILE` or watch it with '
           f'`unilab play {run_dir}`')
@@ -50,6 +50,9 @@ def add_commands(sub) -> None:
     ip.add_argument('--spec', help='YAML: observation layout, joint_names, action_mode, '
                     'action_scale, action_offset, activation (docs/rsl_rl.md); default: the '
                     'task\'s own')
+    ip.add_argument('--trust-pickle', action='store_true',
+                    help='load a checkpoint that holds objects beyond weights (pickle can '
+                    'run code: only for files from someone you trust)')
     ip.add_argument('--run-dir', help='where to write the run (default '
                     'runs/<task>-rsl_rl-import)')
     ip.set_defaults(func=_import_policy)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import pickle
 
 import torch
 from unilab_bringup.prepare import prepare_run, task_info
@@ -59,17 +60,26 @@ class RslPolicy:
     iteration: int | None = None
 
 
-def read_rsl_policy(path: str | pathlib.Path) -> RslPolicy:
-    """Read ``model_<it>.pt`` or ``policy.onnx``; ConfigError naming the file otherwise."""
+def read_rsl_policy(path: str | pathlib.Path, trust_pickle: bool = False) -> RslPolicy:
+    """
+    Read ``model_<it>.pt`` or ``policy.onnx``; ConfigError naming the file otherwise.
+
+    A checkpoint is read with torch's weights-only loader (tensors, numbers, dicts): a
+    pickle can run code, so one holding other objects (rsl_rl's ``infos`` may) is refused
+    unless ``trust_pickle`` (``--trust-pickle``: the file comes from someone you trust).
+    """
     path = pathlib.Path(path)
     if not path.is_file():
         raise ConfigError(f'import-policy: {path} not found')
     if path.suffix == '.onnx':
         return _read_onnx(path)
     try:
-        # rsl_rl saves with torch.save of plain dicts; ``infos`` may hold anything the user
-        # passed, so weights_only loading would refuse files rsl_rl itself wrote.
-        state = torch.load(path, map_location='cpu', weights_only=False)
+        state = torch.load(path, map_location='cpu', weights_only=not trust_pickle)
+    except pickle.UnpicklingError as exc:
+        raise ConfigError(f'import-policy: {path} is not a readable torch file of weights '
+                          'only: it is damaged, or it holds objects beyond weights, whose '
+                          'loading can run code (give --trust-pickle if it comes from someone '
+                          f'you trust; {str(exc).splitlines()[0]})') from None
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the user's error
         raise ConfigError(f'import-policy: {path} is not a readable torch file ({exc})') \
             from None
@@ -236,12 +246,12 @@ def import_bundle(policy: RslPolicy, info, spec: dict, where: str) -> tuple[dict
 
 
 def import_rsl(path: str, task: str, spec_path: str | None = None,
-               run_dir: str | None = None) -> pathlib.Path:
+               run_dir: str | None = None, trust_pickle: bool = False) -> pathlib.Path:
     """Write a UniLab run directory holding the rsl_rl policy at ``path``; return it."""
     where = f'import-policy rsl_rl {path}'
     info, _ = task_info(task)
     spec = read_spec(spec_path)
-    policy = read_rsl_policy(path)
+    policy = read_rsl_policy(path, trust_pickle)
     overrides, bundle = import_bundle(policy, info, spec, where)
     run = prepare_run([], {'run.task': task, **overrides},
                       run_dir=run_dir or f'runs/{task}-rsl_rl-import')

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import math
 import os
 import sys
 import threading
@@ -68,6 +69,12 @@ class RobotView:
         self.gate_html = None
 
 
+def _finite_point(p):
+    """Return ``(x, y, z)``, or None for a point with a non-finite coordinate (not drawn)."""
+    xyz = (p.x, p.y, p.z)
+    return xyz if all(math.isfinite(v) for v in xyz) else None
+
+
 class ViewNode(Node):
     """Subscribes the robots' topics and draws them in a viser server at screen rate."""
 
@@ -112,8 +119,7 @@ class ViewNode(Node):
                 'commanded', (list(m.joint_names), list(m.points[-1].positions))), 10)
         self.create_subscription(
             PoseStamped, namespaced(ns, 'goal_pose'),
-            lambda m: store('goal', (m.pose.position.x, m.pose.position.y,
-                                     m.pose.position.z)), 10)
+            lambda m: store('goal', _finite_point(m.pose.position)), 10)
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         if self.bridge is not None:
@@ -129,7 +135,8 @@ class ViewNode(Node):
             with self.lock:
                 for robot in self.robots:
                     # The gate's node name carries its namespace (``/robot0/safety...``).
-                    if robot.ns and not st.name.lstrip('/').startswith(robot.ns.lstrip('/')):
+                    own = robot.ns.strip('/') + '/'
+                    if robot.ns and not st.name.lstrip('/').startswith(own):
                         continue
                     robot.gate = gate_state(st.level[0] if isinstance(st.level, bytes)
                                             else int(st.level), st.message, values,
