@@ -12,7 +12,6 @@ writes its final checkpoint and the CLI merges the gate's counters into
 
 import json
 import os
-import pathlib
 import signal
 import subprocess
 import sys
