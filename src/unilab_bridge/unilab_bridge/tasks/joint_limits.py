@@ -36,11 +36,11 @@ def joint_limits_from_model(model, actuator_ids, joint_ids, max_velocity=None):
     """
     Return {joint name: ros2_control limits} for the given actuator/joint pairs.
 
-    Position limits come from the joint range. Effort limits come from the actuator force
-    range for position and velocity servos and from the ctrl range for torque actuators,
-    whose command is the effort itself. Velocity limits are only reported when ``max_velocity`` is given (a
-    sequence aligned with ``joint_ids``), since MuJoCo models carry no such data. Values of
-    absent limits are NaN, as in ros2_control.
+    Position limits come from the joint range. Effort limits come from the actuator force range
+    for position and velocity servos and from the ctrl range for torque actuators, whose
+    command is the effort itself. Velocity limits are only reported when ``max_velocity`` is
+    given (a sequence aligned with ``joint_ids``), since MuJoCo models carry no such data.
+    Values of absent limits are NaN, as in ros2_control.
     """
     limits = {}
     for k, (act, jnt) in enumerate(zip(actuator_ids, joint_ids)):
