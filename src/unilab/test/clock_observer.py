@@ -3,7 +3,8 @@
 """
 A plain rclpy process that records the stamps of a running graph's topics.
 
-Prints one JSON line: the stamps (ns) of /clock, /joint_states and the action
+Prints one JSON line: the stamps (ns) of the training graph's clock and joint states
+(``/unilab/sim/clock``, ``/unilab/sim/joint_states``) and the action
 tensor topic, and every /diagnostics status (node, level, hardware id,
 message, stamp). Exits when every expected node has reported twice and each
 topic has a few messages, or after a timeout.
@@ -31,8 +32,9 @@ def main():
     rclpy.init()
     node = rclpy.create_node('clock_observer')
     got = {'clock': [], 'joint_states': [], 'action': [], 'diagnostics': []}
-    node.create_subscription(Clock, '/clock', lambda m: got['clock'].append(_ns(m.clock)), 100)
-    node.create_subscription(JointState, '/joint_states',
+    node.create_subscription(Clock, '/unilab/sim/clock',
+                             lambda m: got['clock'].append(_ns(m.clock)), 100)
+    node.create_subscription(JointState, '/unilab/sim/joint_states',
                              lambda m: got['joint_states'].append(_ns(m.header.stamp)), 10)
     node.create_subscription(
         TensorBatch, '/unilab/action',

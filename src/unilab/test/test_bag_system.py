@@ -78,8 +78,8 @@ def test_record_training_then_info_datasets_offline_training_and_export(
     _record(tmp_path, bag, hist, 2048)
     with BagReader(bag) as r:
         topics = r.topics
-    for t in ('/joint_states', '/unilab/task_state', '/unilab/observation', '/unilab/action',
-              '/unilab/safe_command', '/unilab/rollout', '/clock'):
+    for t in ('/unilab/sim/joint_states', '/unilab/task_state', '/unilab/observation',
+              '/unilab/action', '/unilab/safe_command', '/unilab/rollout', '/unilab/sim/clock'):
         assert topics[t][1] > 0, (t, topics)
     assert topics['/unilab/rollout'][1] == 2048 // (8 * 8)  # every chunk of the run
 

@@ -60,6 +60,8 @@ def test_deploy_graph_is_perception_policy_safety_on_the_robots_topics(arm6):
     assert g.ros_args('safety')[:2] == ['-r', '__ns:=/robot3']
     assert g.remappings['perception']['/joint_states'] == '/robot3/joint_states'
     assert g.remappings['policy']['/unilab/action'] == '/robot3/unilab/action'
+    # The robot's own clock and joint states, never the training graph's names.
+    assert not any('/unilab/sim/' in a for n in g.remappings for a in g.ros_args(n))
     assert set(yaml.safe_load(g.params_yaml())) == {'/robot3/perception', '/robot3/policy',
                                                     '/robot3/safety'}
     # A robot runs on wall time; each node's health names the robot and its peers there.

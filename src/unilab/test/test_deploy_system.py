@@ -29,6 +29,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from unilab_bringup.graphs import policy_params
 from unilab_bringup.paths import default_config_files, profile_path
@@ -47,19 +48,24 @@ GOAL = (0.35, 0.15, 0.35)
 WAIT_S = 90.0  # start-up of a deploy process (imports, network, discovery) on a busy machine
 
 
-@pytest.fixture(scope='module')
-def model(tmp_path_factory):
-    """Return (run directory, its ONNX export) of a fresh arm6_reach network."""
-    run = tmp_path_factory.mktemp('deploy') / 'run'
-    cfg = load_run_config(list(default_config_files()), {'run.task': 'arm6_reach',
+def _fresh_run(run: pathlib.Path, task: str) -> pathlib.Path:
+    """Write a run of a freshly initialised network for ``task`` into ``run``; return it."""
+    cfg = load_run_config(list(default_config_files()), {'run.task': task,
                                                          'model.hidden_sizes': [32, 32]})
-    params = policy_params(cfg, task_info('arm6_reach')[0])
+    params = policy_params(cfg, task_info(task)[0])
     run.mkdir()
     dump_config(cfg, run / 'config.yaml')
     (run / 'graph_params.yaml').write_text(yaml.safe_dump(
         {'policy': {'ros__parameters': params.model_dump(mode='python')}}))
     save_checkpoint(run / 'checkpoints' / 'latest.pt',
                     {'bundle': bundle_from_params(params, seed=3).state_dict()})
+    return run
+
+
+@pytest.fixture(scope='module')
+def model(tmp_path_factory):
+    """Return (run directory, its ONNX export) of a fresh arm6_reach network."""
+    run = _fresh_run(tmp_path_factory.mktemp('deploy') / 'run', 'arm6_reach')
     cli('export', run, '--format', 'onnx', check=True)
     return run, run / 'policy.onnx'
 
@@ -355,3 +361,65 @@ def test_a_far_goal_is_refused_the_envelope_holds_and_ctrl_c_exits_130(
     assert summary['node_counters']['perception']['goals_refused_workspace'] >= 3
     assert summary['safety']['passed'] + summary['safety']['clamped'] >= 30
     assert 'goals_refused_workspace' in deploy.output()
+
+
+def _stopped(commands) -> bool:
+    """Return whether the last command reaching the controller is zero on every joint."""
+    return bool(commands) and len(commands[-1][1].data) == 6 \
+        and not np.any(commands[-1][1].data)
+
+
+def _moving(commands, since: float) -> bool:
+    """Return whether a non-zero command has reached the controller after ``since``."""
+    return any(np.any(m.data) for t, m in commands if t > since)
+
+
+@pytest.mark.system
+def test_on_a_velocity_robot_every_stop_leaves_it_commanded_to_zero(operator, tmp_path):
+    """
+    Disarm, e-stop and deploy exit each end with zeros on the velocity controller.
+
+    ros2_control's forward command controllers keep their last command: on a velocity
+    interface silence would keep the joints moving at it.
+    """
+    run = _fresh_run(tmp_path / 'run', 'arm6_reach_velocity')
+    topic = '/forward_velocity_controller/commands'
+    estop = tmp_path / 'estop.yaml'  # a silent policy latches the e-stop
+    estop.write_text('safety: {watchdog_fallback: estop}\n')
+    op = operator(command_topic=topic)
+    double = Process('robot-sim', '--robot', 'arm6_velocity')
+    deploy = Process('deploy', run, '--robot', 'arm6_velocity', '--armed', '--multiprocess',
+                     '--config', estop, '--run-dir', tmp_path / 'd')
+    try:
+        op.wait(lambda: _moving(op.commands, 0.0), proc=deploy)
+        # Disarm: one stop (zeros on every joint), then the gate falls silent.
+        disarmed = cli('disarm', '--timeout', '20')
+        assert disarmed.returncode == 0, disarmed.stdout + disarmed.stderr
+        op.wait(lambda: _stopped(op.commands), proc=deploy)
+        count = len(op.commands)
+        op.wait(lambda: op.counter('unarmed_actions') >= 10, proc=deploy)
+        assert len(op.commands) == count and _stopped(op.commands)
+        armed = cli('arm', '--timeout', '20')
+        assert armed.returncode == 0, armed.stdout + armed.stderr
+        t = time.monotonic()
+        op.wait(lambda: _moving(op.commands, t), proc=deploy)
+        # E-stop: the policy falls silent, the watchdog latches, the hold is zeros.
+        policy = node_pid(tmp_path / 'd', 'policy_node')
+        os.kill(policy, signal.SIGSTOP)
+        op.wait(lambda: op.counter('estopped') == 1 and _stopped(op.commands), proc=deploy)
+        os.kill(policy, signal.SIGCONT)
+        client = op.node.create_client(Trigger, '/safety/reset_estop')
+        assert client.wait_for_service(timeout_sec=WAIT_S)
+        reply = client.call(Trigger.Request(), timeout_sec=WAIT_S)
+        assert reply is not None and reply.success, reply
+        t = time.monotonic()
+        op.wait(lambda: _moving(op.commands, t), proc=deploy)
+        # Deploy exit (Ctrl-C): the safety node's close path publishes zeros.
+        deploy.send_signal(signal.SIGINT)
+        deploy.wait(timeout=60)
+        op.wait(lambda: _stopped(op.commands), timeout_s=10)  # the last one in flight
+    finally:
+        deploy.stop()
+        double.stop()
+    assert deploy.returncode == 130, deploy.output()
+    assert 'Traceback' not in deploy.output()

@@ -237,6 +237,19 @@ def test_ros_domain(value, status):
     assert c.check_ros_domain(value).status == status
 
 
+def test_training_topics_says_where_training_publishes():
+    from unilab_core.topics import SIM_REMAPS
+    nodes = ['bridge', 'safety']
+    ok = c.check_training_topics(nodes, {n: dict(SIM_REMAPS) for n in nodes}, '7')
+    assert ok.status == c.OK
+    assert '/unilab/sim/joint_states' in ok.detail and '/unilab/sim/clock' in ok.detail
+    assert 'domain 7' in ok.detail
+    assert 'ROS_DOMAIN_ID unset' in c.check_training_topics(nodes, {}, None).detail
+    # One node left on the standard clock would follow (or feed) a robot's /clock.
+    bad = c.check_training_topics(nodes, {'bridge': dict(SIM_REMAPS)}, None)
+    assert bad.status == c.FAIL and 'safety: /clock' in bad.detail and bad.remedy
+
+
 # ---------------------------------------------------------------- torch / CUDA
 CPU_TORCH = c.TorchFacts('2.13.0+cpu', None, False, 0)
 CUDA_TORCH = c.TorchFacts('2.13.0+cu128', '12.8', True, 1)

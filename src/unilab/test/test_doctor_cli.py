@@ -58,6 +58,8 @@ def test_doctor_on_a_fabricated_robot_computer(tmp_path):
     assert [c.name for c in checks] == report.check_names([0, 1])
     not_ok = [c for c in checks if c.status != OK]
     assert not_ok == [], not_ok
+    # The training graph's own topic names, said where a robot's computer shows them.
+    assert '/unilab/sim/clock' in next(c for c in checks if c.name == 'training_topics').detail
     assert report.exit_code(checks) == 0
     assert json.loads(report.to_json(checks))[0]['name'] == 'preempt_rt'
 

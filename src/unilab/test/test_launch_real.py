@@ -15,8 +15,8 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
+from graph_processes import no_orphans, pid_of, wait_training
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -45,45 +45,6 @@ def _launch(run_dir, steps=2048, cwd=ROOT, **args):
         stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
-def _processes_of(run_dir) -> list[int]:
-    """Return the pids whose command line names ``run_dir`` (the nodes' parameter file)."""
-    found = []
-    for proc in pathlib.Path('/proc').iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cmd = (proc / 'cmdline').read_bytes().replace(b'\0', b' ').decode(errors='replace')
-        except OSError:
-            continue
-        if str(run_dir) in cmd:
-            found.append(int(proc.name))
-    return found
-
-
-def _no_orphans(run_dir, wait_s=30.0) -> list[int]:
-    deadline = time.monotonic() + wait_s
-    while _processes_of(run_dir) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    return _processes_of(run_dir)
-
-
-def _wait_training(proc, run_dir, timeout_s=180.0):
-    """Wait until the trainer has written its first metrics (the graph is running)."""
-    deadline = time.monotonic() + timeout_s
-    while not (pathlib.Path(run_dir) / 'metrics.csv').is_file():
-        assert proc.poll() is None, proc.stdout.read()[-3000:]
-        assert time.monotonic() < deadline, 'the training graph did not start'
-        time.sleep(0.5)
-
-
-def _pid_of(executable, run_dir) -> int:
-    for pid in _processes_of(run_dir):
-        argv = pathlib.Path(f'/proc/{pid}/cmdline').read_bytes().split(b'\0')[:2]
-        if any(a.decode().endswith('/' + executable) for a in argv):
-            return pid
-    raise AssertionError(f'no {executable} process for {run_dir}')
-
-
 def _ros2(*args, timeout=60):
     return subprocess.run(['ros2', *args], capture_output=True, text=True, timeout=timeout)
 
@@ -99,14 +60,14 @@ def test_launch_from_the_repository_root_trains_and_exits_0(tmp_path):
     summary = json.loads((run_dir / 'summary.json').read_text())
     assert summary['steps'] >= 2048 and pathlib.Path(summary['checkpoint']).is_file()
     assert summary['process_mode'] == 'launch' and 'safety' in summary
-    assert _no_orphans(run_dir) == []
+    assert no_orphans(run_dir) == []
 
 
 def test_the_ros2_cli_sees_the_graph_and_a_terminal_ctrl_c_keeps_the_checkpoint(tmp_path):
     run_dir = tmp_path / 'run'
     proc = _launch(run_dir, steps=50_000_000)
     try:
-        _wait_training(proc, run_dir)
+        wait_training(proc, run_dir)
         nodes = _ros2('node', 'list', '--no-daemon', '--spin-time', '5').stdout.split()
         assert {'/bridge', '/perception', '/policy', '/trainer', '/safety'} <= set(nodes)
         echo = _ros2('topic', 'echo', '--once', '--no-daemon', '/diagnostics',
@@ -130,7 +91,7 @@ def test_the_ros2_cli_sees_the_graph_and_a_terminal_ctrl_c_keeps_the_checkpoint(
     import json
     summary = json.loads((run_dir / 'summary.json').read_text())
     assert pathlib.Path(summary['checkpoint']).is_file() and 'safety' in summary
-    assert _no_orphans(run_dir) == []
+    assert no_orphans(run_dir) == []
 
 
 @pytest.mark.parametrize('victim', ['trainer_node', 'bridge_node'])
@@ -138,22 +99,22 @@ def test_a_killed_node_fails_the_launch_and_leaves_no_process(tmp_path, victim):
     run_dir = tmp_path / 'run'
     proc = _launch(run_dir, steps=50_000_000)
     try:
-        _wait_training(proc, run_dir)
-        os.kill(_pid_of(victim, run_dir), signal.SIGKILL)
+        wait_training(proc, run_dir)
+        os.kill(pid_of(victim, run_dir), signal.SIGKILL)
         out, _ = proc.communicate(timeout=120)  # no hang: the launch ends by itself
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode != 0
     assert f'{victim.removesuffix("_node")} exited with -9' in out
-    assert _no_orphans(run_dir) == []
+    assert no_orphans(run_dir) == []
 
 
 def test_nodes_stop_with_a_killed_launch_and_the_trainer_still_saves(tmp_path):
     run_dir = tmp_path / 'run'
     proc = _launch(run_dir, steps=50_000_000)
     try:
-        _wait_training(proc, run_dir)
+        wait_training(proc, run_dir)
         launch_pid = next(p for p in [proc.pid] + _children(proc.pid)
                           if b'ros2' in pathlib.Path(f'/proc/{p}/cmdline').read_bytes())
         os.kill(launch_pid, signal.SIGKILL)  # nothing of launch runs after this
@@ -161,7 +122,7 @@ def test_nodes_stop_with_a_killed_launch_and_the_trainer_still_saves(tmp_path):
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert _no_orphans(run_dir) == []  # the kernel's parent-death signal stopped them
+    assert no_orphans(run_dir) == []  # the kernel's parent-death signal stopped them
     assert (run_dir / 'summary.json').is_file() and list((run_dir / 'checkpoints').glob('*.pt'))
 
 

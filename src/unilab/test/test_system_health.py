@@ -3,8 +3,9 @@
 """
 A short simulated run seen from outside: every node reports its health, on one clock.
 
-The training graph runs on the simulated time the bridge publishes on /clock
-(``use_sim_time``): the stamps of /joint_states, the action tensor topic and
+The training graph runs on the simulated time the bridge publishes on its clock
+(``use_sim_time``, ``/clock`` remapped to ``/unilab/sim/clock``): the stamps of its
+joint states, the action tensor topic and
 /diagnostics must all be simulated times, close to each other, never the wall
 clock.
 """

@@ -3,9 +3,10 @@
 """
 ``unilab view`` beside ``unilab train`` (docs/view.md, "Beside a training run").
 
-A tiny training run of arm6_reach (8 envs) and the view node in this process: the
-robot comes from the bridge's ``robot_description``, the joints shown are env 0's of
-the batched ``/joint_states`` (``env<i>/<joint>``), and the Training folder's curves
+A tiny training run of arm6_reach (8 envs) and the view node in this process, on the
+training graph's names (``--training``): the robot comes from the bridge's URDF on
+``/unilab/sim/robot_description``, the joints shown are env 0's of the batched
+``/unilab/sim/joint_states`` (``env<i>/<joint>``), and the Training folder's curves
 take one point per PPO update from the trainer's status on ``/diagnostics``.
 """
 
@@ -15,6 +16,7 @@ import numpy as np
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from test_deploy_system import Process
+from unilab_core import topics
 from unilab_core.testing import isolate_ros_domain
 from unilab_view.curves import CURVES
 
@@ -38,7 +40,9 @@ def test_view_shows_env_0_and_the_training_curves(tmp_path, tiny_config):
     train = Process('train', '--steps', 1_000_000, '--run-dir', tmp_path / 'run',
                     '--config', tiny_config, '--num-envs', ENVS, '--no-progress')
     rclpy.init()
-    node = ViewNode([''], port=0, host='127.0.0.1')
+    # What `unilab view --training` starts: the training graph's own names.
+    node = ViewNode([''], port=0, host='127.0.0.1', joint_states=topics.SIM_JOINT_STATES,
+                    description=topics.SIM_ROBOT_DESCRIPTION)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     robot = node.robots[0]

@@ -117,7 +117,8 @@ def add_commands(sub) -> None:
         d.add_argument('--run-dir', help=f'output directory (default runs/<robot>-{name}-<time>)')
         d.add_argument('--require-envelope', action='store_true',
                        help='refuse a model that carries no trained joint range (older '
-                       'checkpoints; default: warn and enforce the driver\'s limits only)')
+                       'checkpoints, imports without a joint_range; default: warn and enforce '
+                       'the driver\'s limits only)')
         d.set_defaults(func=_deploy, adapt=name == 'adapt')
     for action, text in (('arm', 'let a running deployment command the robot'),
                          ('disarm', 'stop a running deployment from commanding the robot')):

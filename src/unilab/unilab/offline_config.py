@@ -28,4 +28,4 @@ class OfflineSection(Section):
     eval_every: int = Field(5000, gt=0, description='Evaluate every K gradient steps.')
     dataset_source: Literal['rollout', 'sensors'] = Field(
         'rollout', description='Transitions from /unilab/rollout chunks, or from '
-        '/joint_states + /unilab/task_state (through perception) + /unilab/action.')
+        'joint states + /unilab/task_state (through perception) + /unilab/action.')

@@ -10,11 +10,12 @@ Two sources:
 ``next_obs`` ``[N, obs]`` follows the last step. The next observation of step
 ``k`` is ``obs[k + 1]`` (``next_obs`` for the last step).
 
-``sensors`` - what a robot records: ``/joint_states`` + ``/unilab/task_state``
-are passed through the perception layer's ``build_observation`` (the same
-function the perception node runs), the action of control step ``s`` comes
-from ``/unilab/action`` with ``seq == s``, and the step's outcome (reward,
-terminated, truncated) from the task state of step ``s + 1``.
+``sensors`` - what a robot records: ``/joint_states`` (a training run's
+``/unilab/sim/joint_states``) + ``/unilab/task_state`` are passed through the
+perception layer's ``build_observation`` (the same function the perception node
+runs), the action of control step ``s`` comes from ``/unilab/action`` with
+``seq == s``, and the step's outcome (reward, terminated, truncated) from the
+task state of step ``s + 1``.
 
 Action history (``model.action_history = H``): the policy's input is the
 observation followed by its last ``H`` commands (``unilab_policy.history``).
@@ -186,9 +187,12 @@ def sensor_dataset(reader: BagReader, joint_names: list[str], uses_joint_state: 
     Also returns how many rows were left out because their action history was
     not known (always 0 without ``history``).
     """
+    # A training run's joint states are under its own name, a robot's under the standard one.
+    js_topic = topics.SIM_JOINT_STATES if topics.SIM_JOINT_STATES in reader.topics \
+        else topics.JOINT_STATES
     need = [topics.TASK_STATE, topics.ACTION]
     if uses_joint_state:
-        need.append(topics.JOINT_STATES)
+        need.append(js_topic)
     missing = [t for t in need if t not in reader.topics]
     if missing:
         raise BagError(f'bag {reader.path}: sensors source needs {missing}')
@@ -198,7 +202,7 @@ def sensor_dataset(reader: BagReader, joint_names: list[str], uses_joint_state: 
     index = None
     width = {}  # the first task state / action fixes [N, E] / [N, A]
     for m, msg in reader.decoded(need):
-        if m.topic == topics.JOINT_STATES:
+        if m.topic == js_topic:
             stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
             joints[stamp] = (msg.name, msg.position, msg.velocity)
             continue
@@ -233,7 +237,7 @@ def sensor_dataset(reader: BagReader, joint_names: list[str], uses_joint_state: 
                 q = joint_field(index, names, pos, 'position')
                 qd = joint_field(index, names, vel, 'velocity')
             except JointLayoutError as exc:
-                _unusable(reader, topics.JOINT_STATES, f'joint state at {stamp}: {exc}')
+                _unusable(reader, js_topic, f'joint state at {stamp}: {exc}')
                 continue
         obs[seq] = build_observation(q, qd, t['extras'], uses_joint_state)
     known = None

@@ -4,9 +4,10 @@
 Publish a bag into the graph with ``/clock``, so the layers run on recorded data.
 
 Messages go out as the exact recorded bytes (rclpy publishes ``bytes`` as a
-serialized message). When the bag holds ``/clock`` (simulated time recorded
-from the bridge) it is replayed like any topic; otherwise the player
-publishes the bag time on ``/clock`` before each message, as
+serialized message). When the bag holds a clock (``/unilab/sim/clock``, the
+simulated time recorded from a training graph, or a robot's ``/clock``) it is
+replayed like any topic; otherwise the player publishes the bag time on
+``/clock`` (``--remap /clock:=...`` renames it) before each message, as
 ``ros2 bag play --clock`` does.
 """
 
@@ -41,9 +42,11 @@ class PlayerNode(Node):
                              durability=DurabilityPolicy.TRANSIENT_LOCAL if durable
                              else DurabilityPolicy.VOLATILE)
             self.pubs[name] = self.create_publisher(message_class(msgtype, topic), name, qos)
-        self.own_clock = graph_topics.CLOCK not in self.pubs
+        # A recorded clock (a robot's /clock or the training graph's) is replayed as it is.
+        self.own_clock = not {graph_topics.CLOCK, graph_topics.SIM_CLOCK} & set(reader.topics)
         if self.own_clock:
-            self.clock_pub = self.create_publisher(Clock, graph_topics.CLOCK, QoSProfile(depth=10))
+            self.clock_pub = self.create_publisher(
+                Clock, remap.get(graph_topics.CLOCK, graph_topics.CLOCK), QoSProfile(depth=10))
         self.counters = {'published': 0, 'passes': 0}
 
     def publish(self, due) -> None:

@@ -26,17 +26,19 @@ from unilab_core import topics as graph_topics
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.runtime import sched_idle, spin_node, spin_nodes
 
-#: What ``unilab record`` records by default: sensors, observation, action, safe
-#: command, reward/done (task_state and observation carry them), rollouts, clock.
-DEFAULT_TOPICS = (graph_topics.JOINT_STATES, graph_topics.TASK_STATE,
+#: What ``unilab record`` records by default: the training graph's sensors,
+#: observation, action, safe command, reward/done (task_state and observation carry
+#: them), rollouts and clock (its joint states and clock under ``topics.SIM_REMAPS``).
+DEFAULT_TOPICS = (graph_topics.SIM_JOINT_STATES, graph_topics.TASK_STATE,
                   graph_topics.OBSERVATION, graph_topics.ACTION, graph_topics.SAFE_COMMAND,
-                  graph_topics.ROLLOUT, graph_topics.CLOCK)
+                  graph_topics.ROLLOUT, graph_topics.SIM_CLOCK)
 
 #: Types of the graph's own topics: subscribed at once, before discovery, so
 #: a recorder started before the graph misses nothing.
 KNOWN_TYPES = {
-    graph_topics.JOINT_STATES: 'sensor_msgs/msg/JointState',
-    graph_topics.CLOCK: 'rosgraph_msgs/msg/Clock',
+    **{t: 'sensor_msgs/msg/JointState' for t in (graph_topics.JOINT_STATES,
+                                                 graph_topics.SIM_JOINT_STATES)},
+    **{t: 'rosgraph_msgs/msg/Clock' for t in (graph_topics.CLOCK, graph_topics.SIM_CLOCK)},
     graph_topics.DIAGNOSTICS: 'diagnostic_msgs/msg/DiagnosticArray',
     **{t: 'unilab_interfaces/msg/TensorBatch' for t in (
         graph_topics.TASK_STATE, graph_topics.OBSERVATION, graph_topics.ACTION,

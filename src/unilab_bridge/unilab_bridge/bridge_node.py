@@ -138,18 +138,20 @@ class BridgeNode(Node):
 
     def _publish_description(self, task_name: str) -> None:
         """
-        Latch the simulated robot's URDF on ``robot_description``, as a robot does.
+        Latch the simulated robot's URDF, as a robot's robot_state_publisher does.
 
-        The envs share one model, so one URDF (its joints named as the JointState's
-        after ``env<i>/``): a live view or Foxglove draws any env from it. After the
-        first observation is out: the export does not delay the policy's start.
+        On ``topics.SIM_ROBOT_DESCRIPTION``, the training graph's own name (a robot on
+        the same domain keeps its ``/robot_description``). The envs share one model, so
+        one URDF (its joints named as the JointState's after ``env<i>/``): a live view
+        draws any env from it. After the first observation is out: the export does not
+        delay the policy's start.
         """
         sim = getattr(self.task, 'sim', None)
         if getattr(sim, 'model', None) is None:  # a task without a MuJoCo model of ours
             self.description_pub = None
             return
         from unilab_bridge.urdf_export import urdf_from_model
-        self.description_pub = self.create_publisher(String, 'robot_description',
+        self.description_pub = self.create_publisher(String, topics.SIM_ROBOT_DESCRIPTION,
                                                      DESCRIPTION_QOS)
         self.description_pub.publish(String(data=urdf_from_model(
             sim.model, task_name, joint_limits=self.task.joint_limits)))

@@ -86,6 +86,15 @@ def test_the_simulated_graph_runs_on_sim_time_and_every_node_watches_its_peers()
         assert sorted(health.peers) == sorted(f'/{n}' for n in names if n != name)
 
 
+def test_the_training_graph_keeps_off_a_robots_joint_states_and_clock():
+    # Every node (publisher and readers, and rclpy's TimeSource) on the graph's own names.
+    graph = _train()
+    for name in (n.name for n in graph.nodes):
+        args = graph.ros_args(name)
+        assert ['-r', '/joint_states:=/unilab/sim/joint_states'] == args[:2], name
+        assert ['-r', '/clock:=/unilab/sim/clock'] == args[2:4], name
+
+
 def test_chunk_length_never_exceeds_rollout():
     from unilab_policy.networks import make_actor
     import torch

@@ -146,8 +146,8 @@ def prepare_deploy(model: str, robot: str, armed: bool = False, namespace: str =
     (``unilab_adapt.graph.prepare_adapt``: the adaptation graph of ``unilab adapt``,
     the deploy graph plus recorder and adapter).
 
-    A model without a trained envelope (trained before checkpoints carried one)
-    runs within the driver's limits only, with a warning in ``warnings``;
+    A model without a trained envelope (trained before checkpoints carried one, or imported
+    without one) runs within the driver's limits only, with a warning in ``warnings``;
     ``require_envelope`` refuses it instead (ConfigError).
     """
     source = str(profile_path(robot))
@@ -159,7 +159,7 @@ def prepare_deploy(model: str, robot: str, armed: bool = False, namespace: str =
     warnings = []
     if not (desc.envelope or {}).get('joint_low'):
         text = (f'model {desc.path} carries no trained joint range (trained before '
-                'checkpoints recorded one)')
+                'checkpoints recorded one, or imported without one)')
         if require_envelope:
             raise ConfigError(f'{text}; --require-envelope refuses it: train it again, or '
                               'deploy without --require-envelope (driver limits only)')

@@ -149,10 +149,13 @@ def training_graph(cfg: RunConfig, task: TaskInfo, run_dir: str | pathlib.Path,
         # The bridge steps on 'command' batches only.
         'safety': safety_spec(cfg, task, limits_file, n, lockstep=True, run_dir=run_dir),
     }
-    # The simulated robots: one hardware id per task; every node on the bridge's /clock.
+    # The simulated robots: one hardware id per task; every node on the bridge's clock.
     params = with_health(params, cfg, f'sim/{task.name}')
+    # Joint states and clock under the training graph's own names (topics.SIM_REMAPS): a
+    # robot's nodes on the same domain never see simulated joints or time.
     return Graph('train', (BRIDGE, PERCEPTION, POLICY, TRAINER, SAFETY), params,
-                 end_node='trainer', use_sim_time=True)
+                 end_node='trainer', use_sim_time=True,
+                 remappings={name: dict(topics.SIM_REMAPS) for name in params})
 
 
 def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams,

@@ -34,6 +34,22 @@ POINTS = '/points'
 #: sensor_msgs/Image rgb8 from the bridge's camera, one per env, frame ``env<i>/camera``.
 IMAGE = '/camera/image_raw'
 
+#: The training graph's own names for the two topics a robot's computer already has: a
+#: driver's ``joint_state_broadcaster`` publishes ``/joint_states`` and every ``use_sim_time``
+#: node listens on ``/clock``. Training remaps both here (every node of its graph, every
+#: starter), so a simulation started beside a robot, on the same ROS domain, never feeds
+#: the robot's nodes simulated joints or simulated time. Graphs that talk to a robot
+#: (deploy, adapt, the robot double) keep the standard names.
+SIM_JOINT_STATES = '/unilab/sim/joint_states'
+#: rosgraph_msgs/Clock of the training graph (rclpy's TimeSource follows the remap).
+SIM_CLOCK = '/unilab/sim/clock'
+#: The training graph's remappings, ``{standard name: training name}``.
+SIM_REMAPS = {JOINT_STATES: SIM_JOINT_STATES, CLOCK: SIM_CLOCK}
+#: std_msgs/String, transient local: the simulated robot's URDF, which the bridge latches
+#: for a live view (``unilab view --training``). Under the same prefix: a robot's
+#: computer has ``/robot_description`` from its robot_state_publisher.
+SIM_ROBOT_DESCRIPTION = '/unilab/sim/robot_description'
+
 ALL = {
     'joint_states': JOINT_STATES, 'task_state': TASK_STATE, 'observation': OBSERVATION,
     'action': ACTION, 'safe_command': SAFE_COMMAND, 'rollout': ROLLOUT,

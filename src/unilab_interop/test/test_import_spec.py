@@ -4,7 +4,9 @@
 
 import pytest
 from unilab.cli import main
+from unilab_bringup.deploy import describe_model, prepare_deploy
 from unilab_bringup.prepare import task_info
+from unilab_core.config import ConfigError
 import yaml
 
 ARM6 = task_info('arm6_reach')[0]
@@ -47,6 +49,11 @@ def test_the_task_s_own_spec_imports(rsl_run, tmp_path):
      ['term 0: the spec has joint_velocity (6), task arm6_reach has joint_position (6)']),
     ({'task': 'quad_walk'}, ['the spec is for `quad_walk`']),
     ({'activation': 'swish'}, ["activation 'swish'"]),
+    ({'joint_range': {'low': [-1.0] * 5, 'high': [1.0] * 6}},
+     ['joint_range: 5 low and 6 high values, the task has 6 joints']),
+    ({'joint_range': {'low': [-1.0] * 6, 'high': [1.0, 1.0, -2.0, 1.0, 1.0, 1.0]}},
+     ['joint_range: low > high at joint [2]']),
+    ({'joint_range': [-1.0, 1.0]}, ['joint_range must be {low: [...], high: [...]}']),
 ])
 def test_a_mismatched_spec_exits_2_naming_it(rsl_run, tmp_path, capsys, changes, named):
     assert _import(rsl_run, tmp_path, '--task', 'arm6_reach',
@@ -56,6 +63,33 @@ def test_a_mismatched_spec_exits_2_naming_it(rsl_run, tmp_path, capsys, changes,
         assert text in err, err
     assert 'Traceback' not in err
     assert not (tmp_path / 'rd').exists()  # nothing written
+
+
+def test_a_joint_range_in_the_spec_becomes_the_trained_envelope_deploy_uses(rsl_run, tmp_path):
+    low = [-0.5 - 0.1 * k for k in range(6)]
+    high = [0.5 + 0.1 * k for k in range(6)]
+    spec = _spec(tmp_path, joint_range={'low': low, 'high': high})
+    assert _import(rsl_run, tmp_path, '--task', 'arm6_reach', '--spec', spec) == 0
+    model = describe_model(tmp_path / 'rd')
+    assert model.envelope['joint_low'] == low and model.envelope['joint_high'] == high
+    assert model.envelope['workspace'] == list(ARM6.workspace)
+    # The deploy narrows the gate to it, and --require-envelope takes it.
+    ranged = prepare_deploy(str(tmp_path / 'rd'), 'arm6', run_dir=str(tmp_path / 'd1'),
+                            require_envelope=True)
+    margin = ranged.cfg.safety.envelope_margin_rad
+    gate = ranged.graph.parameters['safety']
+    assert ranged.warnings == []
+    assert gate.envelope_low == pytest.approx([v - margin for v in low])
+    assert gate.envelope_high == pytest.approx([v + margin for v in high])
+    # Without one, the import carries none: deploy warns, --require-envelope refuses it.
+    assert _import(rsl_run, tmp_path / 'plain', '--task', 'arm6_reach') == 0
+    assert describe_model(tmp_path / 'plain' / 'rd').envelope is None
+    plain = prepare_deploy(str(tmp_path / 'plain' / 'rd'), 'arm6',
+                           run_dir=str(tmp_path / 'd2'))
+    assert any('carries no trained joint range' in w for w in plain.warnings)
+    with pytest.raises(ConfigError, match='--require-envelope refuses it'):
+        prepare_deploy(str(tmp_path / 'plain' / 'rd'), 'arm6', run_dir=str(tmp_path / 'd3'),
+                       require_envelope=True)
 
 
 def test_a_policy_for_another_task_exits_2(rsl_run, tmp_path, capsys):

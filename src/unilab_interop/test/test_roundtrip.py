@@ -19,6 +19,7 @@ from unilab.cli import main
 from unilab_bringup.prepare import prepare_run
 from unilab_policy.actor import StepIn
 from unilab_policy.checkpoint import save_checkpoint
+from unilab_policy.envelope import checkpoint_envelope, KEY as ENVELOPE_KEY
 from unilab_policy.networks import bundle_from_params, load_trained, make_actor
 import yaml
 
@@ -81,8 +82,11 @@ def _unilab_run(tmp_path, obs):
         n.var.mul_(torch.rand(n.var.shape, generator=g) * 2 + 1).add_(1e-4)
         for p in bundle.actor_critic.parameters():
             p.add_(0.1 * torch.randn(p.shape, generator=g))
+    envelope = {'joint_low': [-1.0 - 0.1 * k for k in range(6)],
+                'joint_high': [1.0 + 0.1 * k for k in range(6)], 'samples': 100,
+                'workspace': [], 'workspace_frame': ''}
     save_checkpoint(run.run_dir / 'checkpoints' / 'latest.pt',
-                    {'bundle': bundle.state_dict(), 'updates': 7})
+                    {'bundle': bundle.state_dict(), 'updates': 7, ENVELOPE_KEY: envelope})
     return run.run_dir, bundle
 
 
@@ -120,3 +124,8 @@ def test_unilab_policy_exported_loads_in_rsl_rl_runner_and_acts_alike(rsl_run, t
     again = load_trained(back).bundle
     with torch.no_grad():
         assert torch.max(torch.abs(again(obs[inside]) - ours[inside])) <= TOL
+    # The trained joint range travels in the spec (rsl_rl's files have no place for it).
+    mine = checkpoint_envelope(rd / 'checkpoints' / 'latest.pt')
+    theirs = checkpoint_envelope(back / 'checkpoints' / 'latest.pt')
+    assert theirs['joint_low'] == mine['joint_low']
+    assert theirs['joint_high'] == mine['joint_high']

@@ -33,6 +33,7 @@ from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
 from unilab_interop.convert import ConvertError, rsl_cfg_for_bundle, rsl_states_from_bundle
 from unilab_interop.rsl_import import task_layout
+from unilab_policy.envelope import KEY as ENVELOPE_KEY
 from unilab_policy.networks import load_trained
 import yaml
 
@@ -93,7 +94,8 @@ def export_rsl(run_dir: str, out: str | None = None) -> dict:
     single_file_onnx(out_dir / 'policy.onnx')
     spec = out_dir / 'rsl_rl_spec.yaml'
     info, _ = task_info(p.run.task)
-    atomic_write_text(spec, yaml.safe_dump(policy_spec(p, info), sort_keys=False))
+    atomic_write_text(spec, yaml.safe_dump(policy_spec(p, info, ckpt.get(ENVELOPE_KEY)),
+                                           sort_keys=False))
     # The runner configuration whose actor and critic take these weights.
     train_cfg = out_dir / 'rsl_rl_train_cfg.yaml'
     atomic_write_text(train_cfg, yaml.safe_dump(saved_cfg, sort_keys=False))
@@ -116,14 +118,23 @@ def single_file_onnx(path: pathlib.Path) -> None:
     data.unlink()
 
 
-def policy_spec(params, info) -> dict:
-    """Return the spec ``import-policy`` reads for a policy of ``params`` on task ``info``."""
+def policy_spec(params, info, envelope: dict | None = None) -> dict:
+    """
+    Return the spec ``import-policy`` reads for a policy of ``params`` on task ``info``.
+
+    ``envelope`` is the checkpoint's trained envelope: its joint range travels as the
+    spec's ``joint_range`` (rsl_rl's files have no place for it).
+    """
     m = params.model
-    return {'task': info.name,
+    spec = {'task': info.name,
             'observation': [{'name': n, 'size': s} for n, s in task_layout(info)],
             'joint_names': list(info.joint_names), 'action_mode': m.action_mode,
             'action_scale': list(m.action_scale), 'action_offset': list(m.action_offset),
             'activation': m.activation}
+    if envelope and 'joint_low' in envelope:
+        spec['joint_range'] = {'low': list(envelope['joint_low']),
+                               'high': list(envelope['joint_high'])}
+    return spec
 
 
 def check_same_actions(runner: OnPolicyRunner, bundle, obs_dim: int, n: int = 256,

@@ -25,6 +25,14 @@ the policy is taken to be trained on our own task through
     action_scale: 0.04      # one value or one per joint
     action_offset: []       # offset mode: the pose actions are around
     activation: elu         # the MLP's activation (checkpoints do not record it)
+    joint_range:            # optional: the joint positions it was trained in (rad)
+      low: [...]            # per joint, in joint_names order
+      high: [...]
+
+rsl_rl records no joint range; one given here becomes the run's trained
+envelope (``unilab_policy.envelope``), so ``deploy`` narrows the gate to it as
+it does for a policy trained here; without one ``deploy`` warns and enforces
+the driver's limits only.
 
 Isaac Lab orders joints as the articulation lists them, not as the URDF does,
 a classic deploy fault: every difference in sizes, names or order is refused,
@@ -34,20 +42,23 @@ naming the joint or term (ConfigError, exit 2); nothing is reordered silently.
 from __future__ import annotations
 
 import dataclasses
+import math
 import pathlib
 import pickle
 
 import torch
 from unilab_bringup.prepare import prepare_run, task_info
 from unilab_core.config import ConfigError, ModelSection, NormalizationSection, read_yaml
+from unilab_core.graph import holds_joint_positions
 from unilab_interop.convert import (ACTIVATIONS, bundle_state_from_rsl, ConvertError, IMPORT_CLIP,
                                     mlp_shape, RSL_NORM_EPS)
 from unilab_policy.checkpoint import save_checkpoint
+from unilab_policy.envelope import KEY as ENVELOPE_KEY, TrainedEnvelope
 from unilab_policy.models import PolicyBundle
 from unilab_policy.networks import build_bundle
 
 SPEC_KEYS = {'observation', 'joint_names', 'action_mode', 'action_scale', 'action_offset',
-             'activation', 'task'}
+             'activation', 'task', 'joint_range'}
 
 
 @dataclasses.dataclass
@@ -172,6 +183,8 @@ def check_spec(spec: dict, info, in_dim: int, out_dim: int, where: str) -> None:
     if 'joint_names' in spec:
         problems += _joint_problems(list(spec['joint_names']), list(info.joint_names),
                                     info.name)
+    if 'joint_range' in spec:
+        problems += _range_problems(spec['joint_range'], info)
     if problems:
         raise ConfigError(f'{where}: does not fit task {info.name}: ' + '; '.join(problems))
 
@@ -192,6 +205,28 @@ def _joint_problems(given: list, task: list, name: str) -> list[str]:
     if len(given) != len(set(given)):
         out.append(f'joint_names repeats a name: {given}')
     return out
+
+
+def _range_problems(given, info) -> list[str]:
+    """Return what is wrong with a spec's ``joint_range`` ({low: [J], high: [J]})."""
+    if not holds_joint_positions(info):
+        return [f'joint_range: task {info.name} does not command the joint positions it '
+                'observes; a trained joint range means nothing to its gate']
+    joints = len(info.joint_names)
+    if not isinstance(given, dict) or set(given) != {'low', 'high'}:
+        return [f'joint_range must be {{low: [...], high: [...]}} (rad, one per joint), '
+                f'got {given!r}']
+    try:
+        low, high = ([float(v) for v in given[k]] for k in ('low', 'high'))
+    except (TypeError, ValueError):
+        return [f'joint_range: low and high must be lists of numbers, got {given!r}']
+    if len(low) != joints or len(high) != joints:
+        return [f'joint_range: {len(low)} low and {len(high)} high values, the task has '
+                f'{joints} joints']
+    if not all(map(math.isfinite, low + high)):
+        return [f'joint_range: values must be finite, got {given!r}']
+    wrong = [k for k, (lo, hi) in enumerate(zip(low, high)) if lo > hi]
+    return [f'joint_range: low > high at joint {wrong}'] if wrong else []
 
 
 def read_spec(path: str | None) -> dict:
@@ -255,7 +290,15 @@ def import_rsl(path: str, task: str, spec_path: str | None = None,
     overrides, bundle = import_bundle(policy, info, spec, where)
     run = prepare_run([], {'run.task': task, **overrides},
                       run_dir=run_dir or f'runs/{task}-rsl_rl-import')
-    state = {'bundle': bundle.state_dict(),
+    envelope = {}
+    if 'joint_range' in spec:
+        # The spec's range as the trained envelope a run of ours records (no samples of ours).
+        p = run.graph.parameters['trainer']  # what our trainer records it with
+        env = TrainedEnvelope(p.envelope_joints, p.workspace, p.workspace_frame)
+        r = spec['joint_range']
+        env.load_state_dict({'joint_low': r['low'], 'joint_high': r['high']})
+        envelope = {ENVELOPE_KEY: env.state_dict()}
+    state = {'bundle': bundle.state_dict(), **envelope,
              'imported_from': {'format': 'rsl_rl', 'file': str(pathlib.Path(path).resolve()),
                                'source': policy.source,
                                'iteration': -1 if policy.iteration is None

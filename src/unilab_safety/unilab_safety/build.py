@@ -65,10 +65,12 @@ def build_gate(spec) -> SafetyGate:
         pid = PidCompensator(gains['pid_kp'] or 0.0, gains['pid_ki'] or 0.0,
                              gains['pid_kd'] or 0.0, spec.dt, gains['pid_i_max'], n_joints=j)
     envelope = (spec.envelope_low, spec.envelope_high) if spec.envelope_low else None
-    # Robot-only rules (the deploy graph sets robot_rules; training leaves them off).
-    tracking = s.max_tracking_error_rad if spec.robot_rules else None
+    # Robot-only rules (the deploy graph sets robot_rules; training leaves them off). They
+    # bound position commands against the measured pose: a velocity or effort robot has none.
+    position_rules = spec.robot_rules and spec.interface == 'position'
+    tracking = s.max_tracking_error_rad if position_rules else None
     tool = None
-    if spec.robot_rules and s.max_tool_speed_mps > 0:
+    if position_rules and s.max_tool_speed_mps > 0:
         if not spec.tool_model_file or not spec.tool_site:
             raise ValueError('parameter `safety.max_tool_speed_mps` needs `tool_model_file` '
                              'and `tool_site` (the robot profile\'s model_file and '

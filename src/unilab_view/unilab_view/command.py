@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
+from unilab_core import topics
 from unilab_view.workspace import model_workspace
 
 
@@ -19,7 +20,13 @@ def view_argv(args) -> list[str]:
         argv.append('--allow-arm')
     if args.foxglove:
         argv += ['--foxglove-port', str(args.foxglove_port)]
-    argv += ['--joint-states', args.joint_states, '--env', str(args.env)]
+    # --training: the training graph's own names (unilab_core.topics), unless given.
+    joint_states = args.joint_states or (topics.SIM_JOINT_STATES if args.training
+                                         else 'joint_states')
+    description = args.description or (topics.SIM_ROBOT_DESCRIPTION if args.training
+                                       else 'robot_description')
+    argv += ['--joint-states', joint_states, '--description', description,
+             '--env', str(args.env)]
     if args.model:
         found = model_workspace(args.model)
         if found is None:
@@ -57,8 +64,14 @@ def add_command(sub) -> None:
     v.add_argument('--foxglove', action='store_true',
                    help='also serve the graph to Foxglove (WebSocket, frames from the URDF)')
     v.add_argument('--foxglove-port', type=int, default=8765, help='Foxglove port (8765)')
-    v.add_argument('--joint-states', default='joint_states', metavar='TOPIC',
-                   help='joint-state topic, under each namespace when relative (joint_states)')
+    v.add_argument('--training', action='store_true',
+                   help='beside `unilab train`: its joint states and URDF (under /unilab/sim)')
+    v.add_argument('--joint-states', default=None, metavar='TOPIC',
+                   help='joint-state topic, under each namespace when relative (joint_states; '
+                   'with --training /unilab/sim/joint_states)')
+    v.add_argument('--description', default=None, metavar='TOPIC',
+                   help='URDF topic (robot_description; with --training '
+                   '/unilab/sim/robot_description)')
     v.add_argument('--env', type=int, default=0,
                    help='of a training graph\'s batched joint states (env<i>/<joint>), the '
                    'env shown (0)')

@@ -14,8 +14,9 @@ commanded pose as a translucent ghost, the goal as a sphere, and the gate's pane
 page has Arm / Disarm buttons that call ``<ns>/safety/arm`` and ``<ns>/safety/disarm``
 (std_srvs/Trigger, the services ``unilab arm`` calls).
 
-Beside ``unilab train``: ``joint_states`` names the topic (the training graph's, for
-instance), and a batched JointState (names ``env<i>/<joint>``) is shown as env ``env``
+Beside ``unilab train``: ``joint_states`` and ``description`` name the topics (the
+training graph's ``topics.SIM_JOINT_STATES`` and ``SIM_ROBOT_DESCRIPTION``), and a
+batched JointState (names ``env<i>/<joint>``) is shown as env ``env``
 (``unilab_core.joint_names.env_joints``); the trainer's status on ``/diagnostics`` adds
 a Training folder with the return, success-rate and clamp-share curves
 (``unilab_view.curves``), one point per PPO update.
@@ -92,12 +93,13 @@ class ViewNode(Node):
     def __init__(self, namespaces: list[str], port: int = 8080, host: str = '0.0.0.0',
                  rate_hz: float = 20.0, allow_arm: bool = False,
                  foxglove_port: int | None = None, joint_states: str = 'joint_states',
-                 env: int = 0, workspace: tuple[float, ...] = (),
+                 env: int = 0, description: str = 'robot_description',
+                 workspace: tuple[float, ...] = (),
                  workspace_frame: str = 'base_link'):
         super().__init__('unilab_view')
         self.lock = threading.Lock()
         self.allow_arm = allow_arm
-        self.joint_states, self.env = joint_states, env
+        self.joint_states, self.env, self.description = joint_states, env, description
         self.workspace, self.workspace_frame = tuple(workspace), workspace_frame
         # A training run's curves (the trainer's status on /diagnostics), drawn once the
         # first update came; ``curve_plots`` holds the page's plots then.
@@ -125,7 +127,7 @@ class ViewNode(Node):
             with self.lock:
                 setattr(robot, field, value)
         ns = robot.ns
-        self.create_subscription(String, namespaced(ns, 'robot_description'),
+        self.create_subscription(String, namespaced(ns, self.description),
                                  lambda m: store('urdf_text', m.data), DESCRIPTION_QOS)
         self.create_subscription(
             JointState, namespaced(ns, self.joint_states),
@@ -315,6 +317,7 @@ def main(args=None) -> None:
     parser.add_argument('--foxglove-port', type=int, default=None)
     parser.add_argument('--joint-states', default='joint_states')
     parser.add_argument('--env', type=int, default=0)
+    parser.add_argument('--description', default='robot_description')
     parser.add_argument('--workspace', type=float, nargs=6, default=())
     parser.add_argument('--workspace-frame', default='base_link')
     argv = remove_ros_args(sys.argv if args is None else args)[1:]
@@ -326,7 +329,7 @@ def main(args=None) -> None:
     rclpy.init(args=args)
     node = ViewNode(opts.namespace or [''], port=opts.port, allow_arm=opts.allow_arm,
                     foxglove_port=opts.foxglove_port, joint_states=opts.joint_states,
-                    env=opts.env, workspace=opts.workspace,
+                    env=opts.env, description=opts.description, workspace=opts.workspace,
                     workspace_frame=opts.workspace_frame)
     # ... and runs only on a core nobody else wants: every thread (DDS's, viser's)
     # SCHED_IDLE, as the recorder and the adapter beside a robot do.

@@ -24,6 +24,8 @@ import re
 import resource
 from typing import NamedTuple
 
+from unilab_core import topics
+
 OK, WARN, FAIL = 'ok', 'warn', 'fail'
 STATUSES = (OK, WARN, FAIL)
 MIB = 1 << 20
@@ -429,6 +431,33 @@ def check_ros_domain(value: str | None) -> Check:
         return Check('ros_domain_id', WARN, f'ROS_DOMAIN_ID {domain}: DDS ports of domains '
                      'above 101 fall into Linux\'s ephemeral port range', remedy)
     return Check('ros_domain_id', OK, f'ROS_DOMAIN_ID {domain}')
+
+
+def check_training_topics(nodes, remappings: dict[str, dict[str, str]],
+                          domain: str | None) -> Check:
+    """
+    Say where training publishes, and fail when it would use a robot's own names.
+
+    ``nodes`` are the training graph's node names, ``remappings`` its
+    ``{node: {from: to}}`` (``Graph.remappings``); ``domain`` the value
+    of ``ROS_DOMAIN_ID``. A driver's ``joint_state_broadcaster`` publishes
+    ``/joint_states`` and every ``use_sim_time`` node follows ``/clock``: a training
+    graph on the same domain must keep both off those names (``topics.SIM_REMAPS``).
+    """
+    where = f'domain {domain}' if domain else 'domain 0 (ROS_DOMAIN_ID unset)'
+    own = {name: {src: remappings.get(name, {}).get(src, src) for src in topics.SIM_REMAPS}
+           for name in nodes}
+    shared = sorted({f'{n}: {src}' for n, m in own.items() for src, dst in m.items()
+                     if dst == src})
+    if shared:
+        return Check('training_topics', FAIL, f'training on {where} uses a robot\'s own '
+                     f'names ({", ".join(shared)}): a driver\'s readers and use_sim_time '
+                     'nodes on this domain would see the simulator',
+                     'remap them as unilab_bringup.graphs.training_graph does '
+                     '(unilab_core.topics.SIM_REMAPS)')
+    names = sorted({dst for m in own.values() for dst in m.values()})
+    return Check('training_topics', OK, f'training publishes {" and ".join(names)} on '
+                 f'{where}; a robot\'s /joint_states and /clock there are left alone')
 
 
 # ---------------------------------------------------------------------------- torch / CUDA

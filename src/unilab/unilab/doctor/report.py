@@ -21,7 +21,8 @@ from unilab.doctor.checks import (Check, check_clock_sync, check_cpu_governor, c
                                   check_dev_shm, check_graph_capture, check_irq_affinity,
                                   check_isolcpus, check_memlock, check_preempt_rt, check_rmw,
                                   check_ros_domain, check_rt_runtime, check_rtprio,
-                                  check_torch_cuda, FAIL, isolated_cpus, STATUSES, TorchFacts)
+                                  check_torch_cuda, check_training_topics, FAIL, isolated_cpus,
+                                  STATUSES, TorchFacts)
 from unilab.doctor.gpu_checks import check_nvml, GPU_CHECKS, gpu_checks
 from unilab.doctor.probe import (CAP_IPC_LOCK, CAP_SYS_NICE, HostFacts, read_host_facts,
                                  read_torch_facts)
@@ -33,7 +34,7 @@ from unilab_core.graph import Graph
 
 HOST_CHECKS = ('preempt_rt', 'isolcpus', 'memlock', 'rtprio', 'sched_rt_runtime',
                'cpu_governor', 'irq_affinity', 'dev_shm', 'clock_sync', 'rmw', 'ros_domain_id',
-               'dds_shm')
+               'training_topics', 'dds_shm')
 DEVICE_CHECKS = ('torch_cuda', 'cuda_graphs', 'nvml')
 WIDTH = 100
 NBSP = '\u00a0'
@@ -52,8 +53,13 @@ def policy_weight_count(graph: Graph) -> int:
     return int(flatten_state(bundle_from_params(graph.parameters['trainer']))[0].numel())
 
 
-def host_checks(h: HostFacts, cfg: RunConfig, need: tuple[int, int]) -> list[Check]:
-    """Run the host checks on gathered facts (``need``: see ``rings.shm_need``)."""
+def host_checks(h: HostFacts, cfg: RunConfig, need: tuple[int, int],
+                graph: Graph) -> list[Check]:
+    """
+    Run the host checks on gathered facts.
+
+    ``need``: see ``rings.shm_need``; ``graph``: the training graph (its topic names).
+    """
     s = cfg.safety
     try:
         isolated = isolated_cpus(h.cmdline)
@@ -71,6 +77,8 @@ def host_checks(h: HostFacts, cfg: RunConfig, need: tuple[int, int]) -> list[Che
         check_clock_sync(h.clock),
         check_rmw(h.env, h.rmws),
         check_ros_domain(h.env.get('ROS_DOMAIN_ID')),
+        check_training_topics([n.name for n in graph.nodes], graph.remappings,
+                              h.env.get('ROS_DOMAIN_ID')),
         check_dds_files(h.dds_files),
     ]
 
@@ -107,7 +115,7 @@ def diagnose(config_files=(), root='/', env=None, nvml_import=None, which=shutil
     graph = training_graph(cfg, info, run_dir='runs/doctor', limits_file='joint_limits.yaml')
     rings = graph_rings(graph, policy_weight_count(graph), len(PASS_THROUGH))
     facts = read_host_facts(root, env, which, run)
-    return (host_checks(facts, cfg, shm_need(rings, cfg.run.process_mode))
+    return (host_checks(facts, cfg, shm_need(rings, cfg.run.process_mode), graph)
             + device_checks(cfg, torch_facts or read_torch_facts(), gpu_report(nvml_import)))
 
 

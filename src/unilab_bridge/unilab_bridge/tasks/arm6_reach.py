@@ -89,6 +89,8 @@ class Arm6Reach(BatchedTask):
     ACTION_RATE_SCALE = REWARD_SCALES['action_rate']
     TOOL_SPEED_SCALE = REWARD_SCALES['tool_speed']
     COMMAND_TOOL_SPEED_SCALE = REWARD_SCALES['command_tool_speed']
+    #: What a command is: joint position targets (rad); arm6_reach_velocity: velocities.
+    COMMAND_INTERFACE = 'position'
 
     def __init__(self, num_envs, seed=0, max_episode_steps=100, decimation=4,
                  reset_noise=0.1, reward_scales=None, num_threads=None, auto_reset=True):
@@ -97,7 +99,7 @@ class Arm6Reach(BatchedTask):
         self.num_envs = int(num_envs)
         if self.num_envs < 1:
             raise ValueError(f'num_envs must be >= 1, got {num_envs}')
-        self.model = load_model(self.ASSET)
+        self.model = self._load_model()
         act_ids, jnt_ids = actuated_joints(self.model)
         self.joint_names = [self.model.joint(j).name for j in jnt_ids]
         self._qpos_adr = self.model.jnt_qposadr[jnt_ids]
@@ -110,7 +112,7 @@ class Arm6Reach(BatchedTask):
         self.action_dim = self.model.nu
         self.extras_dim = EXTRAS_DIM
         self.uses_joint_state = True
-        self.command_interface = 'position'
+        self.command_interface = self.COMMAND_INTERFACE
         self.control_dt = float(self.model.opt.timestep * decimation)
         self.max_episode_steps = int(max_episode_steps)
         self.joint_limits = joint_limits_from_model(
@@ -118,8 +120,8 @@ class Arm6Reach(BatchedTask):
         self.home = np.asarray(self.HOME, dtype=float)
         self.action_low = self.model.actuator_ctrlrange[:, 0].copy()
         self.action_high = self.model.actuator_ctrlrange[:, 1].copy()
-        self.action_mode = 'relative'
-        self.action_scale = tuple(
+        self.action_mode = 'relative' if self.command_interface == 'position' else 'absolute'
+        self.action_scale = () if self.action_mode == 'absolute' else tuple(
             ACTION_SCALE_SLEW_STEPS * self.joint_limits[j]['max_velocity'] * self.control_dt
             for j in self.joint_names)
         self.reset_noise = float(reset_noise)
@@ -147,6 +149,10 @@ class Arm6Reach(BatchedTask):
             n, self.max_episode_steps if self.auto_reset else None)
         self._batch_steps = 0
         self._was_reset = False
+
+    def _load_model(self):
+        """Return the task's compiled model (a variant may change its actuators)."""
+        return load_model(self.ASSET)
 
     def reset(self, seed=None):
         """Reset every env to HOME plus small joint noise, with a new target each."""
@@ -247,9 +253,10 @@ class Arm6Reach(BatchedTask):
         q0 = self.home + self._rng.uniform(-self.reset_noise, self.reset_noise, self.action_dim)
         q0 = np.clip(q0, self.action_low, self.action_high)
         data.qpos[self._qpos_adr] = q0
-        # Command the start pose so the arm holds still until the policy acts.
-        data.ctrl[:] = q0
-        self._prev_cmd[i] = q0
+        # Command the start pose (a velocity drive: zero) so the arm holds still until the
+        # policy acts.
+        data.ctrl[:] = q0 if self.command_interface == 'position' else 0.0
+        self._prev_cmd[i] = data.ctrl
         self._target[i] = self.sample_targets(1)[0]
         data.mocap_pos[self._mocap] = self._target[i]
         mujoco.mj_forward(self._batch.models[i], data)

@@ -26,21 +26,27 @@ def is_position_actuator(model, act):
             and model.actuator_biasprm[act, 1] < 0)
 
 
+def is_velocity_actuator(model, act):
+    """Return True if the actuator is a velocity servo (affine bias with -kv on qvel only)."""
+    return (int(model.actuator_biastype[act]) == int(mujoco.mjtBias.mjBIAS_AFFINE)
+            and model.actuator_biasprm[act, 1] == 0 and model.actuator_biasprm[act, 2] < 0)
+
+
 def joint_limits_from_model(model, actuator_ids, joint_ids, max_velocity=None):
     """
     Return {joint name: ros2_control limits} for the given actuator/joint pairs.
 
-    Position limits come from the joint range. Effort limits come from the actuator force
-    range for position servos and from the ctrl range for torque actuators, whose command is
-    the effort itself. Velocity limits are only reported when ``max_velocity`` is given (a
-    sequence aligned with ``joint_ids``), since MuJoCo models carry no such data. Values of
-    absent limits are NaN, as in ros2_control.
+    Position limits come from the joint range. Effort limits come from the actuator force range
+    for position and velocity servos and from the ctrl range for torque actuators, whose
+    command is the effort itself. Velocity limits are only reported when ``max_velocity`` is
+    given (a sequence aligned with ``joint_ids``), since MuJoCo models carry no such data.
+    Values of absent limits are NaN, as in ros2_control.
     """
     limits = {}
     for k, (act, jnt) in enumerate(zip(actuator_ids, joint_ids)):
         has_pos = bool(model.jnt_limited[jnt])
         lo, hi = (float(v) for v in model.jnt_range[jnt])
-        if is_position_actuator(model, act):
+        if is_position_actuator(model, act) or is_velocity_actuator(model, act):
             has_eff = bool(model.actuator_forcelimited[act])
             eff_range = model.actuator_forcerange[act]
         else:

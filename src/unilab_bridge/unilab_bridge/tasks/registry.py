@@ -3,6 +3,7 @@
 """Look tasks up by name: UniLab's own tasks first, then gymnasium MuJoCo env ids."""
 
 from unilab_bridge.tasks.arm6_reach import Arm6Reach
+from unilab_bridge.tasks.arm6_reach_velocity import Arm6ReachVelocity
 from unilab_bridge.tasks.gym_adapter import gym_mujoco_ids, GymBatchedTask, is_gym_mujoco_id
 from unilab_bridge.tasks.quad12_walk import Quad12Walk
 from unilab_bridge.tasks.quad_walk import QuadWalk
@@ -13,6 +14,7 @@ DEFAULT_TASK = 'arm6_reach'
 # name -> factory(num_envs, seed, **options)
 _TASKS = {
     'arm6_reach': Arm6Reach,
+    'arm6_reach_velocity': Arm6ReachVelocity,
     'quad_walk': QuadWalk,
     'quad12_walk': Quad12Walk,
     'ur5e_reach': Ur5eReach,

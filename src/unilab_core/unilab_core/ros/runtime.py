@@ -15,6 +15,7 @@ from typing import Callable, Iterable
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
 
 from unilab_core.config import ConfigError
 
@@ -44,11 +45,13 @@ def detach_and_shutdown(executor, nodes: Iterable, timeout_sec: float | None = 1
     executor.shutdown(timeout_sec=timeout_sec)
 
 
-def _install_sigterm():
+def _install_sigterm(sigint: bool = False):
     # launch and our CLI stop children with SIGINT then SIGTERM; turn SIGTERM
     # into the same clean path as Ctrl-C so nodes flush stats and checkpoints. Once
     # that path runs, a further SIGTERM (a launcher and the kernel's parent-death
     # signal may both send one) must not break off the checkpoint it is writing.
+    # ``sigint``: SIGINT takes the same path (a node process started without rclpy's
+    # own handler, which would shut the context down before the nodes close).
     stopping = []
 
     def handler(signum, frame):
@@ -57,6 +60,8 @@ def _install_sigterm():
         stopping.append(signum)
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, handler)
+    if sigint:
+        signal.signal(signal.SIGINT, handler)
 
 
 def _hold_further_stops() -> dict:
@@ -192,11 +197,15 @@ def spin_process(make_nodes: Callable[[], list], args=None) -> None:
     Ctrl-C, exits 2 on a ConfigError (the message, no traceback), and runs until
     one node is ``done``; the exit status is the worst of the nodes' ``exit_code``.
     """
-    _install_sigterm()
+    # Ctrl-C and SIGTERM raise KeyboardInterrupt with the context still up; rclpy's own
+    # handler would shut the context down first, and a closing node could publish
+    # nothing more: the safety gate's last word on a velocity or effort interface is a
+    # zero command (a forward command controller keeps the last one it got).
+    _install_sigterm(sigint=True)
     if not stop_with_parent():
         print('error: the process that started this node is gone', file=sys.stderr)
         sys.exit(1)
-    rclpy.init(args=args)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     try:
         nodes = make_nodes()
     except ConfigError as exc:
