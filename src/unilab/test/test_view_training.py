@@ -7,7 +7,8 @@ A tiny training run of arm6_reach (8 envs) and the view node in this process, on
 training graph's names (``--training``): the robot comes from the bridge's URDF on
 ``/unilab/sim/robot_description``, the joints shown are env 0's of the batched
 ``/unilab/sim/joint_states`` (``env<i>/<joint>``), and the Training folder's curves
-take one point per PPO update from the trainer's status on ``/diagnostics``.
+take their points from the graph's statuses on ``/diagnostics``. The workspace box
+``--model RUN`` would pass is drawn around the robot's base.
 """
 
 import time
@@ -25,6 +26,8 @@ isolate_ros_domain()
 #: seconds for the run to start and train a few updates (a deadline, not a measurement)
 WAIT_S = 240.0
 ENVS = 8
+#: a workspace box as ``--model RUN`` passes it (xmin, ymin, zmin, xmax, ymax, zmax)
+BOX = (0.25, -0.4, 0.1, 0.65, 0.4, 0.5)
 
 
 def _spin_until(executor, train, what, done):
@@ -42,7 +45,7 @@ def test_view_shows_env_0_and_the_training_curves(tmp_path, tiny_config):
     rclpy.init()
     # What `unilab view --training` starts: the training graph's own names.
     node = ViewNode([''], port=0, host='127.0.0.1', joint_states=topics.SIM_JOINT_STATES,
-                    description=topics.SIM_ROBOT_DESCRIPTION)
+                    description=topics.SIM_ROBOT_DESCRIPTION, workspace=BOX)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     robot = node.robots[0]
@@ -50,6 +53,10 @@ def test_view_shows_env_0_and_the_training_curves(tmp_path, tiny_config):
         _spin_until(executor, train, 'the robot and its joints',
                     lambda: robot.model is not None and robot.measured is not None
                     and all(f.value for f in robot.joint_fields.values()))
+        # The workspace box, around the robot's base (base_link: the URDF's root).
+        box = robot.workspace_box
+        assert box is not None and np.allclose(box.dimensions, (0.4, 0.8, 0.4))
+        assert np.allclose(box.position, (0.45, 0.0, 0.3))
         # The training graph's JointState carries every env; the page shows env 0's.
         names, positions = robot.measured
         assert len(names) == ENVS * len(robot.model.joint_names)

@@ -75,6 +75,26 @@ def test_gate_figures_average_the_rounds_and_sum_the_counters(tmp_path):
                    'deploy_gate_commands': 22, 'deploy_gate_clamped': 4}
 
 
+def test_bench_deploy_view_times_the_graph_with_and_without_a_watched_view():
+    from unilab_bench.deploy import bench_deploy
+    args = argparse.Namespace(steps=20, model=None, robot='arm6', no_multiprocess=False,
+                              rounds=1, view=True)
+    out = bench_deploy(args)
+    names = ('deploy', 'deploy_view', 'deploy_view_foxglove')
+    for name in names:
+        assert out[f'{name}_cycles'] == 20
+        assert 0 < out[f'{name}_p50_ms'] <= out[f'{name}_p99_ms']
+        assert len(out[f'{name}_round_p99_ms']) == 1
+    # Only the composed graph runs; the view's cases had their clients served.
+    assert 'rclpy_p50_ms' not in out and 'deploy_torch_p50_ms' not in out
+    assert out['deploy_view_client']['viser']['messages'] > 0
+    assert set(out['deploy_view_client']) == {'viser'}
+    assert out['deploy_view_foxglove_client']['foxglove']['messages'] > 0
+    assert out['view_p99_diff_ms'] == round(out['deploy_view_p99_ms']
+                                            - out['deploy_p99_ms'], 3)
+    assert isinstance(out['target_met'], bool)
+
+
 def test_view_figures_pair_the_rounds_and_compare_with_the_budget():
     from unilab_bench.deploy import figures, merge_probes, view_figures
 

@@ -79,6 +79,7 @@ class RobotView:
         self.gate = GateState()
         self.gate_before = None
         self.gate_html = None
+        self.workspace_box = None  # the scene's box, once drawn
 
 
 def _finite_point(p):
@@ -298,8 +299,9 @@ class ViewNode(Node):
         x, y, z, w = quaternion_xyzw(frame[:3, :3])
         self.server.scene.add_frame(f'{robot.root}/workspace', show_axes=False,
                                     position=tuple(frame[:3, 3]), wxyz=(w, x, y, z))
-        self.server.scene.add_box(f'{robot.root}/workspace/box', color=(40, 160, 60),
-                                  dimensions=dims, position=centre, wireframe=True)
+        robot.workspace_box = self.server.scene.add_box(
+            f'{robot.root}/workspace/box', color=(40, 160, 60), dimensions=dims,
+            position=centre, wireframe=True)
 
     def close(self) -> None:
         """Stop the web server (and the Foxglove bridge)."""
