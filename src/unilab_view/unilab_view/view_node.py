@@ -232,6 +232,8 @@ class ViewNode(Node):
                 ghost_q.update({n: v for n, v in zip(names, commanded[1])
                                 if np.isfinite(v)})
                 ghost.update_cfg(np.array([ghost_q[n] for n in robot.model.joint_names]))
+                if not ghost.show_visual:
+                    ghost.show_visual = True
             if self.bridge is not None:
                 self._bridge(robot, measured, commanded, goal, stamp_ns)
             if goal is not None:
@@ -249,7 +251,8 @@ class ViewNode(Node):
                     self.curve_plots[name] = self.server.gui.add_uplot(
                         data, ({'label': 'env steps'},
                                {'label': CURVE_TITLES[name], 'stroke': '#1f77b4'}),
-                        title=CURVE_TITLES[name], aspect=2.0)
+                        title=CURVE_TITLES[name], aspect=2.0,
+                        scales={'x': {'time': False}})  # env steps, not a date
             return
         for name, data in series.items():
             self.curve_plots[name].data = data
@@ -278,6 +281,9 @@ class ViewNode(Node):
         ghost = ViserUrdf(self.server, RobotModel(urdf_text).urdf,
                           root_node_name=ghost_root.name,
                           mesh_color_override=(0.3, 0.8, 1.0, 0.35))
+        # No command seen yet (a training graph's commands stay in the transport): no
+        # ghost, rather than one at the zero pose.
+        ghost.show_visual = False
         goal = scene.add_icosphere(f'/goal{robot.root}', radius=0.03, color=(220, 40, 40),
                                    visible=False)
         if self.workspace:
