@@ -9,11 +9,12 @@ from unilab_core.testing import isolate_ros_domain
 isolate_ros_domain()
 
 
-def _figures(envelope=None):
+def _figures(envelope=None, speed_window=1):
     from unilab_bench.robot import RobotFigures
     # Two "links": the origin at height q[0] and a fixed point; the tool at (q[1], 0, 0).
     return RobotFigures(lambda q: np.array([[0.0, 0.0, q[0]], [0.0, 0.0, 1.0]]),
-                        lambda q: np.array([q[1], 0.0, 0.0]), dt=0.02, envelope=envelope)
+                        lambda q: np.array([q[1], 0.0, 0.0]), dt=0.02, envelope=envelope,
+                        speed_window=speed_window)
 
 
 def test_figures_by_hand():
@@ -33,6 +34,24 @@ def test_figures_by_hand():
     assert f.command_speeds == pytest.approx([1.49 / 0.02])
     assert out['commands_seen'] == 2
     assert out['commands_out_of_trained_range'] == 1
+
+
+def test_tool_speed_of_a_double_that_steps_at_the_control_rate():
+    # The tool moves 1 cm per 20 ms physics step (0.5 m/s); the states come about every
+    # 2 ms, late by up to 1.5 ms (a loaded machine), each holding the last step's position.
+    # A one-period window by stamp that starts just before a step and ends just after the
+    # next-but-one holds two steps: about 1 m/s. Five-period windows stay near 0.5 m/s.
+    from unilab_bench.robot import SPEED_WINDOW_PERIODS
+    rng = np.random.default_rng(0)
+    one, five = _figures(), _figures(speed_window=SPEED_WINDOW_PERIODS)
+    for k in range(2000):
+        t = 0.002 * k + 0.0015 * rng.random()
+        x = 0.01 * np.floor(t / 0.02)
+        one.on_joint_state(t, [1.0, x])
+        five.on_joint_state(t, [1.0, x])
+    assert max(one.speeds) > 0.9
+    assert SPEED_WINDOW_PERIODS == 5
+    assert 0.5 * 0.75 <= min(five.speeds) and max(five.speeds) <= 0.5 * 1.25
 
 
 def test_outside_goals_are_all_outside_the_workspace_and_distinct():

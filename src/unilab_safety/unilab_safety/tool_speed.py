@@ -16,12 +16,19 @@ share``:
     d = |p(cmd) - p(ref)|,   cmd <- ref + (L / d) (cmd - ref)   while d > L
 
 Forward kinematics is not linear, so the scaled step is checked again (at
-most ``ITERATIONS`` times; a row still too fast after that is held at its
-reference). The scaled command lies on the segment between the reference and
-the checked command, so every box limit both satisfy (position range, change
-limit) still holds. Two ``mj_kinematics`` calls per row and iteration: on one
-robot arm at 50-500 Hz this is a few microseconds per cycle; no array is
-allocated.
+most ``ITERATIONS`` times). The first pass aims at the limit (exact for a
+straight tool path); later passes aim ``AIM_MARGIN`` inside it: the tool's path
+is curved, and a step scaled onto the limit lands a hair outside it again and
+again, converging from above. (Before, a row still outside after the passes
+was held at its reference: on a UR5e nearly every scaled row was, so the arm
+froze at the start of each motion while the policy kept asking, and the clamps
+cascaded; issue 38.) A row still outside after the passes is bisected along
+its step: the largest share of it within the limit (``BISECTIONS`` halvings),
+never more than the limit. The scaled command lies on the segment between the
+reference and the checked command, so every box limit both satisfy (position
+range, change limit) still holds. Two ``mj_kinematics`` calls per row and
+pass: on one robot arm at 50-500 Hz this is a few microseconds per cycle; no
+array is allocated.
 """
 
 from __future__ import annotations
@@ -30,8 +37,12 @@ import math
 
 import numpy as np
 
-#: Scaling passes per row before a row that is still too fast is held.
+#: Scaling passes per row before a row that is still too fast is bisected.
 ITERATIONS = 4
+#: Share of the limit that the passes after the first aim inside it.
+AIM_MARGIN = 1e-3
+#: Halvings of the step when the passes did not bring a row within the limit (2^-30 of it).
+BISECTIONS = 30
 
 
 class ToolSpeedLimit:
@@ -49,6 +60,7 @@ class ToolSpeedLimit:
         self._p_cmd = np.zeros(3)
         self._d = np.zeros(3)
         self._step = np.zeros(len(kinematics.joint_names))
+        self._try = np.zeros(len(kinematics.joint_names))
 
     def limit(self, cmd: np.ndarray, ref: np.ndarray, rows: np.ndarray, share: float,
               out_rows: np.ndarray) -> int:
@@ -56,7 +68,7 @@ class ToolSpeedLimit:
         Scale ``cmd`` [N, J] towards ``ref`` in place for the ``rows`` [N] bool selected.
 
         ``share`` is the time since the last command in control steps (0, 1].
-        ``out_rows`` [N] bool is set where a row was scaled or held. Returns their count.
+        ``out_rows`` [N] bool is set where a row was scaled. Returns their count.
         """
         limit = self.max_speed * self.dt * share
         out_rows.fill(False)
@@ -66,21 +78,40 @@ class ToolSpeedLimit:
                 continue
             self.fk.position_into(ref[i], self._p_ref)
             row = cmd[i]
+            aim = limit
             for _ in range(ITERATIONS):
-                self.fk.position_into(row, self._p_cmd)
-                np.subtract(self._p_cmd, self._p_ref, out=self._d)
-                dist = math.sqrt(float(np.dot(self._d, self._d)))
+                dist = self._distance(row)
                 if dist <= limit:
                     break
                 # cmd <- ref + (L / d) (cmd - ref): the same direction, a shorter step.
                 np.subtract(row, ref[i], out=self._step)
-                np.multiply(self._step, limit / dist, out=self._step)
+                np.multiply(self._step, aim / dist, out=self._step)
                 np.add(ref[i], self._step, out=row)
                 out_rows[i] = True
+                aim = limit * (1.0 - AIM_MARGIN)
             else:
-                self.fk.position_into(row, self._p_cmd)
-                np.subtract(self._p_cmd, self._p_ref, out=self._d)
-                if math.sqrt(float(np.dot(self._d, self._d))) > limit * (1.0 + 1e-9):
-                    np.copyto(row, ref[i])  # still too fast: hold
+                if self._distance(row) > limit:
+                    self._bisect(row, ref[i], limit)
             count += int(out_rows[i])
         return count
+
+    def _distance(self, q) -> float:
+        """Return |p(q) - p(ref)| [m] (``_p_ref`` holds the reference's tool position)."""
+        self.fk.position_into(q, self._p_cmd)
+        np.subtract(self._p_cmd, self._p_ref, out=self._d)
+        return math.sqrt(float(np.dot(self._d, self._d)))
+
+    def _bisect(self, row, ref, limit) -> None:
+        """Set ``row`` to ``ref + t (row - ref)``: the largest t in [0, 1] found within limit."""
+        np.subtract(row, ref, out=self._step)
+        lo, hi = 0.0, 1.0  # t = 0 (the reference) is within any limit
+        for _ in range(BISECTIONS):
+            mid = 0.5 * (lo + hi)
+            np.multiply(self._step, mid, out=self._try)
+            np.add(ref, self._try, out=self._try)
+            if self._distance(self._try) <= limit:
+                lo = mid
+            else:
+                hi = mid
+        np.multiply(self._step, lo, out=row)
+        np.add(ref, row, out=row)

@@ -89,6 +89,9 @@ class Arm6Reach(BatchedTask):
     ACTION_RATE_SCALE = REWARD_SCALES['action_rate']
     TOOL_SPEED_SCALE = REWARD_SCALES['tool_speed']
     COMMAND_TOOL_SPEED_SCALE = REWARD_SCALES['command_tool_speed']
+    LEAD_SCALE = REWARD_SCALES['lead']
+    #: Slew steps of lead per unit of relative action (the module's ACTION_SCALE_SLEW_STEPS).
+    ACTION_SCALE_SLEW_STEPS = ACTION_SCALE_SLEW_STEPS
     #: What a command is: joint position targets (rad); arm6_reach_velocity: velocities.
     COMMAND_INTERFACE = 'position'
 
@@ -122,12 +125,12 @@ class Arm6Reach(BatchedTask):
         self.action_high = self.model.actuator_ctrlrange[:, 1].copy()
         self.action_mode = 'relative' if self.command_interface == 'position' else 'absolute'
         self.action_scale = () if self.action_mode == 'absolute' else tuple(
-            ACTION_SCALE_SLEW_STEPS * self.joint_limits[j]['max_velocity'] * self.control_dt
+            self.ACTION_SCALE_SLEW_STEPS * self.joint_limits[j]['max_velocity'] * self.control_dt
             for j in self.joint_names)
         self.reset_noise = float(reset_noise)
         self.reward_scales = dict(
             REWARD_SCALES, action_rate=self.ACTION_RATE_SCALE, tool_speed=self.TOOL_SPEED_SCALE,
-            command_tool_speed=self.COMMAND_TOOL_SPEED_SCALE,
+            command_tool_speed=self.COMMAND_TOOL_SPEED_SCALE, lead=self.LEAD_SCALE,
         ) if reward_scales is None else dict(reward_scales)
         self.reward_terms = {}  # scaled per-term rewards of the last step, for logging
 
@@ -171,13 +174,15 @@ class Arm6Reach(BatchedTask):
         if not self._was_reset:
             raise RuntimeError(f'{self.name}: call reset() before step()')
         cmd = self.check_command(command)
+        # The lead over the joints the command was sent from (before the step moves them).
+        lead = cmd - self._batch.qpos if self.reward_scales.get('lead') else None
         self._batch.step(cmd)
         self._batch_steps += 1
         batch = self._batch
         ee = batch.site_pos[:, 0]
         tool_speed = np.linalg.norm(ee - self._prev_tool, axis=1) / self.control_dt
         terms = reach_terms(ee, self._target, cmd, self._prev_cmd, batch.qvel, tool_speed,
-                            self._command_tool_speed(cmd))
+                            self._command_tool_speed(cmd), lead)
         self.reward_terms = {k: self.reward_scales[k] * terms[k] for k in self.reward_scales}
         reward = combine(terms, self.reward_scales)
         self._prev_cmd[:] = cmd

@@ -13,12 +13,19 @@ REWARD_SCALES = {
     'joint_velocity': -0.001,
     'tool_speed': 0.0,
     'command_tool_speed': 0.0,
+    'lead': 0.0,
 }
 
 #: Tool speed (m/s) above which the ``tool_speed`` term costs: below the gate's Cartesian
 #: limit (``safety.max_tool_speed_mps``, 1.0 m/s by default) with room for a robot that
 #: follows a little late (issue 38: a policy at UR's 1.5 m/s limit stops the robot).
 TOOL_SPEED_SOFT_MPS = 0.7
+
+#: Lead (rad) of a joint's command over its measured position above which the ``lead`` term
+#: costs: half the bench's tracking target (0.1 rad) and a third of the gate's tracking bound
+#: (``safety.max_tracking_error_rad``, 0.15 rad), so a robot that lags a step still follows
+#: within the bound.
+LEAD_SOFT_RAD = 0.05
 
 #: Final tool-to-target distance (m) counted as a successful reach (the seed's 5 cm).
 SUCCESS_M = 0.05
@@ -28,7 +35,7 @@ NEAR_TARGET_SCALE = 0.1
 
 
 def reach_terms(ee_pos, target_pos, command, prev_command, joint_velocity,
-                tool_speed=None, command_tool_speed=None):
+                tool_speed=None, command_tool_speed=None, lead=None):
     """
     Return unscaled reward terms, each an [N] array.
 
@@ -40,13 +47,19 @@ def reach_terms(ee_pos, target_pos, command, prev_command, joint_velocity,
     limits, ``unilab_safety.tool_speed``) feeds ``command_tool_speed``, a linear
     hinge above the same speed: linear, because exploration noise makes the
     commanded step of a fresh policy large, and a squared cost of it drowns the
-    task (tried: no success at all). None costs nothing.
+    task (tried: no success at all). ``lead`` [N, J] (rad, the command minus
+    the measured joint position it was sent from: what a robot's gate bounds,
+    ``safety.max_tracking_error_rad``) feeds ``lead``, a squared hinge per joint
+    above LEAD_SOFT_RAD, summed: a command far ahead of the arm, or pushing a
+    joint against its limit, costs. None costs nothing.
     """
     dist = np.linalg.norm(target_pos - ee_pos, axis=1)
     over = (np.zeros_like(dist) if tool_speed is None
             else np.maximum(np.asarray(tool_speed, dtype=np.float64) - TOOL_SPEED_SOFT_MPS, 0.0))
     cmd_over = (np.zeros_like(dist) if command_tool_speed is None else np.maximum(
         np.asarray(command_tool_speed, dtype=np.float64) - TOOL_SPEED_SOFT_MPS, 0.0))
+    lead_over = (np.zeros_like(dist) if lead is None else np.sum(np.square(np.maximum(
+        np.abs(np.asarray(lead, dtype=np.float64)) - LEAD_SOFT_RAD, 0.0)), axis=1))
     return {
         'distance': dist,
         # Bounded and smooth, so it sharpens the gradient near the target without ever
@@ -56,6 +69,7 @@ def reach_terms(ee_pos, target_pos, command, prev_command, joint_velocity,
         'joint_velocity': np.sum(np.square(joint_velocity), axis=1),
         'tool_speed': np.square(over),
         'command_tool_speed': cmd_over,
+        'lead': lead_over,
     }
 
 

@@ -40,6 +40,13 @@ class Ur5eReach(Arm6Reach):
     ACTION_RATE_SCALE = -15.0
     TOOL_SPEED_SCALE = -100.0
     COMMAND_TOOL_SPEED_SCALE = -1.0
+    # Commands that lead the measured joints by little (the gate's tracking bound, 0.15 rad,
+    # and the bench's 0.1 rad): a squared cost per joint above reach_reward.LEAD_SOFT_RAD.
+    LEAD_SCALE = -100.0
+    # One slew step of lead per unit of action (arm6: two). The exploration noise of a fresh
+    # policy moves the commanded tool half as far, so the smoothness terms above charge the
+    # task, not the noise; full speed needs |action| about 1.5 (docs/robots.md).
+    ACTION_SCALE_SLEW_STEPS = 1.0
 
     def task_workspace(self) -> Workspace:
         """Return the box the targets are drawn from, in the robot's base frame."""
