@@ -127,3 +127,35 @@ def test_arm_buttons_only_with_allow_arm():
     finally:
         driver.quit()
         view.stop()
+
+
+def test_view_beside_training_shows_env_0_and_the_curves(tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    from test_view_training import ENVS
+    driver = _browser()
+    port = _free_port()
+    tiny = tmp_path / 'tiny.yaml'
+    tiny.write_text('rollout: {rollout_length: 16, chunk_length: 8}\n'
+                    'policy_update: {batch_size: 64, epochs: 2}\n'
+                    'logging: {tensorboard: false, checkpoint_every: 2}\n'
+                    'model: {hidden_sizes: [32, 32]}\n')
+    train = Process('train', '--steps', 1_000_000, '--run-dir', tmp_path / 'run',
+                    '--config', tiny, '--num-envs', ENVS, '--no-progress')
+    view = Process('view', '--port', port, '--training')
+    try:
+        wait = WebDriverWait(driver, WAIT_S, poll_frequency=0.5)
+        _open(driver, port, view)
+        # env 0's six joints, and the three curves (uPlot draws each in a .uplot element).
+        wait.until(lambda d: len(_joint_values(d)) == 6)
+        wait.until(lambda d: len(d.find_elements(By.CLASS_NAME, 'uplot')) == 3)
+        assert 'Training' in driver.find_element(By.TAG_NAME, 'body').text
+        driver.save_screenshot(str(tmp_path / 'view_training.png'))
+    except Exception:
+        driver.save_screenshot(str(tmp_path / 'failed.png'))
+        raise
+    finally:
+        driver.quit()
+        for proc in (view, train):
+            proc.stop()
+    assert 'Traceback' not in view.output(), view.output()

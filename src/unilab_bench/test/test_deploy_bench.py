@@ -73,3 +73,48 @@ def test_gate_figures_average_the_rounds_and_sum_the_counters(tmp_path):
     assert out == {'deploy_gate_p50_ms': 0.4, 'deploy_gate_p99_ms': 0.7,
                    'deploy_rt_mode': 'inline', 'deploy_gate_early_actions': 2,
                    'deploy_gate_commands': 22, 'deploy_gate_clamped': 4}
+
+
+def test_bench_deploy_view_times_the_graph_with_and_without_a_watched_view():
+    from unilab_bench.deploy import bench_deploy
+    args = argparse.Namespace(steps=20, model=None, robot='arm6', no_multiprocess=False,
+                              rounds=1, view=True)
+    out = bench_deploy(args)
+    names = ('deploy', 'deploy_view', 'deploy_view_foxglove')
+    for name in names:
+        assert out[f'{name}_cycles'] == 20
+        assert 0 < out[f'{name}_p50_ms'] <= out[f'{name}_p99_ms']
+        assert len(out[f'{name}_round_p99_ms']) == 1
+    # Only the composed graph runs; the view's cases had their clients served.
+    assert 'rclpy_p50_ms' not in out and 'deploy_torch_p50_ms' not in out
+    assert out['deploy_view_client']['viser']['messages'] > 0
+    assert set(out['deploy_view_client']) == {'viser'}
+    assert out['deploy_view_foxglove_client']['foxglove']['messages'] > 0
+    assert out['view_p99_diff_ms'] == round(out['deploy_view_p99_ms']
+                                            - out['deploy_p99_ms'], 3)
+    assert isinstance(out['target_met'], bool)
+
+
+def test_view_figures_pair_the_rounds_and_compare_with_the_budget():
+    from unilab_bench.deploy import figures, merge_probes, view_figures
+
+    def probe(*ms):
+        return {'cycles': len(ms), 'deadline_misses': 0, 'latency_ms': list(ms)}
+    # Two rounds each; a single cycle per round makes each round's p99 that cycle.
+    probes = {'deploy': [probe(1.0), probe(2.0)],
+              'deploy_view': [probe(1.1), probe(2.3)],
+              'deploy_view_foxglove': [probe(1.5), probe(2.0)]}
+    pooled = {}
+    for name, ps in probes.items():
+        pooled.update(figures(name, merge_probes(ps)))
+    out = view_figures(pooled, probes)
+    assert out['deploy_round_p99_ms'] == [1.0, 2.0]
+    assert out['deploy_view_round_p99_ms'] == [1.1, 2.3]
+    # Paired per round: +0.1 and +0.3 -> median 0.2; +0.5 and 0.0 -> 0.25.
+    assert out['view_p99_diff_round_median_ms'] == pytest.approx(0.2)
+    assert out['view_foxglove_p99_diff_round_median_ms'] == pytest.approx(0.25)
+    # Pooled: the difference of the p99s over all cycles.
+    assert out['view_p99_diff_ms'] == round(
+        pooled['deploy_view_p99_ms'] - pooled['deploy_p99_ms'], 3)
+    assert out['target_met'] is (max(out['view_p99_diff_ms'],
+                                     out['view_foxglove_p99_diff_ms']) <= 0.2)

@@ -105,5 +105,9 @@ def add_command(sub) -> None:
                    help='deploy: skip the one-process-per-node graph')
     b.add_argument('--rounds', type=int, default=None,
                    help='deploy: rounds over every controller, --steps / rounds cycles each '
-                   '(3): a machine whose speed drifts weighs on each controller alike')
+                   '(3; 6 with --view): a machine whose speed drifts weighs on each '
+                   'controller alike')
+    b.add_argument('--view', action='store_true',
+                   help='deploy: the composed graph alone, with `unilab view` and with '
+                   '`unilab view --foxglove` beside it (clients connected), alternated')
     b.set_defaults(func=_bench)

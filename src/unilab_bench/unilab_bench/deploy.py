@@ -42,12 +42,24 @@ and ``<name>_graph_p50_ms`` (the rest: deploy - rclpy - gate, the hand-overs
 between the graph's nodes). ``--model`` is a run directory or an
 exported model (default: a freshly initialised network of the default
 configuration for the profile's task; latency does not depend on the weights).
+
+``--view``: what watching costs the control loop (docs/view.md). Only the composed
+graph, in ``--rounds`` rounds (6), each round in turn ``deploy`` alone,
+``deploy_view`` with ``unilab view`` beside it and ``deploy_view_foxglove`` with
+``unilab view --foxglove``, each view with its clients connected
+(``unilab_bench.view_client``: a viser page's WebSocket, a Foxglove client on every
+channel), the double publishing ``/robot_description`` in all three so the view draws
+the robot. Reports each one's percentiles, the p99s of every round
+(``<name>_round_p99_ms``), the differences to ``deploy`` (``view_p99_diff_ms``,
+``view_foxglove_p99_diff_ms``: pooled cycles; ``..._round_median_ms``: the median of
+the rounds' paired differences) and what the clients received (``<name>_client``).
 """
 
 from __future__ import annotations
 
 import json
 import pathlib
+import socket
 import sys
 import tempfile
 import threading
@@ -62,6 +74,10 @@ from unilab_core.robot_profile import load_profile
 
 DEFAULT_CYCLES = 10_000
 DEFAULT_ROUNDS = 3
+#: --view: rounds of (deploy, deploy_view, deploy_view_foxglove), alternated
+DEFAULT_VIEW_ROUNDS = 6
+#: --view: the claim measured (docs/view.md): control p99 with the view within this of without
+VIEW_P99_BUDGET_MS = 0.2
 DEFAULT_ROBOT = 'arm6'
 #: A reachable goal in the arm's base frame (m); the reach task needs one to act at all.
 GOAL_XYZ = (0.35, 0.15, 0.35)
@@ -70,15 +86,20 @@ START_S = 90.0
 
 
 def robot_commands(profile: pathlib.Path, cycles: int, out: pathlib.Path, tmp: pathlib.Path,
-                   goals: int = 0, goal_timeout_s: float | None = None) -> list[list[str]]:
-    """Return the commands of the probe double and, with ``goals``, of a scenario beside it."""
+                   goals: int = 0, goal_timeout_s: float | None = None,
+                   description: bool = False) -> list[list[str]]:
+    """
+    Return the commands of the probe double and, with ``goals``, of a scenario beside it.
+
+    ``description``: the double publishes ``/robot_description`` (a view needs it).
+    """
     from unilab_bringup.graphs import robot_sim_graph
     from unilab_bringup.runner import node_command
     double, scenario = robot_sim_params(str(profile), goals=goals,
                                         goal_timeout_s=goal_timeout_s)
     double = double.model_copy(update={'latency_probe_cycles': cycles,
                                        'latency_probe_file': str(out),
-                                       'publish_description': False})
+                                       'publish_description': description})
     graph = robot_sim_graph(double, scenario)
     params = graph.write_params(tmp / f'{out.stem}_robot_params.yaml')
     return [node_command(node, params, graph) for node in graph.nodes]
@@ -115,19 +136,30 @@ class _GoalPublisher:
 
 
 def measure(name: str, controller: list[str], profile, source: pathlib.Path, cycles: int,
-            tmp: pathlib.Path, goals: int = 0, goal_timeout_s: float | None = None) -> dict:
+            tmp: pathlib.Path, goals: int = 0, goal_timeout_s: float | None = None,
+            beside: list[list[str]] = (), beside_port: int | None = None,
+            description: bool = False) -> dict:
     """
     Run one controller against a fresh double in probe mode; return the probe's figures.
 
     ``goals``: a scenario beside the double gives that many goals, one every
     ``goal_timeout_s`` at most (episodes for a learner); otherwise the caller gives one.
+    ``beside``: commands started first and stopped with the controller (a view and its
+    clients); the double starts once ``beside_port`` accepts connections (the view
+    serves), so the figures are the view's steady state, not its start-up.
+    ``description``: the double publishes ``/robot_description``.
     """
     out = tmp / f'{name}_probe.json'
     log = tmp / f'{name}.log'
     period = 1.0 / profile.control_rate_hz
-    with open(log, 'w') as logf, open(tmp / f'{name}_double.log', 'w') as dlog:
-        double, *others = [start(cmd, dlog) for cmd in robot_commands(
-            source, cycles, out, tmp, goals, goal_timeout_s)]
+    with open(log, 'w') as logf, open(tmp / f'{name}_double.log', 'w') as dlog, \
+            open(tmp / f'{name}_beside.log', 'w') as blog:
+        others = [start(cmd, blog) for cmd in beside]
+        if beside_port is not None:
+            _wait_serving(beside_port, others, tmp / f'{name}_beside.log')
+        double, *robot = [start(cmd, dlog) for cmd in robot_commands(
+            source, cycles, out, tmp, goals, goal_timeout_s, description)]
+        others += robot
         ctrl = start(controller, logf)
         try:
             deadline = time.monotonic() + START_S + cycles * period * 2.0
@@ -148,6 +180,29 @@ def measure(name: str, controller: list[str], profile, source: pathlib.Path, cyc
         raise RuntimeError(f'bench deploy: {name}: the double wrote no figures; see '
                            f'{tmp / (name + "_double.log")}')
     return json.loads(out.read_text())
+
+
+def _wait_serving(port: int, procs, log: pathlib.Path) -> None:
+    """Return once ``port`` accepts a connection; raise if one of ``procs`` exits first."""
+    deadline = time.monotonic() + START_S
+    while True:
+        try:
+            socket.create_connection(('127.0.0.1', port), timeout=1).close()
+            return
+        except OSError:
+            if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
+                for p in procs:
+                    stop(p)
+                raise RuntimeError(f'bench deploy: the view did not serve on {port}; see '
+                                   f'{log}:\n{log.read_text()[-2000:]}')
+            time.sleep(0.5)
+
+
+def free_port() -> int:
+    """Return a TCP port free now on this machine (the OS's choice)."""
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
 
 
 def figures(name: str, probe: dict) -> dict:
@@ -218,11 +273,65 @@ def breakdown(result: dict, names: list[str]) -> dict:
     return out
 
 
+def view_beside(name: str, foxglove: bool, tmp: pathlib.Path):
+    """
+    Return ``rd -> (commands, port)``: ``unilab view`` (``--foxglove``) and its clients.
+
+    Fresh ports per round (a view of the round before may still hold its own); the
+    clients' counts go to ``<name>_client.json`` beside the round's run directory.
+    """
+    def beside(rd: pathlib.Path):
+        port, fox = free_port(), free_port()
+        view = [sys.executable, '-m', 'unilab.cli', 'view', '--port', str(port)]
+        client = [sys.executable, '-m', 'unilab_bench.view_client', '--viser-port', str(port),
+                  '--stats', str(tmp / f'{rd.name}_client.json')]
+        if foxglove:
+            view += ['--foxglove', '--foxglove-port', str(fox)]
+            client += ['--foxglove-port', str(fox)]
+        return [view, client], port
+    return beside
+
+
+def view_figures(result: dict, probes: dict[str, list[dict]], base: str = 'deploy') -> dict:
+    """
+    Return the view's cost: each run's p99 per round and its difference to ``base``.
+
+    ``result`` holds the pooled figures (``<name>_p99_ms``); ``probes`` each run's probe
+    per round, the rounds of all runs interleaved in the same minutes, so a paired
+    difference per round takes out the machine's drift.
+    """
+    out = {}
+    rounds = {name: [figures(name, p).get(f'{name}_p99_ms') for p in ps]
+              for name, ps in probes.items()}
+    for name, p99s in rounds.items():
+        out[f'{name}_round_p99_ms'] = p99s
+    for name in probes:
+        if name == base:
+            continue
+        key = name.replace(f'{base}_', '', 1)
+        a, b = result.get(f'{name}_p99_ms'), result.get(f'{base}_p99_ms')
+        if a is not None and b is not None:
+            out[f'{key}_p99_diff_ms'] = round(a - b, 3)
+        paired = [x - y for x, y in zip(rounds[name], rounds[base])
+                  if x is not None and y is not None]
+        if paired:
+            out[f'{key}_p99_diff_round_median_ms'] = round(float(np.median(paired)), 3)
+    diffs = [v for k, v in out.items() if k.endswith('_p99_diff_ms')]
+    if diffs:
+        out['target'] = (f'control p99 with the view within {VIEW_P99_BUDGET_MS} ms of '
+                         'without (docs/view.md)')
+        out['target_met'] = bool(max(diffs) <= VIEW_P99_BUDGET_MS)
+    return out
+
+
 def bench_deploy(args) -> dict:
     """Time joint state -> command on the robot double: deploy graph vs plain rclpy node."""
     cycles = args.steps or DEFAULT_CYCLES
     rounds = getattr(args, 'rounds', None)
-    per_round = split_cycles(cycles, DEFAULT_ROUNDS if rounds is None else rounds)
+    with_view = getattr(args, 'view', False)
+    if rounds is None:
+        rounds = DEFAULT_VIEW_ROUNDS if with_view else DEFAULT_ROUNDS
+    per_round = split_cycles(cycles, rounds)
     robot = getattr(args, 'robot', None) or DEFAULT_ROBOT
     source = profile_path(robot).resolve()
     profile = load_profile(source)
@@ -244,20 +353,27 @@ def bench_deploy(args) -> dict:
             return lambda rd: [sys.executable, '-m', 'unilab.cli', 'deploy', str(model_path),
                                '--robot', str(source), '--armed', *extra, '--run-dir', str(rd)]
 
-        # name -> the command line of one round.
+        # name -> the command line of one round; name -> the processes beside it.
         runs = {'deploy': deploy(model)}
-        variants = {'deploy_rt_process': 'safety: {rt_mode: process}'}
-        from unilab_policy.exported_inference import is_exported
-        if not is_exported(model):  # an exported model runs through its own file
-            variants['deploy_torch'] = 'run: {deploy_runtime: torch}'
-        for name, text in variants.items():
-            (tmp / f'{name}.yaml').write_text(text + '\n')
-            runs[name] = deploy(model, '--config', str(tmp / f'{name}.yaml'))
-        if multiprocess:
-            runs['deploy_multiprocess'] = deploy(model, '--multiprocess')
-        baseline = [sys.executable, '-m', 'unilab_bench.deploy_baseline', model, str(source)]
-        runs['rclpy'] = lambda rd: baseline
-        runs['echo'] = lambda rd: baseline + ['--echo']
+        beside = {}
+        if with_view:
+            for name, foxglove in (('deploy_view', False), ('deploy_view_foxglove', True)):
+                runs[name] = deploy(model)
+                beside[name] = view_beside(name, foxglove, tmp)
+        else:
+            variants = {'deploy_rt_process': 'safety: {rt_mode: process}'}
+            from unilab_policy.exported_inference import is_exported
+            if not is_exported(model):  # an exported model runs through its own file
+                variants['deploy_torch'] = 'run: {deploy_runtime: torch}'
+            for name, text in variants.items():
+                (tmp / f'{name}.yaml').write_text(text + '\n')
+                runs[name] = deploy(model, '--config', str(tmp / f'{name}.yaml'))
+            if multiprocess:
+                runs['deploy_multiprocess'] = deploy(model, '--multiprocess')
+            baseline = [sys.executable, '-m', 'unilab_bench.deploy_baseline', model,
+                        str(source)]
+            runs['rclpy'] = lambda rd: baseline
+            runs['echo'] = lambda rd: baseline + ['--echo']
         result['rounds'] = len(per_round)
         probes = {name: [] for name in runs}
         goal = _GoalPublisher(profile.task_inputs.goal_topic) \
@@ -265,8 +381,11 @@ def bench_deploy(args) -> dict:
         try:
             for r, n in enumerate(per_round):
                 for name, command in runs.items():
-                    probes[name].append(measure(f'{name}_r{r}', command(tmp / f'{name}_r{r}'),
-                                                profile, source, n, tmp))
+                    rd = tmp / f'{name}_r{r}'
+                    procs, port = beside[name](rd) if name in beside else ((), None)
+                    probes[name].append(measure(
+                        f'{name}_r{r}', command(rd), profile, source, n, tmp,
+                        beside=procs, beside_port=port, description=with_view))
         finally:
             if goal is not None:
                 goal.close()
@@ -274,8 +393,23 @@ def bench_deploy(args) -> dict:
             result.update(figures(name, merge_probes(probes[name])))
             dirs = [tmp / f'{name}_r{r}' for r in range(len(per_round))]
             result.update(gate_figures(name, dirs))
-    deploys = [n for n in runs if n.startswith('deploy')]
+            clients = [json.loads(f.read_text()) for r in range(len(per_round))
+                       if (f := tmp / f'{name}_r{r}_client.json').is_file()]
+            if name in beside:
+                result[f'{name}_client'] = {
+                    kind: {'messages': sum(c[kind]['messages'] for c in clients
+                                           if kind in c),
+                           'bytes': sum(c[kind]['bytes'] for c in clients if kind in c)}
+                    for kind in ('viser', 'foxglove') if any(kind in c for c in clients)}
+                result[f'{name}_client_rounds'] = len(clients)
     result['deadline_misses'] = result['deploy_deadline_misses']
+    if with_view:
+        result['view'] = ('unilab view (its own process, SCHED_IDLE) with a viser WebSocket '
+                          'client; _foxglove: view --foxglove with a Foxglove client on every '
+                          'channel')
+        result.update(view_figures(result, probes))
+        return result
+    deploys = [n for n in runs if n.startswith('deploy')]
     for name in deploys:
         for q in ('p50', 'p99'):
             a, b = result.get(f'{name}_{q}_ms'), result.get(f'rclpy_{q}_ms')

@@ -33,6 +33,7 @@ from rclpy.qos import QoSProfile
 from rclpy.type_support import check_for_type_support
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, Imu, JointState, PointCloud2
+from std_msgs.msg import String
 from unilab_bridge.params import BridgeNodeParams
 from unilab_bridge.sensor_msgs_out import make_imu, make_pointcloud
 from unilab_bridge.sensors import Lidar
@@ -46,7 +47,7 @@ from unilab_core.ros.joint_state_topic import (joint_state_capacity, joint_state
                                                joint_state_tensors, KIND as KIND_JOINT_STATE,
                                                names_key)
 from unilab_core.ros.params import declare_params
-from unilab_core.ros.qos import sensor_qos
+from unilab_core.ros.qos import DESCRIPTION_QOS, sensor_qos
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
 from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints,
                                           TensorPublisher, TensorSubscription)
@@ -129,10 +130,31 @@ class BridgeNode(Node):
         steady = RosClock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(self.timeout / 2.0, self._check_timeout, clock=steady)
         self.health = NodeDiagnostics(self, p.health, self._health_counters)
+        self._publish_description(task_name)
         self.get_logger().info(
             f'{task_name}: {self.num_envs} envs, {len(self.task.joint_names)} joints, '
             f'control dt {self.task.control_dt:.3f} s, obs {self.task.obs_dim}, '
             f'act {self.task.action_dim} ({self.task.command_interface})')
+
+    def _publish_description(self, task_name: str) -> None:
+        """
+        Latch the simulated robot's URDF, as a robot's robot_state_publisher does.
+
+        On ``topics.SIM_ROBOT_DESCRIPTION``, the training graph's own name (a robot on
+        the same domain keeps its ``/robot_description``). The envs share one model, so
+        one URDF (its joints named as the JointState's after ``env<i>/``): a live view
+        draws any env from it. After the first observation is out: the export does not
+        delay the policy's start.
+        """
+        sim = getattr(self.task, 'sim', None)
+        if getattr(sim, 'model', None) is None:  # a task without a MuJoCo model of ours
+            self.description_pub = None
+            return
+        from unilab_bridge.urdf_export import urdf_from_model
+        self.description_pub = self.create_publisher(String, topics.SIM_ROBOT_DESCRIPTION,
+                                                     DESCRIPTION_QOS)
+        self.description_pub.publish(String(data=urdf_from_model(
+            sim.model, task_name, joint_limits=self.task.joint_limits)))
 
     def _setup_sensors(self, b: BridgeSection, dist: DisturbancesSection) -> None:
         want_imu, want_lidar, want_camera = b.imu, b.lidar, b.camera

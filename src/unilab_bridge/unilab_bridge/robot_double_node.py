@@ -43,7 +43,7 @@ import time
 from nav_msgs.msg import Odometry
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile
 from rclpy.time import Time
 from sensor_msgs.msg import Imu, JointState, PointCloud2
 from std_msgs.msg import Float64MultiArray, String
@@ -58,13 +58,10 @@ from unilab_core.config import ConfigError
 from unilab_core.robot_profile import fleet_namespace, load_profile, namespaced
 from unilab_core.ros.joint_state_topic import f64_array
 from unilab_core.ros.params import declare_params
+from unilab_core.ros.qos import DESCRIPTION_QOS
 
 #: Lidar sweeps per simulated second (a VLP-16's default).
 LIDAR_HZ = 10.0
-
-#: QoS of ``robot_description``: robot_state_publisher's (late joiners get the last one).
-DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                             reliability=ReliabilityPolicy.RELIABLE)
 
 
 def _seconds(duration) -> float:

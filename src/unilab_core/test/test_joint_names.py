@@ -6,7 +6,7 @@ import array
 
 import numpy as np
 import pytest
-from unilab_core.joint_names import (batched_joint_names, env_of, JointLayoutError,
+from unilab_core.joint_names import (batched_joint_names, env_joints, env_of, JointLayoutError,
                                      JointStateIndex)
 
 JOINTS = ['a', 'b', 'c']
@@ -91,3 +91,15 @@ def test_gather_into_a_buffer_of_the_caller():
 def test_env_of_reads_the_prefix():
     assert env_of('env12/imu') == 12 and env_of('/env3/lidar') == 3
     assert env_of('base_link') is None
+
+
+def test_env_joints_takes_one_env_of_a_batch_under_plain_names():
+    names = batched_joint_names(['a', 'b'], 12)
+    values = list(range(len(names)))
+    assert env_joints(names, values, 0) == (['a', 'b'], [0, 1])
+    # env1 is not env10 or env11: the whole number counts.
+    assert env_joints(names, values, 1) == (['a', 'b'], [2, 3])
+    assert env_joints(names, values, 11) == (['a', 'b'], [22, 23])
+    assert env_joints(names, values, 12) == ([], [])
+    # A robot's own JointState (no env prefix) comes back as it is.
+    assert env_joints(['b', 'a'], [1.0, 2.0], 3) == (['b', 'a'], [1.0, 2.0])

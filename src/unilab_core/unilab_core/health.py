@@ -220,6 +220,9 @@ def gpu_values(health: Mapping[str, Any] | None,
 RUN_METRICS = ('episodes/success_rate', 'safety/clamp_share', 'safety/reject_share',
                'safety/fallback_share', 'safety/deadline_miss_share', 'transport/dropped',
                'transport/drop_share')
+#: Columns of the trainer's last metrics row it repeats on ``/diagnostics`` beside its
+#: counters (``updates``, ``env_steps``), for a live view: what no node's counters give.
+TRAINER_STATUS_METRICS = ('charts/mean_return',)
 #: Health counters summed over the graph's nodes for ``RUN_METRICS``.
 _RUN_COUNTERS = ('rows', 'clamped', 'rejected', 'outputs', 'fallbacks', 'cycles',
                  'deadline_misses', 'episodes_judged', 'episodes_succeeded',

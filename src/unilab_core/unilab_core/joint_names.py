@@ -38,6 +38,26 @@ def env_of(frame_id: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def env_joints(names, values, env: int = 0) -> tuple[list[str], list]:
+    """
+    Return env ``env``'s joints of a JointState: names without ``env<i>/``, their values.
+
+    A batched JointState (the simulated bridge's, every name ``env<i>/<joint>``) gives
+    env ``env``'s joints under their plain names, for a reader that knows one robot (a
+    URDF); a robot's own JointState (no such prefix) comes back unchanged.
+    """
+    names = list(names)
+    if not names or env_of(names[0]) is None:
+        return names, list(values)
+    out_names, out_values = [], []
+    for n, v in zip(names, values):
+        m = _ENV.match(n)
+        if m is not None and int(m.group(1)) == env:
+            out_names.append(n[m.end():])
+            out_values.append(v)
+    return out_names, out_values
+
+
 class JointStateIndex:
     """Map a JointState's name list onto the ``[N, J]`` layout of ``joint_names``."""
 

@@ -45,6 +45,10 @@ SIM_JOINT_STATES = '/unilab/sim/joint_states'
 SIM_CLOCK = '/unilab/sim/clock'
 #: The training graph's remappings, ``{standard name: training name}``.
 SIM_REMAPS = {JOINT_STATES: SIM_JOINT_STATES, CLOCK: SIM_CLOCK}
+#: std_msgs/String, transient local: the simulated robot's URDF, which the bridge latches
+#: for a live view (``unilab view --training``). Under the same prefix: a robot's
+#: computer has ``/robot_description`` from its robot_state_publisher.
+SIM_ROBOT_DESCRIPTION = '/unilab/sim/robot_description'
 
 ALL = {
     'joint_states': JOINT_STATES, 'task_state': TASK_STATE, 'observation': OBSERVATION,

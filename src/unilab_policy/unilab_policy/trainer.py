@@ -129,6 +129,8 @@ class Trainer:
         self.episode_lengths: list[float] = []
         #: Columns of the graph (success, safety, transport) the node adds to each row.
         self.extra_metrics: Callable[[], dict[str, float]] | None = None
+        #: the metrics row of the last update ({} before the first)
+        self.last_metrics: dict[str, float] = {}
         self.stale_chunks = 0
         self.bad_chunks = 0
         self.rejected_updates = 0
@@ -277,6 +279,7 @@ class Trainer:
         if self.extra_metrics is not None:
             metrics.update(self.extra_metrics())
         self.log.write(self.updates, self.env_steps, metrics)
+        self.last_metrics = metrics
         if self.consecutive_failures >= MAX_CONSECUTIVE_FAILURES:
             raise TrainingFailedError(
                 f'{self.consecutive_failures} PPO updates in a row failed, the last with '

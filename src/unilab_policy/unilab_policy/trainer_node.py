@@ -11,6 +11,7 @@ the policy node holds collection until the new version arrives anyway.
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -19,7 +20,7 @@ from rclpy.qos import QoSProfile
 from unilab_core import topics
 from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError
-from unilab_core.health import RunMetrics
+from unilab_core.health import RunMetrics, TRAINER_STATUS_METRICS
 from unilab_core.ros.diagnostics import NodeDiagnostics
 from unilab_core.ros.params import declare_params
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
@@ -159,10 +160,12 @@ class TrainerNode(Node):
 
     def _health_counters(self) -> dict:
         t = self.trainer
+        # With the last update's return: a live view draws it from here (unilab_view).
         return {'chunks_stale': t.stale_chunks, 'chunks_bad': t.bad_chunks,
                 'updates': t.updates, 'rejected_updates': t.rejected_updates,
                 'failed_updates': t.failed_updates, 'env_steps': t.env_steps,
-                'stale': t.stale_chunks, 'dropped': t.bad_chunks}
+                'stale': t.stale_chunks, 'dropped': t.bad_chunks,
+                **{k: t.last_metrics.get(k, math.nan) for k in TRAINER_STATUS_METRICS}}
 
     def _health_errors(self) -> list[str]:
         return [f'training stopped: {self.failure}'] if self.failure else []

@@ -7,6 +7,9 @@ from __future__ import annotations
 import os
 import sys
 
+from unilab_core import topics
+from unilab_view.workspace import model_workspace
+
 
 def view_argv(args) -> list[str]:
     """Return the view node's command line for the parsed ``unilab view`` arguments."""
@@ -17,6 +20,21 @@ def view_argv(args) -> list[str]:
         argv.append('--allow-arm')
     if args.foxglove:
         argv += ['--foxglove-port', str(args.foxglove_port)]
+    # --training: the training graph's own names (unilab_core.topics), unless given.
+    joint_states = args.joint_states or (topics.SIM_JOINT_STATES if args.training
+                                         else 'joint_states')
+    description = args.description or (topics.SIM_ROBOT_DESCRIPTION if args.training
+                                       else 'robot_description')
+    argv += ['--joint-states', joint_states, '--description', description,
+             '--env', str(args.env)]
+    if args.model:
+        found = model_workspace(args.model)
+        if found is None:
+            print(f'unilab: {args.model} carries no workspace (no checkpoint yet, or a task '
+                  'without one): the box is not drawn', file=sys.stderr, flush=True)
+        else:
+            box, frame = found
+            argv += ['--workspace', *map(str, box), '--workspace-frame', frame]
     return argv
 
 
@@ -25,7 +43,11 @@ def _view(args) -> int:
     if args.foxglove:
         print(f'unilab: Foxglove: open ws://localhost:{args.foxglove_port}', flush=True)
     # The view node replaces this process: rclpy and viser load only for it.
-    argv = view_argv(args)
+    try:
+        argv = view_argv(args)
+    except (ValueError, RuntimeError) as exc:  # --model: no run, checkpoint or export
+        print(f'unilab: view: {exc}', file=sys.stderr, flush=True)
+        return 2
     os.execv(argv[0], argv)
     return 0  # not reached
 
@@ -42,4 +64,18 @@ def add_command(sub) -> None:
     v.add_argument('--foxglove', action='store_true',
                    help='also serve the graph to Foxglove (WebSocket, frames from the URDF)')
     v.add_argument('--foxglove-port', type=int, default=8765, help='Foxglove port (8765)')
+    v.add_argument('--training', action='store_true',
+                   help='beside `unilab train`: its joint states and URDF (under /unilab/sim)')
+    v.add_argument('--joint-states', default=None, metavar='TOPIC',
+                   help='joint-state topic, under each namespace when relative (joint_states; '
+                   'with --training /unilab/sim/joint_states)')
+    v.add_argument('--description', default=None, metavar='TOPIC',
+                   help='URDF topic (robot_description; with --training '
+                   '/unilab/sim/robot_description)')
+    v.add_argument('--env', type=int, default=0,
+                   help='of a training graph\'s batched joint states (env<i>/<joint>), the '
+                   'env shown (0)')
+    v.add_argument('--model', default=None, metavar='RUN',
+                   help='a run directory, checkpoint or exported model: draw the workspace '
+                   'box it was trained for')
     v.set_defaults(func=_view)

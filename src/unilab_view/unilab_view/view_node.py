@@ -13,6 +13,13 @@ commanded pose as a translucent ghost, the goal as a sphere, and the gate's pane
 (``unilab_view.gate``). Nothing here publishes on the graph; with ``allow_arm`` the
 page has Arm / Disarm buttons that call ``<ns>/safety/arm`` and ``<ns>/safety/disarm``
 (std_srvs/Trigger, the services ``unilab arm`` calls).
+
+Beside ``unilab train``: ``joint_states`` and ``description`` name the topics (the
+training graph's ``topics.SIM_JOINT_STATES`` and ``SIM_ROBOT_DESCRIPTION``), and a
+batched JointState (names ``env<i>/<joint>``) is shown as env ``env``
+(``unilab_core.joint_names.env_joints``); the trainer's status on ``/diagnostics`` adds
+a Training folder with the return, success-rate and clamp-share curves
+(``unilab_view.curves``), one point per PPO update.
 """
 
 from __future__ import annotations
@@ -29,25 +36,30 @@ from geometry_msgs.msg import PoseStamped
 import numpy as np
 import rclpy
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.utilities import remove_ros_args
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
+from unilab_core.joint_names import env_joints
 from unilab_core.robot_profile import namespaced
+from unilab_core.ros.qos import DESCRIPTION_QOS
+from unilab_core.ros.runtime import sched_idle
+from unilab_view.curves import CURVES, TrainingCurves
 from unilab_view.foxglove_bridge import FoxgloveBridge
 from unilab_view.gate import gate_state, GateState, is_gate_status
-from unilab_view.model import RobotModel
+from unilab_view.model import quaternion_xyzw, RobotModel
+from unilab_view.workspace import box_geometry
 import viser
 from viser.extras import ViserUrdf
 
-DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                             reliability=ReliabilityPolicy.RELIABLE)
 FORWARD_TOPIC = 'forward_position_controller/commands'
 TRAJECTORY_TOPIC = 'scaled_joint_trajectory_controller/joint_trajectory'
 #: metres between the robots of a fleet along y
 FLEET_SPACING = 1.0
+#: the training curves' titles, per name (``unilab_view.curves.CURVES``)
+CURVE_TITLES = {'charts/mean_return': 'return (mean of the last episodes)',
+                'episodes/success_rate': 'success rate', 'safety/clamp_share': 'clamp share'}
 
 
 class RobotView:
@@ -67,6 +79,7 @@ class RobotView:
         self.gate = GateState()
         self.gate_before = None
         self.gate_html = None
+        self.workspace_box = None  # the scene's box, once drawn
 
 
 def _finite_point(p):
@@ -80,10 +93,20 @@ class ViewNode(Node):
 
     def __init__(self, namespaces: list[str], port: int = 8080, host: str = '0.0.0.0',
                  rate_hz: float = 20.0, allow_arm: bool = False,
-                 foxglove_port: int | None = None):
+                 foxglove_port: int | None = None, joint_states: str = 'joint_states',
+                 env: int = 0, description: str = 'robot_description',
+                 workspace: tuple[float, ...] = (),
+                 workspace_frame: str = 'base_link'):
         super().__init__('unilab_view')
         self.lock = threading.Lock()
         self.allow_arm = allow_arm
+        self.joint_states, self.env, self.description = joint_states, env, description
+        self.workspace, self.workspace_frame = tuple(workspace), workspace_frame
+        # A training run's curves (the trainer's status on /diagnostics), drawn once the
+        # first update came; ``curve_plots`` holds the page's plots then.
+        self.curves = TrainingCurves()
+        self.curves_new = False
+        self.curve_plots = None
         self.server = viser.ViserServer(host=host, port=port, verbose=False)
         self.server.scene.set_up_direction('+z')
         self.server.initial_camera.position = (1.4, -1.4, 1.0)  # an arm's workspace in view
@@ -105,10 +128,10 @@ class ViewNode(Node):
             with self.lock:
                 setattr(robot, field, value)
         ns = robot.ns
-        self.create_subscription(String, namespaced(ns, 'robot_description'),
+        self.create_subscription(String, namespaced(ns, self.description),
                                  lambda m: store('urdf_text', m.data), DESCRIPTION_QOS)
         self.create_subscription(
-            JointState, namespaced(ns, 'joint_states'),
+            JointState, namespaced(ns, self.joint_states),
             lambda m: store('measured', (list(m.name), list(m.position))), 10)
         self.create_subscription(
             Float64MultiArray, namespaced(ns, FORWARD_TOPIC),
@@ -130,6 +153,11 @@ class ViewNode(Node):
                     'values': {kv.key: kv.value for kv in st.values}} for st in msg.status})
         for st in msg.status:
             values = {kv.key: kv.value for kv in st.values}
+            with self.lock:
+                new_point = self.curves.observe(st.name, values)
+                self.curves_new |= new_point
+            if new_point:
+                continue
             if not is_gate_status(values):
                 continue
             with self.lock:
@@ -175,8 +203,11 @@ class ViewNode(Node):
             diagnostics, self.diagnostics = self.diagnostics, {}
             todo = [(r, r.urdf_text, r.measured, r.commanded, r.goal, r.gate)
                     for r in self.robots]
+            curves_new, self.curves_new = self.curves_new, False
         if self.bridge is not None and diagnostics:
             self.bridge.diagnostics(list(diagnostics.values()), stamp_ns)
+        if curves_new:
+            self._draw_curves()
         for robot, urdf_text, measured, commanded, goal, gate in todo:
             if urdf_text is not None and robot.model is None:
                 self._load(robot, urdf_text)
@@ -187,6 +218,8 @@ class ViewNode(Node):
                 continue
             shown, ghost, goal_handle = robot.drawn
             if measured is not None:
+                # A training graph's batched JointState: env ``self.env``'s joints.
+                measured = env_joints(*measured, self.env)
                 q = robot.model.set_joints(*measured)
                 shown.update_cfg(q)
                 for name, value in zip(robot.model.joint_names, q):
@@ -199,11 +232,30 @@ class ViewNode(Node):
                 ghost_q.update({n: v for n, v in zip(names, commanded[1])
                                 if np.isfinite(v)})
                 ghost.update_cfg(np.array([ghost_q[n] for n in robot.model.joint_names]))
+                if not ghost.show_visual:
+                    ghost.show_visual = True
             if self.bridge is not None:
                 self._bridge(robot, measured, commanded, goal, stamp_ns)
             if goal is not None:
                 goal_handle.position = tuple(np.add(goal, robot.offset))
                 goal_handle.visible = True
+
+    def _draw_curves(self) -> None:
+        """Draw the training curves (the plots appear with the first update)."""
+        with self.lock:
+            series = {name: self.curves.series(name) for name in CURVES}
+        if self.curve_plots is None:
+            self.curve_plots = {}
+            with self.server.gui.add_folder('Training'):
+                for name, data in series.items():
+                    self.curve_plots[name] = self.server.gui.add_uplot(
+                        data, ({'label': 'env steps'},
+                               {'label': CURVE_TITLES[name], 'stroke': '#1f77b4'}),
+                        title=CURVE_TITLES[name], aspect=2.0,
+                        scales={'x': {'time': False}})  # env steps, not a date
+            return
+        for name, data in series.items():
+            self.curve_plots[name].data = data
 
     def _bridge(self, robot: RobotView, measured, commanded, goal, stamp_ns: int) -> None:
         if measured is not None:
@@ -229,13 +281,33 @@ class ViewNode(Node):
         ghost = ViserUrdf(self.server, RobotModel(urdf_text).urdf,
                           root_node_name=ghost_root.name,
                           mesh_color_override=(0.3, 0.8, 1.0, 0.35))
+        # No command seen yet (a training graph's commands stay in the transport): no
+        # ghost, rather than one at the zero pose.
+        ghost.show_visual = False
         goal = scene.add_icosphere(f'/goal{robot.root}', radius=0.03, color=(220, 40, 40),
                                    visible=False)
+        if self.workspace:
+            self._workspace(robot)
         with self.server.gui.add_folder(f'Joints {robot.ns or "/"}'):
             for name in robot.model.joint_names:
                 robot.joint_fields[name] = self.server.gui.add_text(
                     name, initial_value='', disabled=True)
         robot.drawn = (shown, ghost, goal)
+
+    def _workspace(self, robot: RobotView) -> None:
+        """Draw the trained workspace box (wireframe) in its frame, at the robot's pose now."""
+        if self.workspace_frame not in robot.model.urdf.link_map:
+            self.get_logger().warning(f'workspace frame {self.workspace_frame!r} is no link '
+                                      'of the robot: the box is not drawn')
+            return
+        centre, dims = box_geometry(self.workspace)
+        frame = robot.model.link_pose(self.workspace_frame)
+        x, y, z, w = quaternion_xyzw(frame[:3, :3])
+        self.server.scene.add_frame(f'{robot.root}/workspace', show_axes=False,
+                                    position=tuple(frame[:3, 3]), wxyz=(w, x, y, z))
+        robot.workspace_box = self.server.scene.add_box(
+            f'{robot.root}/workspace/box', color=(40, 160, 60), dimensions=dims,
+            position=centre, wireframe=True)
 
     def close(self) -> None:
         """Stop the web server (and the Foxglove bridge)."""
@@ -251,15 +323,25 @@ def main(args=None) -> None:
     parser.add_argument('--port', type=int, default=8080)
     parser.add_argument('--allow-arm', action='store_true')
     parser.add_argument('--foxglove-port', type=int, default=None)
+    parser.add_argument('--joint-states', default='joint_states')
+    parser.add_argument('--env', type=int, default=0)
+    parser.add_argument('--description', default='robot_description')
+    parser.add_argument('--workspace', type=float, nargs=6, default=())
+    parser.add_argument('--workspace-frame', default='base_link')
     argv = remove_ros_args(sys.argv if args is None else args)[1:]
     opts = parser.parse_args(argv)
     try:
-        os.nice(10)  # the view yields the CPU to the control graph
+        os.nice(10)  # the view yields the CPU to the control graph ...
     except OSError:
         pass
     rclpy.init(args=args)
     node = ViewNode(opts.namespace or [''], port=opts.port, allow_arm=opts.allow_arm,
-                    foxglove_port=opts.foxglove_port)
+                    foxglove_port=opts.foxglove_port, joint_states=opts.joint_states,
+                    env=opts.env, description=opts.description, workspace=opts.workspace,
+                    workspace_frame=opts.workspace_frame)
+    # ... and runs only on a core nobody else wants: every thread (DDS's, viser's)
+    # SCHED_IDLE, as the recorder and the adapter beside a robot do.
+    node.get_logger().info(f'view under {sched_idle()}')
     try:
         rclpy.spin(node)
     except KeyboardInterrupt:

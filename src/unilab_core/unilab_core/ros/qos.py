@@ -1,10 +1,10 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""QoS of the per-env sensor topics (``/imu``, ``/points``, ``/camera/image_raw``)."""
+"""QoS of the per-env sensor topics (``/imu``, ``/points``, ``/camera/image_raw``) and the URDF."""
 
 from __future__ import annotations
 
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 #: Control steps of sensor messages a history keeps.
 STEPS_KEPT = 4
@@ -23,3 +23,8 @@ def sensor_qos(messages_per_step: int, reliable: bool = True) -> QoSProfile:
     return QoSProfile(depth=max(5, STEPS_KEPT * int(messages_per_step)),
                       reliability=ReliabilityPolicy.RELIABLE if reliable
                       else ReliabilityPolicy.BEST_EFFORT)
+
+
+#: QoS of ``robot_description``: robot_state_publisher's (late joiners get the last one).
+DESCRIPTION_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                             reliability=ReliabilityPolicy.RELIABLE)

@@ -1,0 +1,28 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""``unilab view``'s options become the view node's command line."""
+
+import argparse
+
+from unilab_core import topics
+from unilab_view.command import add_command, view_argv
+
+
+def argv_of(*args):
+    parser = argparse.ArgumentParser()
+    add_command(parser.add_subparsers())
+    argv = view_argv(parser.parse_args(['view', *args]))
+    return {argv[i]: argv[i + 1] for i in range(3, len(argv) - 1) if argv[i].startswith('--')}
+
+
+def test_a_robot_by_default_and_the_training_graph_with_training():
+    plain = argv_of()
+    assert plain['--joint-states'] == 'joint_states'
+    assert plain['--description'] == 'robot_description'
+    assert plain['--env'] == '0'
+    training = argv_of('--training', '--env', '3')
+    assert training['--joint-states'] == topics.SIM_JOINT_STATES
+    assert training['--description'] == topics.SIM_ROBOT_DESCRIPTION
+    assert training['--env'] == '3'
+    # A topic given wins over the preset.
+    assert argv_of('--training', '--joint-states', '/js')['--joint-states'] == '/js'
