@@ -423,3 +423,28 @@ def test_on_a_velocity_robot_every_stop_leaves_it_commanded_to_zero(operator, tm
         double.stop()
     assert deploy.returncode == 130, deploy.output()
     assert 'Traceback' not in deploy.output()
+
+
+@pytest.mark.system
+def test_ctrl_c_on_a_composed_deploy_leaves_a_velocity_robot_at_zero(operator, tmp_path):
+    """
+    ``unilab deploy`` runs its nodes in one process by default: Ctrl-C there ends in zeros too.
+
+    rclpy's own signal handler would shut the context down before the safety node's close
+    path, and the last command the forward controller kept would be a moving one.
+    """
+    run = _fresh_run(tmp_path / 'run', 'arm6_reach_velocity')
+    op = operator(command_topic='/forward_velocity_controller/commands')
+    double = Process('robot-sim', '--robot', 'arm6_velocity')
+    deploy = Process('deploy', run, '--robot', 'arm6_velocity', '--armed',
+                     '--run-dir', tmp_path / 'd')
+    try:
+        op.wait(lambda: _moving(op.commands, 0.0), proc=deploy)
+        deploy.send_signal(signal.SIGINT)
+        deploy.wait(timeout=60)
+        op.wait(lambda: _stopped(op.commands), timeout_s=10)  # the last one in flight
+    finally:
+        deploy.stop()
+        double.stop()
+    assert deploy.returncode == 130, deploy.output()
+    assert 'Traceback' not in deploy.output()

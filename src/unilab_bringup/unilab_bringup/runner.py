@@ -18,7 +18,8 @@ from unilab_bringup.node_group import group_command
 from unilab_bringup.prepare import PreparedRun
 from unilab_bringup.progress import ProgressDisplay
 from unilab_bringup.summary import merge_summary as merge_summary_file
-from unilab_core.ros.runtime import _install_sigterm, create_composed, spin_nodes
+from unilab_core.ros.runtime import (_install_sigterm, create_composed, keep_context_on_stop,
+                                     rclpy_signal_options, restore_handlers, spin_nodes)
 from unilab_core.transport import backend
 from unilab_policy import distributed
 
@@ -63,7 +64,11 @@ def spin_composed(graph, params_file: pathlib.Path, executor: str = 'events',
     """
     import rclpy
 
-    rclpy.init(args=['--ros-args', '--params-file', str(params_file)])
+    # Ctrl-C reaches the nodes' close path with the context up (a deploy's gate sends its
+    # zero command there), as in a node process (``runtime.spin_process``).
+    held = keep_context_on_stop()
+    rclpy.init(args=['--ros-args', '--params-file', str(params_file)],
+               signal_handler_options=rclpy_signal_options(held))
     nodes = []
     try:
         nodes = create_composed(graph.nodes, graph.ros_args)
@@ -76,6 +81,7 @@ def spin_composed(graph, params_file: pathlib.Path, executor: str = 'events',
         for n in nodes:
             n.destroy_node()
         rclpy.try_shutdown()
+        restore_handlers(held)
 
 
 def process_layout(graph, one_per_node: bool = False) -> list[tuple[str, tuple]]:

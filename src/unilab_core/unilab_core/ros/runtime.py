@@ -64,6 +64,37 @@ def _install_sigterm(sigint: bool = False):
         signal.signal(signal.SIGINT, handler)
 
 
+def keep_context_on_stop() -> dict:
+    """
+    Make SIGINT and SIGTERM raise KeyboardInterrupt here, with the ROS context kept up.
+
+    For a process that runs nodes in its main thread and starts rclpy with
+    ``SignalHandlerOptions.NO`` (``rclpy_signal_options``): rclpy's own handler
+    shuts the context down before the nodes close, and a closing node could
+    publish nothing more (the safety gate's zero command on a velocity or effort
+    interface). Returns the handlers to put back (``restore_handlers``); off the
+    main thread nothing changes and it returns {}.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    # A Python SIGINT handler already in place (Python's own, or the CLI's that records
+    # the interrupt for exit 130) raises KeyboardInterrupt and leaves the context alone.
+    _install_sigterm(sigint=not callable(previous[signal.SIGINT]))
+    return previous
+
+
+def rclpy_signal_options(held: dict):
+    """Return rclpy's signal-handler option: none of its own where ``held`` says ours are in."""
+    return SignalHandlerOptions.NO if held else SignalHandlerOptions.ALL
+
+
+def restore_handlers(held: dict) -> None:
+    """Put back the signal handlers that ``keep_context_on_stop`` replaced."""
+    for sig, previous in held.items():
+        signal.signal(sig, previous)
+
+
 def _hold_further_stops() -> dict:
     """
     Let the close path finish: a further SIGINT or SIGTERM is ignored from here on.
