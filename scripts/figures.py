@@ -155,6 +155,7 @@ def headline() -> str:
     deploy = load('deploy_quiet.json')
     peer = load('learn_rsl_rl_arm6.json')
     robot = load('robot_ur5e.json')
+    quad_peer = load('learn_rsl_rl_quad.json')['per_seed']['0']
     rows = [
         ['`arm6_reach` (default run, 3 seeds)',
          f'eval return {arm["eval_return"]["mean"]:.2f} ± {arm["eval_return"]["std"]:.2f}, '
@@ -173,10 +174,17 @@ def headline() -> str:
          f'{_pct(peer["rsl_rl"]["eval_success"]["mean"])} (ours '
          f'{_pct(peer["unilab"]["eval_success"]["mean"])})',
          '`docs/bench/learn_rsl_rl_arm6.json`'],
+        ['rsl_rl PPO (published defaults) on `quad_walk`, seed 0',
+         f'velocity error at 0.5 m/s {quad_peer["rsl_rl"]["eval_vx0.5"]["vx_error"]:.3f} m/s '
+         f'(ours {quad_peer["unilab"]["eval_vx0.5"]["vx_error"]:.3f}), yaw error at 0.5 rad/s '
+         f'{quad_peer["rsl_rl"]["eval_yaw0.5"]["yaw_error"]:.3f} rad/s (ours '
+         f'{quad_peer["unilab"]["eval_yaw0.5"]["yaw_error"]:.3f})',
+         '`docs/bench/learn_rsl_rl_quad.json`'],
         ['`ur5e_reach` on the UR5e double (real variant, 100 goals)',
          f'success {robot["success"]:.2f}, below the mount {robot["below_mount_s"]:.1f} s, '
          f'{robot["goals_refused"]} of {robot["goals_outside"]} outside goals refused, tool '
-         f'speed p99 {robot["tool_speed_p99_mps"]:.2f} m/s (target 1.0)',
+         f'speed p99 {robot["tool_speed_p99_mps"]:.2f} m/s (target 1.0), clamp share '
+         f'{robot["clamp_share"]:.3f} (target 0.10)',
          '`docs/bench/robot_ur5e.json`'],
         ['safety loop, 1 kHz under load',
          f'p99 {safety["unilab_p99_us"] / 1000:.2f} ms, max '
