@@ -404,7 +404,7 @@ def bench_deploy(args) -> dict:
                 result[f'{name}_client_rounds'] = len(clients)
     result['deadline_misses'] = result['deploy_deadline_misses']
     if with_view:
-        result['view'] = ('unilab view (its own process, SCHED_IDLE) with a viser WebSocket '
+        result['view'] = ('unilab view (its own process, nice 10) with a viser WebSocket '
                           'client; _foxglove: view --foxglove with a Foxglove client on every '
                           'channel')
         result.update(view_figures(result, probes))

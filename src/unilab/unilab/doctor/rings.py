@@ -56,8 +56,12 @@ def graph_rings(graph: Graph, n_weights: int, step_fields: int) -> list[RingNeed
     width = policy_input_dim(pol.obs_dim, act, pol.model.action_history)
     k = min(pol.rollout.chunk_length, pol.rollout.rollout_length)
     joints = len(p['safety'].joint_names)
+    # The bridge's joint states under the name the graph gives them (training: its own,
+    # topics.SIM_REMAPS).
+    joint_states = graph.remappings.get('bridge', {}).get(topics.JOINT_STATES,
+                                                          topics.JOINT_STATES)
     return [
-        RingNeed('bridge', topics.JOINT_STATES, joint_state_capacity(n, joints), 4),
+        RingNeed('bridge', joint_states, joint_state_capacity(n, joints), 4),
         RingNeed('bridge', topics.TASK_STATE,
                  batch_capacity({'extras': (n, extras), 'step': (n, step_fields)}), 4),
         RingNeed('perception', topics.OBSERVATION,
