@@ -369,6 +369,19 @@ def _stopped(commands) -> bool:
         and not np.any(commands[-1][1].data)
 
 
+def _ctrl_c(op, deploy) -> None:
+    """Stop ``deploy`` as Ctrl-C does; wait until the controller's last command is zeros."""
+    deploy.send_signal(signal.SIGINT)
+    deploy.wait(timeout=60)
+    op.wait(lambda: _stopped(op.commands), timeout_s=10)  # the last one in flight
+
+
+def _exited_on_ctrl_c(deploy) -> None:
+    """Assert that ``deploy`` ended as Ctrl-C should end it: 130, no traceback."""
+    assert deploy.returncode == 130, deploy.output()
+    assert 'Traceback' not in deploy.output()
+
+
 def _moving(commands, since: float) -> bool:
     """Return whether a non-zero command has reached the controller after ``since``."""
     return any(np.any(m.data) for t, m in commands if t > since)
@@ -415,14 +428,11 @@ def test_on_a_velocity_robot_every_stop_leaves_it_commanded_to_zero(operator, tm
         t = time.monotonic()
         op.wait(lambda: _moving(op.commands, t), proc=deploy)
         # Deploy exit (Ctrl-C): the safety node's close path publishes zeros.
-        deploy.send_signal(signal.SIGINT)
-        deploy.wait(timeout=60)
-        op.wait(lambda: _stopped(op.commands), timeout_s=10)  # the last one in flight
+        _ctrl_c(op, deploy)
     finally:
         deploy.stop()
         double.stop()
-    assert deploy.returncode == 130, deploy.output()
-    assert 'Traceback' not in deploy.output()
+    _exited_on_ctrl_c(deploy)
 
 
 @pytest.mark.system
@@ -440,11 +450,8 @@ def test_ctrl_c_on_a_composed_deploy_leaves_a_velocity_robot_at_zero(operator, t
                      '--run-dir', tmp_path / 'd')
     try:
         op.wait(lambda: _moving(op.commands, 0.0), proc=deploy)
-        deploy.send_signal(signal.SIGINT)
-        deploy.wait(timeout=60)
-        op.wait(lambda: _stopped(op.commands), timeout_s=10)  # the last one in flight
+        _ctrl_c(op, deploy)
     finally:
         deploy.stop()
         double.stop()
-    assert deploy.returncode == 130, deploy.output()
-    assert 'Traceback' not in deploy.output()
+    _exited_on_ctrl_c(deploy)
