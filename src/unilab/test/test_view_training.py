@@ -30,12 +30,13 @@ ENVS = 8
 BOX = (0.25, -0.4, 0.1, 0.65, 0.4, 0.5)
 
 
-def _spin_until(executor, train, what, done):
+def _spin_until(node, executor, train, what, done):
     deadline = time.monotonic() + WAIT_S
     while not done():
         assert train.poll() is None, f'training exited ({train.returncode}):\n{train.output()}'
         assert time.monotonic() < deadline, f'the view never showed {what}:\n{train.output()}'
-        executor.spin_once(timeout_sec=0.1)
+        node.frame(executor)  # what `unilab view` does once per screen frame
+        time.sleep(1.0 / node.rate_hz)
 
 
 def test_view_shows_env_0_and_the_training_curves(tmp_path, tiny_config):
@@ -50,7 +51,7 @@ def test_view_shows_env_0_and_the_training_curves(tmp_path, tiny_config):
     executor.add_node(node)
     robot = node.robots[0]
     try:
-        _spin_until(executor, train, 'the robot and its joints',
+        _spin_until(node, executor, train, 'the robot and its joints',
                     lambda: robot.model is not None and robot.measured is not None
                     and all(f.value for f in robot.joint_fields.values()))
         # The workspace box, around the robot's base (base_link: the URDF's root).
@@ -70,7 +71,7 @@ def test_view_shows_env_0_and_the_training_curves(tmp_path, tiny_config):
         assert shown != {n: f'{env1[n]:+.3f}' for n in robot.model.joint_names}
         # The curves: a point per trainer status that moved, at growing env steps, drawn
         # in the page; the clamp share over each interval from the gate's counters.
-        _spin_until(executor, train, 'training updates with the gate\'s clamp share',
+        _spin_until(node, executor, train, 'training updates with the gate\'s clamp share',
                     lambda: node.curves.count >= 2 and node.curve_plots is not None
                     and np.isfinite(node.curves.series('safety/clamp_share')[1]).any())
         node._draw()

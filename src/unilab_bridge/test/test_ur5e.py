@@ -104,6 +104,32 @@ def test_ur5e_reach_starts_near_home_with_goals_in_its_workspace():
         assert task.joint_limits['elbow_joint']['max_position'] == pytest.approx(np.pi, 1e-4)
 
 
+def test_half_of_the_ur5e_episodes_start_where_the_last_goal_left_the_arm():
+    # As on a robot (and in `bench robot`), goal after goal without going home; arm6's
+    # episodes all start at home (CHAINED_GOALS 0), so its training is unchanged.
+    with make_task('ur5e_reach', 64, seed=2) as task, make_task('arm6_reach', 8) as arm6:
+        assert task.CHAINED_GOALS == 0.5 and arm6.CHAINED_GOALS == 0.0
+        task.reset(2)
+        away = np.array(HOME) + [0.5, 0.2, -0.3, 0.0, 0.0, 0.0]  # a pose the arm goes to
+        cmd = np.tile(away, (64, 1))
+        for _ in range(task.max_episode_steps - 1):
+            before = task.step(cmd)
+        q_end, goal_end = before.joint_position, before.extras[:, 3:6]
+        state = task.step(cmd)  # every episode ends here (time limit): the next begins
+        assert state.truncated.all()
+        goal = state.extras[:, 3:6]
+        moved = np.abs(state.joint_position - q_end).max(axis=1)
+        # Chained: the arm went on from where it was (one more step of motion), no jump
+        # home; a new goal each. The others: back near home.
+        chained = np.abs(state.joint_position - np.array(HOME)).max(axis=1) > 0.3
+        assert np.all(np.abs(q_end - away).max(axis=1) < 0.05)  # every arm got there
+        assert 16 <= chained.sum() <= 48
+        assert np.all(moved[chained] < 0.05)
+        assert np.all(np.linalg.norm(goal - goal_end, axis=1) > 1e-6)
+        low, high = np.array(task.workspace.low), np.array(task.workspace.high)
+        assert np.all(goal >= low - 1e-6) and np.all(goal <= high + 1e-6)
+
+
 def test_the_ik_expert_reaches_every_corner_of_the_workspace():
     with make_task('ur5e_reach', 8, seed=0) as task:
         box = zip(task.workspace.low, task.workspace.high)

@@ -49,6 +49,7 @@ def task_info(name: str) -> tuple[TaskInfo, dict]:
                         action_mode=task.action_mode,
                         action_scale=tuple(float(x) for x in task.action_scale),
                         action_offset=tuple(float(x) for x in task.action_offset),
+                        action_clip=float(getattr(task, 'action_clip', 0.0)),
                         home=tuple(float(x) for x in getattr(task, 'home', ())),
                         workspace=task.workspace.box() if task.workspace else (),
                         workspace_frame=task.workspace.frame if task.workspace else '')

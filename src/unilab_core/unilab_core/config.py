@@ -458,6 +458,11 @@ class ModelSection(Section):
         default_factory=list,
         description='offset: the pose (one value per joint) actions are around; [] = the '
                     'task\'s (quad_walk: its standing crouch).')
+    action_clip: float = Field(
+        -1.0, description='relative / offset: every action is clipped to +-this before the '
+                          'map (a relative command then leads the measured joint by at most '
+                          'action_clip * action_scale); 0 = no clip; -1 = the task\'s '
+                          '(ur5e_reach: 1.5, arm6_reach: none).')
     grid_input: list[int] = Field(
         default_factory=list,
         description='[offset, channels, height, width] of a BEV grid inside the observation: '
@@ -471,6 +476,14 @@ class ModelSection(Section):
     def _action_scale(cls, v):
         if any(not (math.isfinite(x) and x > 0.0) for x in v):
             raise ValueError(f'model.action_scale must be finite and > 0, got {v}')
+        return v
+
+    @field_validator('action_clip')
+    @classmethod
+    def _action_clip(cls, v):
+        if not (v == -1.0 or (math.isfinite(v) and v >= 0.0)):
+            raise ValueError(f'model.action_clip must be >= 0 (0: no clip) or -1 (the task\'s), '
+                             f'got {v}')
         return v
 
     @field_validator('action_offset')

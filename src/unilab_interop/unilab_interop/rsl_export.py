@@ -130,7 +130,7 @@ def policy_spec(params, info, envelope: dict | None = None) -> dict:
             'observation': [{'name': n, 'size': s} for n, s in task_layout(info)],
             'joint_names': list(info.joint_names), 'action_mode': m.action_mode,
             'action_scale': list(m.action_scale), 'action_offset': list(m.action_offset),
-            'activation': m.activation}
+            'action_clip': max(0.0, m.action_clip), 'activation': m.activation}
     if envelope and 'joint_low' in envelope:
         spec['joint_range'] = {'low': list(envelope['joint_low']),
                                'high': list(envelope['joint_high'])}

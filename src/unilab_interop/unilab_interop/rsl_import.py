@@ -24,6 +24,7 @@ the policy is taken to be trained on our own task through
     action_mode: relative   # relative | offset | absolute (docs/actions.md)
     action_scale: 0.04      # one value or one per joint
     action_offset: []       # offset mode: the pose actions are around
+    action_clip: 0          # optional: |action| clipped to this before the map (0: none)
     activation: elu         # the MLP's activation (checkpoints do not record it)
     joint_range:            # optional: the joint positions it was trained in (rad)
       low: [...]            # per joint, in joint_names order
@@ -58,7 +59,7 @@ from unilab_policy.models import PolicyBundle
 from unilab_policy.networks import build_bundle
 
 SPEC_KEYS = {'observation', 'joint_names', 'action_mode', 'action_scale', 'action_offset',
-             'activation', 'task', 'joint_range'}
+             'action_clip', 'activation', 'task', 'joint_range'}
 
 
 @dataclasses.dataclass
@@ -247,6 +248,15 @@ def spec_overrides(spec: dict, hidden: list[int], where: str) -> dict:
     out = {'model.hidden_sizes': list(hidden), 'model.activation': activation,
            'model.action_history': 0,
            'normalization.observations': True, 'normalization.clip': IMPORT_CLIP}
+    # A spec that says how actions map but not how they are clipped: no clip (specs from
+    # before the key); without a spec the task's own map, its clip included.
+    if 'action_clip' in spec or any(k in spec for k in ('action_mode', 'action_scale')):
+        clip = spec.get('action_clip', 0.0)
+        if not isinstance(clip, (int, float)) or isinstance(clip, bool) or \
+                not (math.isfinite(clip) and clip >= 0):
+            raise ConfigError(f'{where}: action_clip must be a number >= 0 (0: none), '
+                              f'got {clip!r}')
+        out['model.action_clip'] = float(clip)
     for key in ('action_mode', 'action_scale', 'action_offset'):
         if key in spec:
             value = spec[key]

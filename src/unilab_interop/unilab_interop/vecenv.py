@@ -143,4 +143,5 @@ def make_vec_env(task: str, num_envs: int, seed: int, run_dir: str | pathlib.Pat
     return UniLabVecEnv(sim, gate, ActionMap.of(model, sim.action_dim), device, seed,
                         cfg={'task': task, 'action_mode': model.action_mode,
                              'action_scale': list(model.action_scale),
-                             'action_offset': list(model.action_offset)})
+                             'action_offset': list(model.action_offset),
+                             'action_clip': model.action_clip})

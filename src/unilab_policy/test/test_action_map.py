@@ -72,6 +72,29 @@ def test_relative_commands_are_measured_position_plus_scaled_action_and_invert()
     assert absolute.command(obs, act) is act
 
 
+def test_a_clipped_map_bounds_the_lead_and_resolves_from_the_task():
+    amap = ActionMap('relative', [0.1, 0.2, 0.3], J, clip=1.5)
+    obs = np.random.default_rng(3).normal(size=(N, OBS)).astype(np.float32)
+    act = np.array([[3.0, -0.5, -7.0]] * N, np.float32)
+    cmd = amap.command(obs, act)
+    # Beyond the clip the command stops at clip * scale from the measured joint.
+    np.testing.assert_allclose(cmd - obs[:, :J], [[0.15, -0.1, -0.45]] * N, rtol=1e-6)
+    torch_cmd = amap(torch.from_numpy(obs), torch.from_numpy(act)).numpy()
+    np.testing.assert_allclose(torch_cmd, cmd, rtol=1e-6)  # what an export computes
+    # The task's clip unless the config gives one (0: none); absolute maps never clip.
+    clipped = dataclasses.replace(ARM, action_clip=1.5)
+    assert resolve_action_map(ModelSection(), clipped).action_clip == 1.5
+    assert resolve_action_map(ModelSection(action_clip=0.0), clipped).action_clip == 0.0
+    assert resolve_action_map(ModelSection(action_clip=2.0), ARM).action_clip == 2.0
+    assert resolve_action_map(ModelSection(action_mode='absolute'), clipped).action_clip == 0
+    with pytest.raises(ValueError, match='model.action_clip must be >= 0'):
+        ModelSection(action_clip=-0.5)
+    with pytest.raises(ValueError, match='action_clip must be >= 0'):
+        ActionMap('absolute', (), J, clip=1.0)
+    # Parameters from before the clip (none recorded) act unclipped, as they were trained.
+    assert PolicyNodeParams(obs_dim=OBS, act_dim=J).model.action_clip == 0.0
+
+
 def _actor(amap, mode):
     bundle = build_bundle(OBS, J, ModelSection(), NormalizationSection(), seed=0)
     actor = PolicyActor(bundle, N, J, mode=mode, action_map=amap, rollout_length=2,

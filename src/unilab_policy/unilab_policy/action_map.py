@@ -16,6 +16,11 @@ What the policy network's output means: the one mapping from actions to commands
   action_offset + action_scale * action`` (legged_gym's default joint positions
   plus its action scale; for legged robots, whose stance is the natural origin).
 
+``action_clip`` (relative / offset; 0 = none) clips every action to ``+-action_clip``
+before the map, as rsl_rl's environments clip actions: a relative command then leads
+the measured joint by at most ``action_clip * action_scale``. PPO's log-probabilities
+stay those of the unclipped sample; the command is what the robot gets.
+
 PPO learns in action space (the rollout chunks carry actions and their
 log-probabilities); everything downstream of the policy (the gate, the
 drives, the action topic, exported models) sees commands in joint units.
@@ -44,7 +49,7 @@ def resolve_action_map(model: ModelSection, task) -> ModelSection:
     mode = task.action_mode if model.action_mode == 'task' else model.action_mode
     if mode == 'absolute':
         return model.model_copy(update={'action_mode': 'absolute', 'action_scale': [],
-                                        'action_offset': []})
+                                        'action_offset': [], 'action_clip': 0.0})
     if not holds_joint_positions(task):
         raise ConfigError(
             f'model.action_mode: {mode} needs position-controlled joints observed one per '
@@ -54,8 +59,10 @@ def resolve_action_map(model: ModelSection, task) -> ModelSection:
                        'rad per unit action')
     offset = _per_joint('action_offset', model.action_offset, task.action_offset, task,
                         'the pose in rad') if mode == 'offset' else []
+    clip = float(getattr(task, 'action_clip', 0.0)) if model.action_clip < 0 \
+        else float(model.action_clip)
     return model.model_copy(update={'action_mode': mode, 'action_scale': scale,
-                                    'action_offset': offset})
+                                    'action_offset': offset, 'action_clip': clip})
 
 
 def _per_joint(key: str, configured, default, task, unit: str) -> list[float]:
@@ -72,10 +79,10 @@ def _per_joint(key: str, configured, default, task, unit: str) -> list[float]:
 
 
 class ActionMap(nn.Module):
-    """``command = offset(obs) + scale * action`` for one resolved ``model`` section."""
+    """``command = offset(obs) + scale * clip(action)`` for one resolved ``model`` section."""
 
-    def __init__(self, mode: str, scale, act_dim: int, offset=()):
-        """Build the map; ``mode`` one of MODES (resolve 'task' first)."""
+    def __init__(self, mode: str, scale, act_dim: int, offset=(), clip: float = 0.0):
+        """Build the map; ``mode`` one of MODES (resolve 'task' first); ``clip`` 0: none."""
         super().__init__()
         if mode == 'task':
             raise ValueError("model.action_mode 'task' is not resolved for a task: build the "
@@ -92,6 +99,10 @@ class ActionMap(nn.Module):
         if pose.shape != (self.act_dim,) or not np.all(np.isfinite(pose)):
             raise ValueError(f'action_offset must be {self.act_dim} finite values, '
                              f'got {list(np.atleast_1d(pose))}')
+        clip = float(clip)
+        if not (np.isfinite(clip) and clip >= 0.0) or (clip and mode == 'absolute'):
+            raise ValueError(f'action_clip must be >= 0 (0: none; absolute: 0), got {clip}')
+        self.clip = clip
         self.register_buffer('scale', torch.as_tensor(scale, dtype=torch.float32))
         self.register_buffer('offset', torch.as_tensor(pose, dtype=torch.float32))
         self._scale32 = scale.astype(np.float32)
@@ -100,7 +111,8 @@ class ActionMap(nn.Module):
     @classmethod
     def of(cls, model: ModelSection, act_dim: int) -> 'ActionMap':
         """Return the map a resolved ``model`` section describes."""
-        return cls(model.action_mode, model.action_scale, act_dim, model.action_offset)
+        return cls(model.action_mode, model.action_scale, act_dim, model.action_offset,
+                   max(0.0, model.action_clip))
 
     @property
     def identity(self) -> bool:
@@ -111,6 +123,8 @@ class ActionMap(nn.Module):
         """Return commands ``[B, act]`` for raw observations and actions (torch)."""
         if self.identity:
             return action
+        if self.clip:
+            action = action.clamp(-self.clip, self.clip)
         if self.mode == 'offset':
             return self.offset + self.scale * action
         return obs[:, :self.act_dim] + self.scale * action
@@ -119,7 +133,10 @@ class ActionMap(nn.Module):
         """Return float32 commands for raw observations ``[N, obs]`` and actions ``[N, act]``."""
         if self.identity:
             return action
-        return self._origin(obs) + self._scale32 * np.asarray(action, np.float32)
+        action = np.asarray(action, np.float32)
+        if self.clip:
+            action = np.clip(action, -self.clip, self.clip)
+        return self._origin(obs) + self._scale32 * action
 
     def action(self, obs: np.ndarray, command: np.ndarray) -> np.ndarray:
         """Return the actions that give ``command`` at ``obs`` (the inverse of ``command``)."""

@@ -41,6 +41,8 @@ class PolicyNetParams(Section):
             self.model = self.model.model_copy(update={'action_mode': 'absolute',
                                                        'action_scale': [],
                                                        'action_offset': []})
+        if self.model.action_clip < 0:  # likewise unresolved (runs from before the clip)
+            self.model = self.model.model_copy(update={'action_clip': 0.0})
         return self
 
 

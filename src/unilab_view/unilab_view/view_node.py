@@ -8,11 +8,15 @@ Per namespace (``''`` or ``/robot<k>`` of a fleet) it subscribes ``robot_descrip
 command topics the robot double and ros2_control take
 (``forward_position_controller/commands``, ``scaled_joint_trajectory_controller/
 joint_trajectory``), ``goal_pose`` and ``/diagnostics``. Callbacks only store the last
-message; a timer at the screen rate (``rate_hz``) draws: the measured robot, the
-commanded pose as a translucent ghost, the goal as a sphere, and the gate's panel
-(``unilab_view.gate``). Nothing here publishes on the graph; with ``allow_arm`` the
-page has Arm / Disarm buttons that call ``<ns>/safety/arm`` and ``<ns>/safety/disarm``
-(std_srvs/Trigger, the services ``unilab arm`` calls).
+message. The view takes messages at the screen rate (``rate_hz``), not at the graph's:
+``spin_frames`` sleeps a frame, serves what arrived (``ViewNode.frame``: the state and
+command topics keep only their newest message, ``STATE_QOS``), then draws: the measured
+robot, the commanded pose as a translucent ghost, the goal as a sphere, and the gate's
+panel (``unilab_view.gate``). A joint state wakes the control loop; a view woken by every
+joint state too competed with it for the CPU at exactly that moment (docs/view.md).
+Nothing here publishes on the graph; with ``allow_arm`` the page has Arm / Disarm
+buttons that call ``<ns>/safety/arm`` and ``<ns>/safety/disarm`` (std_srvs/Trigger, the
+services ``unilab arm`` calls).
 
 Beside ``unilab train``: ``joint_states`` and ``description`` name the topics (the
 training graph's ``topics.SIM_JOINT_STATES`` and ``SIM_ROBOT_DESCRIPTION``), and a
@@ -30,12 +34,15 @@ import math
 import os
 import sys
 import threading
+import time
 
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 import numpy as np
 import rclpy
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.qos import QoSProfile
 from rclpy.utilities import remove_ros_args
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
@@ -57,6 +64,12 @@ TRAJECTORY_TOPIC = 'scaled_joint_trajectory_controller/joint_trajectory'
 #: metres between the robots of a fleet along y
 FLEET_SPACING = 1.0
 #: the training curves' titles, per name (``unilab_view.curves.CURVES``)
+#: The state, command and goal topics: only the newest message waits for the next frame
+#: (the ones before it are dropped by DDS, never handed to Python).
+STATE_QOS = QoSProfile(depth=1)
+#: /diagnostics: every node publishes its own array, about once a second; the training
+#: curves want each trainer status.
+DIAGNOSTICS_DEPTH = 10
 CURVE_TITLES = {'charts/mean_return': 'return (mean of the last episodes)',
                 'episodes/success_rate': 'success rate', 'safety/clamp_share': 'clamp share'}
 
@@ -98,6 +111,8 @@ class ViewNode(Node):
                  workspace_frame: str = 'base_link'):
         super().__init__('unilab_view')
         self.lock = threading.Lock()
+        self.rate_hz = float(rate_hz)
+        self.received = 0  # messages taken (``frame`` drains until none is left)
         self.allow_arm = allow_arm
         self.joint_states, self.env, self.description = joint_states, env, description
         self.workspace, self.workspace_frame = tuple(workspace), workspace_frame
@@ -116,8 +131,10 @@ class ViewNode(Node):
         for robot in self.robots:
             self._subscribe(robot)
             self._panel(robot)
-        self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
-        self.create_timer(1.0 / rate_hz, self._draw)
+        self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics,
+                                 DIAGNOSTICS_DEPTH)
+        # At most one message per state topic, plus the diagnostics and service replies.
+        self._drain_budget = 5 * len(self.robots) + DIAGNOSTICS_DEPTH + 4
         self.get_logger().info(f'view on http://{host}:{self.server.get_port()} '
                                f'({", ".join(r.ns or "/" for r in self.robots)})')
 
@@ -126,24 +143,27 @@ class ViewNode(Node):
         def store(field, value):
             with self.lock:
                 setattr(robot, field, value)
+                self.received += 1
         ns = robot.ns
         self.create_subscription(String, namespaced(ns, self.description),
                                  lambda m: store('urdf_text', m.data), DESCRIPTION_QOS)
         self.create_subscription(
             JointState, namespaced(ns, self.joint_states),
-            lambda m: store('measured', (list(m.name), list(m.position))), 10)
+            lambda m: store('measured', (list(m.name), list(m.position))), STATE_QOS)
         self.create_subscription(
             Float64MultiArray, namespaced(ns, FORWARD_TOPIC),
-            lambda m: store('commanded', (None, list(m.data))), 10)
+            lambda m: store('commanded', (None, list(m.data))), STATE_QOS)
         self.create_subscription(
             JointTrajectory, namespaced(ns, TRAJECTORY_TOPIC),
-            lambda m: m.points and store(
-                'commanded', (list(m.joint_names), list(m.points[-1].positions))), 10)
+            lambda m: store('commanded', (list(m.joint_names), list(m.points[-1].positions))
+                            if m.points else robot.commanded), STATE_QOS)
         self.create_subscription(
             PoseStamped, namespaced(ns, 'goal_pose'),
-            lambda m: store('goal', _finite_point(m.pose.position)), 10)
+            lambda m: store('goal', _finite_point(m.pose.position)), STATE_QOS)
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        with self.lock:
+            self.received += 1
         if self.bridge is not None:
             with self.lock:
                 self.diagnostics.update({st.name: {
@@ -195,6 +215,15 @@ class ViewNode(Node):
             return
         client.call_async(Trigger.Request()).add_done_callback(
             lambda f: self.get_logger().info(f'{client.srv_name}: {f.result().message}'))
+
+    def frame(self, executor) -> None:
+        """Serve what arrived since the last frame, the newest of each topic; then draw."""
+        for _ in range(self._drain_budget):
+            before = self.received
+            executor.spin_once(timeout_sec=0.0)
+            if self.received == before:
+                break
+        self._draw()
 
     def _draw(self) -> None:
         stamp_ns = self.get_clock().now().nanoseconds
@@ -315,6 +344,20 @@ class ViewNode(Node):
             self.bridge.close()
 
 
+def spin_frames(node: ViewNode, executor) -> None:
+    """Run ``node.frame`` at the screen rate until the context ends (sleeping between)."""
+    period = 1.0 / node.rate_hz
+    due = time.monotonic()
+    while rclpy.ok(context=node.context):
+        node.frame(executor)
+        due += period
+        left = due - time.monotonic()
+        if left > 0:
+            time.sleep(left)
+        else:  # a slow frame: the next one a period from now, no burst to catch up
+            due = time.monotonic()
+
+
 def main(args=None) -> None:
     """Run the view until interrupted, below the control loop's priority."""
     parser = argparse.ArgumentParser(prog='view_node')
@@ -343,11 +386,14 @@ def main(args=None) -> None:
                     env=opts.env, description=opts.description, workspace=opts.workspace,
                     workspace_frame=opts.workspace_frame)
     node.get_logger().info(f'view at nice {os.nice(0)}')
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
     try:
-        rclpy.spin(node)
+        spin_frames(node, executor)
     except KeyboardInterrupt:
         pass
     finally:
+        executor.shutdown()
         node.close()
         node.destroy_node()
         rclpy.try_shutdown()

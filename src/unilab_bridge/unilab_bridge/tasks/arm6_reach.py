@@ -92,8 +92,14 @@ class Arm6Reach(BatchedTask):
     LEAD_SCALE = REWARD_SCALES['lead']
     #: Slew steps of lead per unit of relative action (the module's ACTION_SCALE_SLEW_STEPS).
     ACTION_SCALE_SLEW_STEPS = ACTION_SCALE_SLEW_STEPS
+    #: |action| is clipped to this before the relative map (0: no clip).
+    ACTION_CLIP = 0.0
     #: What a command is: joint position targets (rad); arm6_reach_velocity: velocities.
     COMMAND_INTERFACE = 'position'
+    #: Share of episodes that start where the last one left the arm, with a new target
+    #: (as a robot goes from goal to goal); the others start at HOME plus noise. 0: every
+    #: episode from HOME (arm6).
+    CHAINED_GOALS = 0.0
 
     def __init__(self, num_envs, seed=0, max_episode_steps=100, decimation=4,
                  reset_noise=0.1, reward_scales=None, num_threads=None, auto_reset=True):
@@ -127,6 +133,7 @@ class Arm6Reach(BatchedTask):
         self.action_scale = () if self.action_mode == 'absolute' else tuple(
             self.ACTION_SCALE_SLEW_STEPS * self.joint_limits[j]['max_velocity'] * self.control_dt
             for j in self.joint_names)
+        self.action_clip = 0.0 if self.action_mode == 'absolute' else float(self.ACTION_CLIP)
         self.reset_noise = float(reset_noise)
         self.reward_scales = dict(
             REWARD_SCALES, action_rate=self.ACTION_RATE_SCALE, tool_speed=self.TOOL_SPEED_SCALE,
@@ -195,7 +202,11 @@ class Arm6Reach(BatchedTask):
         reward[terminated] = 0.0
         truncated, done, ep_return, ep_length = self._episodes.end_step(reward, terminated)
         for i in np.flatnonzero(done):
-            self._reset_env(i)
+            if self.CHAINED_GOALS and not terminated[i] and \
+                    self._rng.random() < self.CHAINED_GOALS:
+                self._next_goal(i)
+            else:
+                self._reset_env(i)
         return self._state(reward, terminated, truncated, ep_return, ep_length)
 
     def close(self):
@@ -268,6 +279,12 @@ class Arm6Reach(BatchedTask):
         self._episodes.reset(i)
         self._batch.read_env(i)
         self._prev_tool[i] = self._prev_cmd_tool[i] = self._batch.site_pos[i, 0]
+
+    def _next_goal(self, i):
+        """Start env ``i``'s next episode where the arm is: a new target, nothing moved."""
+        self._target[i] = self.sample_targets(1)[0]
+        self._batch.env_data(i).mocap_pos[self._mocap] = self._target[i]
+        self._episodes.reset(i)
 
     def _state(self, reward, terminated, truncated, ep_return, ep_length):
         batch = self._batch

@@ -120,6 +120,8 @@ class BatchedTask(abc.ABC):
     action_mode: str = 'absolute'
     action_scale: tuple = ()
     action_offset: tuple = ()  # 'offset': the pose actions are around
+    #: |action| is clipped to this before a relative or offset map (0: no clip).
+    action_clip: float = 0.0
     #: Where the task's goals lie (``unilab_core.graph.Workspace``: a box in the robot's
     #: base frame), or None where the task has no goals. Checkpoints carry it; on a robot
     #: goals outside it are refused (docs/safety.md, "On a robot").

@@ -32,7 +32,7 @@ class DisturbedTask(BatchedTask):
         for attr in ('name', 'num_envs', 'joint_names', 'action_dim', 'extras_dim',
                      'uses_joint_state', 'command_interface', 'control_dt',
                      'max_episode_steps', 'joint_limits', 'action_low', 'action_high',
-                     'action_mode', 'action_scale', 'action_offset'):
+                     'action_mode', 'action_scale', 'action_offset', 'action_clip'):
             setattr(self, attr, getattr(task, attr))
         self.inner = task
         self.cfg = cfg

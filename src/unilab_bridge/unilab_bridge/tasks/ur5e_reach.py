@@ -47,6 +47,13 @@ class Ur5eReach(Arm6Reach):
     # policy moves the commanded tool half as far, so the smoothness terms above charge the
     # task, not the noise; full speed needs |action| about 1.5 (docs/robots.md).
     ACTION_SCALE_SLEW_STEPS = 1.0
+    # At most 1.5 slew steps of lead (0.094 rad): the bench's tracking bound is 0.1 rad, and
+    # a heavier or later arm than the training model's must not make the policy ask more.
+    ACTION_CLIP = 1.5
+    # Half of the episodes start where the last goal left the arm: a robot (and `bench
+    # robot`) goes from goal to goal without returning home, so the policy must know the
+    # poses its own reaches end in, not only the home region.
+    CHAINED_GOALS = 0.5
 
     def task_workspace(self) -> Workspace:
         """Return the box the targets are drawn from, in the robot's base frame."""
