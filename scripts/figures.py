@@ -183,7 +183,8 @@ def headline() -> str:
         ['`ur5e_reach` on the UR5e double (real variant, 100 goals)',
          f'success {robot["success"]:.2f}, below the mount {robot["below_mount_s"]:.1f} s, '
          f'{robot["goals_refused"]} of {robot["goals_outside"]} outside goals refused, tool '
-         f'speed p99 {robot["tool_speed_p99_mps"]:.2f} m/s (target 1.0), clamp share '
+         f'speed p99 {robot["tool_speed_p99_mps"]:.2f} m/s (target 1.0), tracking error p99 '
+         f'{robot["tracking_error_p99_rad"]:.3f} rad (target 0.1), clamp share '
          f'{robot["clamp_share"]:.3f} (target 0.10)',
          '`docs/bench/robot_ur5e.json`'],
         ['safety loop, 1 kHz under load',
