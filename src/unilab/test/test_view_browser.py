@@ -3,11 +3,13 @@
 """
 ``unilab view`` beside the robot double and ``deploy``, in a real browser (docs/view.md).
 
-Headless Chromium driven by selenium reads the page viser serves: the joint values
-shown change as the double moves, the gate's panel changes colour on a disarm, and the
-Arm button exists only with ``--allow-arm``. The screenshot docs/view.md shows is
-taken here (docs/img/view.png, written with ``UNILAB_DOCS_SCREENSHOTS=1``). Skips,
-naming what is missing, without selenium, chromium or chromedriver.
+Headless Chromium driven by selenium reads the page viser serves, beside a UR5e double
+(the maker's model, joint states at 500 Hz) and a ``ur5e_reach`` deploy, as README's tour
+runs them: the joint values shown change as the double moves, the gate's panel changes
+colour on a disarm, and the Arm button exists only with ``--allow-arm``. The screenshot
+docs/view.md shows is taken here (docs/img/view.png, written with
+``UNILAB_DOCS_SCREENSHOTS=1``). Skips, naming what is missing, without selenium, chromium
+or chromedriver.
 """
 
 import os
@@ -16,7 +18,8 @@ import socket
 import sys
 import time
 
-from test_deploy_system import model, operator, Process  # noqa: F401 (fixtures, by name)
+import pytest
+from test_deploy_system import _fresh_run, operator, Process  # noqa: F401 (fixture, by name)
 from unilab_view.gate import COLOURS
 
 # The browser set-up the data factory's review page test uses (one helper for both).
@@ -71,14 +74,21 @@ def _button_labels(driver) -> set[str]:
     return {b.text.strip() for b in driver.find_elements(By.TAG_NAME, 'button')}
 
 
+@pytest.fixture(scope='module')
+def ur5e_run(tmp_path_factory):
+    """Return the run directory of a fresh ur5e_reach network."""
+    return _fresh_run(tmp_path_factory.mktemp('view') / 'run', 'ur5e_reach')
+
+
 def test_view_shows_the_moving_robot_and_the_gate_in_a_browser(  # noqa: F811
-        model, operator, tmp_path):  # noqa: F811
+        ur5e_run, operator, tmp_path):  # noqa: F811
     driver = _browser()
-    run, _ = model
-    operator()  # publishes the goal the policy reaches for
+    driver.set_window_size(1280, 800)  # the arm beside the panel in the screenshot
+    operator()  # publishes the goal the policy reaches for (inside the UR5e's workspace)
     port = _free_port()
-    double = Process('robot-sim', '--robot', 'arm6')
-    deploy = Process('deploy', run, '--robot', 'arm6', '--armed', '--run-dir', tmp_path / 'd')
+    double = Process('robot-sim', '--robot', 'ur5e')
+    deploy = Process('deploy', ur5e_run, '--robot', 'ur5e', '--armed',
+                     '--run-dir', tmp_path / 'd')
     view = Process('view', '--port', port)
     try:
         from selenium.common.exceptions import StaleElementReferenceException

@@ -6,7 +6,9 @@
 A tiny training run of arm6_reach (8 envs) and the view node in this process, on the
 training graph's names (``--training``): the robot comes from the bridge's URDF on
 ``/unilab/sim/robot_description``, the joints shown are env 0's of the batched
-``/unilab/sim/joint_states`` (``env<i>/<joint>``), and the Training folder's curves
+``/unilab/sim/joint_states`` (``env<i>/<joint>``) with env 0's goal and command ghost
+(the bridge's ``/unilab/sim/goal_pose`` and ``/unilab/sim/command``), and the Training
+folder's curves
 take their points from the graph's statuses on ``/diagnostics``. The workspace box
 ``--model RUN`` would pass is drawn around the robot's base.
 """
@@ -17,6 +19,7 @@ import numpy as np
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from test_deploy_system import Process
+from unilab_bringup.prepare import task_info
 from unilab_core import topics
 from unilab_core.testing import isolate_ros_domain
 from unilab_view.curves import CURVES
@@ -46,7 +49,8 @@ def test_view_shows_env_0_and_the_training_curves(tmp_path, tiny_config):
     rclpy.init()
     # What `unilab view --training` starts: the training graph's own names.
     node = ViewNode([''], port=0, host='127.0.0.1', joint_states=topics.SIM_JOINT_STATES,
-                    description=topics.SIM_ROBOT_DESCRIPTION, workspace=BOX)
+                    description=topics.SIM_ROBOT_DESCRIPTION, workspace=BOX,
+                    goal=topics.SIM_GOAL_POSE, command=topics.SIM_COMMAND)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     robot = node.robots[0]
@@ -69,6 +73,19 @@ def test_view_shows_env_0_and_the_training_curves(tmp_path, tiny_config):
         shown = {n: f.value for n, f in robot.joint_fields.items()}
         assert shown == {n: f'{env0[n]:+.3f}' for n in robot.model.joint_names}
         assert shown != {n: f'{env1[n]:+.3f}' for n in robot.model.joint_names}
+        # Env 0's goal (a red sphere, inside the task's workspace) and command (the ghost):
+        # the bridge publishes them while the view listens.
+        _spin_until(node, executor, train, 'env 0\'s goal and command',
+                    lambda: robot.goal is not None and robot.commanded is not None)
+        node._draw()
+        workspace = task_info('arm6_reach')[0].workspace
+        assert np.all(np.asarray(robot.goal) >= np.asarray(workspace[:3]) - 1e-6)
+        assert np.all(np.asarray(robot.goal) <= np.asarray(workspace[3:]) + 1e-6)
+        shown_robot, ghost, goal_handle = robot.drawn
+        assert goal_handle.visible and np.allclose(goal_handle.position, robot.goal)
+        assert ghost.show_visual
+        assert len(robot.commanded[1]) == len(robot.model.joint_names)
+        assert np.all(np.isfinite(robot.commanded[1]))
         # The curves: a point per trainer status that moved, at growing env steps, drawn
         # in the page; the clamp share over each interval from the gate's counters.
         _spin_until(node, executor, train, 'training updates with the gate\'s clamp share',

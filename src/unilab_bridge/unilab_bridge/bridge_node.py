@@ -39,6 +39,7 @@ from unilab_bridge.sensor_msgs_out import make_imu, make_pointcloud
 from unilab_bridge.sensors import Lidar
 from unilab_bridge.tasks import make_task, UnknownTaskError
 from unilab_bridge.tasks.reach_reward import episode_success
+from unilab_bridge.view_out import EnvView
 from unilab_core import topics
 from unilab_core.config import BridgeSection, ConfigError, DisturbancesSection
 from unilab_core.joint_names import batched_joint_names
@@ -131,6 +132,7 @@ class BridgeNode(Node):
         self.create_timer(self.timeout / 2.0, self._check_timeout, clock=steady)
         self.health = NodeDiagnostics(self, p.health, self._health_counters)
         self._publish_description(task_name)
+        self.env_view = EnvView(self, self.task)  # env 0 for `unilab view --training`
         self.get_logger().info(
             f'{task_name}: {self.num_envs} envs, {len(self.task.joint_names)} joints, '
             f'control dt {self.task.control_dt:.3f} s, obs {self.task.obs_dim}, '
@@ -232,13 +234,17 @@ class BridgeNode(Node):
             with self._episode_log.open('a') as f:
                 f.write(''.join(json.dumps(r) + '\n' for r in records))
 
-    def _stamp_ns(self) -> int:
-        return int(round(self.seq * self.task.control_dt * 1e9))
+    def _stamp_ns(self, seq: int | None = None) -> int:
+        return int(round((self.seq if seq is None else seq) * self.task.control_dt * 1e9))
+
+    def _stamp_msg(self, seq: int) -> Time:
+        ns = self._stamp_ns(seq)
+        return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
     def _publish(self) -> None:
         s = self.state
         stamp_ns = self._stamp_ns()
-        t = Time(sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
+        t = self._stamp_msg(self.seq)
         if self.publish_clock:
             self.clock_pub.publish(Clock(clock=t))
         self.js_pub.publish(KIND_JOINT_STATE, self.seq, joint_state_tensors(
@@ -279,6 +285,7 @@ class BridgeNode(Node):
         # A copy: a transport view is valid only during this callback, and delay
         # injection keeps commands for later steps.
         self.state = self.task.step(np.array(command))
+        self.env_view.publish(command, self._stamp_msg(self.seq + 1))
         if self._episode_log is not None or hasattr(self.task, 'pop_episode_log'):
             self._write_episode_log()
         self.seq += 1

@@ -49,6 +49,15 @@ SIM_REMAPS = {JOINT_STATES: SIM_JOINT_STATES, CLOCK: SIM_CLOCK}
 #: for a live view (``unilab view --training``). Under the same prefix: a robot's
 #: computer has ``/robot_description`` from its robot_state_publisher.
 SIM_ROBOT_DESCRIPTION = '/unilab/sim/robot_description'
+#: For a live view of training (``unilab view --training``), one env's goal and command, at
+#: most ``VIEW_RATE_HZ`` and only while someone listens (the bridge; env ``0``):
+#: geometry_msgs/PoseStamped in the task's workspace frame ...
+SIM_GOAL_POSE = '/unilab/sim/goal_pose'
+#: ... and std_msgs/Float64MultiArray, the command the env was stepped with, in the task's
+#: joint order (the joint order of the URDF on ``SIM_ROBOT_DESCRIPTION``).
+SIM_COMMAND = '/unilab/sim/command'
+#: Rate of the two topics above (a screen's).
+VIEW_RATE_HZ = 20.0
 
 ALL = {
     'joint_states': JOINT_STATES, 'task_state': TASK_STATE, 'observation': OBSERVATION,

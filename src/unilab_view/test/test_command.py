@@ -26,3 +26,7 @@ def test_a_robot_by_default_and_the_training_graph_with_training():
     assert training['--env'] == '3'
     # A topic given wins over the preset.
     assert argv_of('--training', '--joint-states', '/js')['--joint-states'] == '/js'
+    # Env 0's goal and command come from the bridge; for another env none is drawn.
+    env0 = argv_of('--training')
+    assert (env0['--goal'], env0['--command']) == (topics.SIM_GOAL_POSE, topics.SIM_COMMAND)
+    assert '--goal' not in training and '--goal' not in plain

@@ -27,6 +27,11 @@ def view_argv(args) -> list[str]:
                                        else 'robot_description')
     argv += ['--joint-states', joint_states, '--description', description,
              '--env', str(args.env)]
+    if args.training and args.env == 0:  # the bridge's env 0 goal and command (view_out)
+        argv += ['--goal', topics.SIM_GOAL_POSE, '--command', topics.SIM_COMMAND]
+    elif args.training:
+        print(f'unilab: view --training: the bridge publishes env 0\'s goal and command only; '
+              f'env {args.env} is drawn without them', file=sys.stderr, flush=True)
     if args.model:
         found = model_workspace(args.model)
         if found is None:

@@ -21,7 +21,9 @@ services ``unilab arm`` calls).
 Beside ``unilab train``: ``joint_states`` and ``description`` name the topics (the
 training graph's ``topics.SIM_JOINT_STATES`` and ``SIM_ROBOT_DESCRIPTION``), and a
 batched JointState (names ``env<i>/<joint>``) is shown as env ``env``
-(``unilab_core.joint_names.env_joints``); the trainer's status on ``/diagnostics`` adds
+(``unilab_core.joint_names.env_joints``), with env 0's goal and command from the bridge
+(``goal`` and ``command`` name ``topics.SIM_GOAL_POSE`` and ``SIM_COMMAND``: it publishes
+them at a screen's rate while the view listens); the trainer's status on ``/diagnostics`` adds
 a Training folder with the return, success-rate and clamp-share curves
 (``unilab_view.curves``), one point per PPO update.
 """
@@ -108,13 +110,17 @@ class ViewNode(Node):
                  foxglove_port: int | None = None, joint_states: str = 'joint_states',
                  env: int = 0, description: str = 'robot_description',
                  workspace: tuple[float, ...] = (),
-                 workspace_frame: str = 'base_link'):
+                 workspace_frame: str = 'base_link', goal: str = 'goal_pose',
+                 command: str = ''):
         super().__init__('unilab_view')
         self.lock = threading.Lock()
         self.rate_hz = float(rate_hz)
         self.received = 0  # messages taken (``frame`` drains until none is left)
         self.allow_arm = allow_arm
         self.joint_states, self.env, self.description = joint_states, env, description
+        # ``command`` '' : the two controllers' topics; a topic: Float64MultiArray on it, in
+        # the URDF's joint order (the training graph's ``topics.SIM_COMMAND``).
+        self.goal_topic, self.command_topic = goal, command
         self.workspace, self.workspace_frame = tuple(workspace), workspace_frame
         # A training run's curves (the trainer's status on /diagnostics), drawn once the
         # first update came; ``curve_plots`` holds the page's plots then.
@@ -151,14 +157,15 @@ class ViewNode(Node):
             JointState, namespaced(ns, self.joint_states),
             lambda m: store('measured', (list(m.name), list(m.position))), STATE_QOS)
         self.create_subscription(
-            Float64MultiArray, namespaced(ns, FORWARD_TOPIC),
+            Float64MultiArray, namespaced(ns, self.command_topic or FORWARD_TOPIC),
             lambda m: store('commanded', (None, list(m.data))), STATE_QOS)
+        if not self.command_topic:
+            self.create_subscription(
+                JointTrajectory, namespaced(ns, TRAJECTORY_TOPIC),
+                lambda m: store('commanded', (list(m.joint_names), list(m.points[-1].positions))
+                                if m.points else robot.commanded), STATE_QOS)
         self.create_subscription(
-            JointTrajectory, namespaced(ns, TRAJECTORY_TOPIC),
-            lambda m: store('commanded', (list(m.joint_names), list(m.points[-1].positions))
-                            if m.points else robot.commanded), STATE_QOS)
-        self.create_subscription(
-            PoseStamped, namespaced(ns, 'goal_pose'),
+            PoseStamped, namespaced(ns, self.goal_topic),
             lambda m: store('goal', _finite_point(m.pose.position)), STATE_QOS)
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
@@ -370,6 +377,8 @@ def main(args=None) -> None:
     parser.add_argument('--description', default='robot_description')
     parser.add_argument('--workspace', type=float, nargs=6, default=())
     parser.add_argument('--workspace-frame', default='base_link')
+    parser.add_argument('--goal', default='goal_pose')
+    parser.add_argument('--command', default='')
     argv = remove_ros_args(sys.argv if args is None else args)[1:]
     opts = parser.parse_args(argv)
     try:
@@ -384,7 +393,8 @@ def main(args=None) -> None:
     node = ViewNode(opts.namespace or [''], port=opts.port, allow_arm=opts.allow_arm,
                     foxglove_port=opts.foxglove_port, joint_states=opts.joint_states,
                     env=opts.env, description=opts.description, workspace=opts.workspace,
-                    workspace_frame=opts.workspace_frame)
+                    workspace_frame=opts.workspace_frame, goal=opts.goal,
+                    command=opts.command)
     node.get_logger().info(f'view at nice {os.nice(0)}')
     executor = SingleThreadedExecutor()
     executor.add_node(node)

@@ -213,6 +213,10 @@ class Arm6Reach(BatchedTask):
         """Stop the stepping threads."""
         self._batch.close()
 
+    def goal_positions(self):
+        """Return every env's target [N, 3] (the model's world frame is ``base_link``)."""
+        return self._target
+
     @property
     def sim(self):
         """Return the MjBatch holding the envs' models and data."""

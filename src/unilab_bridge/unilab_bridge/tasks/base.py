@@ -145,6 +145,10 @@ class BatchedTask(abc.ABC):
     def close(self):
         """Release simulator resources."""
 
+    def goal_positions(self):
+        """Return every env's goal position [N, 3] in the workspace's frame, or None."""
+        return None
+
     def check_command(self, command):
         """Return the command as a clipped float64 array, or raise ValueError."""
         command = np.asarray(command, dtype=np.float64)

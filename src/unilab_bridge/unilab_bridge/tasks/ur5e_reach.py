@@ -6,9 +6,10 @@ ur5e_reach: the reach task on a UR5e with the maker's joint zeros (``assets/ur5e
 The same task as arm6_reach (reward, episodes, observation ``[tool, goal, goal - tool]``),
 on a model whose joints are Universal Robots' own, so a policy's joint positions and
 commands mean on a real UR5e what they meant in training. Episodes start near UR's home
-pose, or (half of them) where the last goal left the arm; targets are drawn uniformly from a box above the table in front of the robot, in
-``base_link`` (ur_description's base frame: x forward, z up from the mounting plane), all
-of it reachable by the flange (``tests``: the IK expert reaches every corner).
+pose, or (half of them) where the last goal left the arm; targets are drawn uniformly
+from a box above the table in front of the robot, in ``base_link`` (ur_description's base
+frame: x forward, z up from the mounting plane), all of it reachable by the flange
+(``tests``: the IK expert reaches every corner).
 """
 
 import math
