@@ -45,6 +45,11 @@ def detach_and_shutdown(executor, nodes: Iterable, timeout_sec: float | None = 1
     executor.shutdown(timeout_sec=timeout_sec)
 
 
+#: The stop signal this process took (SIGINT / SIGTERM through ``_install_sigterm``'s
+#: handler), if any: one stop per process, further ones are ignored.
+_STOP_SIGNALS: list[int] = []
+
+
 def _install_sigterm(sigint: bool = False):
     # launch and our CLI stop children with SIGINT then SIGTERM; turn SIGTERM
     # into the same clean path as Ctrl-C so nodes flush stats and checkpoints. Once
@@ -52,12 +57,10 @@ def _install_sigterm(sigint: bool = False):
     # signal may both send one) must not break off the checkpoint it is writing.
     # ``sigint``: SIGINT takes the same path (a node process started without rclpy's
     # own handler, which would shut the context down before the nodes close).
-    stopping = []
-
     def handler(signum, frame):
-        if stopping:
+        if _STOP_SIGNALS:
             return
-        stopping.append(signum)
+        _STOP_SIGNALS.append(signum)
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, handler)
     if sigint:
@@ -185,9 +188,11 @@ def spin_nodes(nodes: list, executor_kind: str = 'events',
             try:
                 executor.spin_once(timeout_sec=0.1)
             except RuntimeError:
-                # EventsExecutor raises a pybind11 conversion error when Ctrl-C
-                # shuts the context down inside spin_once; that is a stop.
-                if rclpy.ok():
+                # EventsExecutor raises a pybind11 conversion error when Ctrl-C shuts the
+                # context down inside spin_once, or when our handler's KeyboardInterrupt
+                # is raised inside its C++ wait (a node process: the context stays up);
+                # either is a stop.
+                if rclpy.ok() and not _STOP_SIGNALS:
                     raise
                 break
             now = time.monotonic()

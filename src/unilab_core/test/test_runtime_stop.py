@@ -1,0 +1,58 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""A node process's spin loop: a stop signal inside the executor's wait is a stop."""
+
+import signal
+
+import pytest
+from unilab_core.ros import runtime
+
+
+class _Executor:
+    """An executor whose wait fails as rclpy's EventsExecutor does when a signal lands in it."""
+
+    def __init__(self):
+        self.spins = 0
+        self.nodes = []
+
+    def add_node(self, node):
+        self.nodes.append(node)
+
+    def spin_once(self, timeout_sec=None):
+        self.spins += 1
+        raise RuntimeError("Unable to convert call argument '0' to Python object")
+
+
+class _Node:
+    closed = False
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def fake_graph(monkeypatch):
+    executor = _Executor()
+    monkeypatch.setattr(runtime, 'make_executor', lambda kind='events': executor)
+    monkeypatch.setattr(runtime, 'detach_and_shutdown', lambda ex, nodes: None)
+    monkeypatch.setattr(runtime.rclpy, 'ok', lambda: True)  # the context stays up
+    monkeypatch.setattr(runtime, '_STOP_SIGNALS', [])
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield executor
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+def test_the_executors_error_after_a_stop_signal_ends_the_loop_and_closes_the_nodes(
+        fake_graph):
+    runtime._STOP_SIGNALS.append(signal.SIGINT)  # what the handler records before raising
+    node = _Node()
+    runtime.spin_nodes([node])
+    assert fake_graph.spins == 1 and node.closed
+
+
+def test_the_same_error_without_a_stop_is_raised(fake_graph):
+    node = _Node()
+    with pytest.raises(RuntimeError, match='Unable to convert'):
+        runtime.spin_nodes([node])
+    assert node.closed  # the close path runs either way
