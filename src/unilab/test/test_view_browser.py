@@ -14,12 +14,15 @@ or chromedriver.
 
 import os
 import pathlib
+import re
 import socket
 import sys
 import time
 
+import numpy as np
 import pytest
 from test_deploy_system import _fresh_run, operator, Process  # noqa: F401 (fixture, by name)
+from unilab_bringup.prepare import task_info
 from unilab_view.gate import COLOURS
 
 # The browser set-up the data factory's review page test uses (one helper for both).
@@ -123,6 +126,13 @@ def test_view_shows_the_moving_robot_and_the_gate_in_a_browser(  # noqa: F811
             proc.stop()
         print('view:', view.output()[-3000:], 'deploy:', deploy.output()[-3000:])
     assert 'Traceback' not in view.output(), view.output()
+    # No --model: the view drew the box the deploy's perception refuses goals outside of,
+    # asked of the live graph (unilab_view.live_workspace), in a frame of the robot's URDF.
+    drawn = re.search(r'workspace \[([^\]]*)\] in base_link', view.output())
+    assert drawn, view.output()
+    assert np.allclose([float(v) for v in drawn.group(1).split(',')],
+                       task_info('ur5e_reach')[0].workspace, atol=1e-6)
+    assert 'is no link' not in view.output()
 
 
 def test_arm_buttons_only_with_allow_arm():

@@ -6,11 +6,11 @@
 A tiny training run of arm6_reach (8 envs) and the view node in this process, on the
 training graph's names (``--training``): the robot comes from the bridge's URDF on
 ``/unilab/sim/robot_description``, the joints shown are env 0's of the batched
-``/unilab/sim/joint_states`` (``env<i>/<joint>``) with env 0's goal and command ghost
-(the bridge's ``/unilab/sim/goal_pose`` and ``/unilab/sim/command``), and the Training
-folder's curves
-take their points from the graph's statuses on ``/diagnostics``. The workspace box
-``--model RUN`` would pass is drawn around the robot's base.
+``/unilab/sim/view/joint_states`` (``env<i>/<joint>``, the bridge's screen-rate copy of
+``/unilab/sim/joint_states``) with env 0's goal and command ghost (the bridge's
+``/unilab/sim/goal_pose`` and ``/unilab/sim/command``), and the Training folder's curves
+take their points from the graph's statuses on ``/diagnostics``. The workspace box is
+the trainer's, asked of the live graph, drawn around the robot's base.
 """
 
 import time
@@ -23,14 +23,13 @@ from unilab_bringup.prepare import task_info
 from unilab_core import topics
 from unilab_core.testing import isolate_ros_domain
 from unilab_view.curves import CURVES
+from unilab_view.workspace import box_geometry
 
 isolate_ros_domain()
 
 #: seconds for the run to start and train a few updates (a deadline, not a measurement)
 WAIT_S = 240.0
 ENVS = 8
-#: a workspace box as ``--model RUN`` passes it (xmin, ymin, zmin, xmax, ymax, zmax)
-BOX = (0.25, -0.4, 0.1, 0.65, 0.4, 0.5)
 
 
 def _spin_until(node, executor, train, what, done):
@@ -48,8 +47,9 @@ def test_view_shows_env_0_and_the_training_curves(tmp_path, tiny_config):
                     '--config', tiny_config, '--num-envs', ENVS, '--no-progress')
     rclpy.init()
     # What `unilab view --training` starts: the training graph's own names.
-    node = ViewNode([''], port=0, host='127.0.0.1', joint_states=topics.SIM_JOINT_STATES,
-                    description=topics.SIM_ROBOT_DESCRIPTION, workspace=BOX,
+    node = ViewNode([''], port=0, host='127.0.0.1',
+                    joint_states=topics.SIM_VIEW_JOINT_STATES,
+                    description=topics.SIM_ROBOT_DESCRIPTION,
                     goal=topics.SIM_GOAL_POSE, command=topics.SIM_COMMAND)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
@@ -58,10 +58,17 @@ def test_view_shows_env_0_and_the_training_curves(tmp_path, tiny_config):
         _spin_until(node, executor, train, 'the robot and its joints',
                     lambda: robot.model is not None and robot.measured is not None
                     and all(f.value for f in robot.joint_fields.values()))
-        # The workspace box, around the robot's base (base_link: the URDF's root).
-        box = robot.workspace_box
-        assert box is not None and np.allclose(box.dimensions, (0.4, 0.8, 0.4))
-        assert np.allclose(box.position, (0.45, 0.0, 0.3))
+        # The workspace box, the trainer's (its parameter, asked of the live graph),
+        # around the robot's base (base_link: the URDF's root).
+        task = task_info('arm6_reach')[0]
+        workspace = task.workspace
+        _spin_until(node, executor, train, 'the trainer\'s workspace box',
+                    lambda: robot.workspace_box is not None)
+        centre, dims = box_geometry(workspace)
+        assert np.allclose(robot.workspace[0], workspace)
+        assert robot.workspace[1] == task.workspace_frame == 'base_link'
+        assert np.allclose(robot.workspace_box.dimensions, dims)
+        assert np.allclose(robot.workspace_box.position, centre)
         # The training graph's JointState carries every env; the page shows env 0's.
         names, positions = robot.measured
         assert len(names) == ENVS * len(robot.model.joint_names)
@@ -78,7 +85,6 @@ def test_view_shows_env_0_and_the_training_curves(tmp_path, tiny_config):
         _spin_until(node, executor, train, 'env 0\'s goal and command',
                     lambda: robot.goal is not None and robot.commanded is not None)
         node._draw()
-        workspace = task_info('arm6_reach')[0].workspace
         assert np.all(np.asarray(robot.goal) >= np.asarray(workspace[:3]) - 1e-6)
         assert np.all(np.asarray(robot.goal) <= np.asarray(workspace[3:]) + 1e-6)
         shown_robot, ghost, goal_handle = robot.drawn

@@ -1,6 +1,6 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""The bridge's env-0 goal and command for a live view: only while read, at a screen's rate."""
+"""The bridge's view topics (env 0's goal and command, every env's joints): only while read, at a screen's rate."""
 
 from builtin_interfaces.msg import Time
 import numpy as np
@@ -33,20 +33,36 @@ class _Node:
         return self.pubs[topic]
 
 
-def test_env_0s_goal_and_command_only_while_read_and_at_most_at_the_view_rate():
+def test_the_view_topics_only_while_read_and_at_most_at_the_view_rate():
     node = _Node()
     with make_task('ur5e_reach', 4, seed=0) as task:
-        task.reset(0)
+        state = task.reset(0)
         view = EnvView(node, task)
         goal_pub, cmd_pub = node.pubs[topics.SIM_GOAL_POSE], node.pubs[topics.SIM_COMMAND]
+        joints_pub = node.pubs[topics.SIM_VIEW_JOINT_STATES]
         command = np.arange(24, dtype=np.float32).reshape(4, 6)
-        view.publish(command, STAMP)
-        assert goal_pub.sent == [] and cmd_pub.sent == []  # nobody listens: nothing built
-        goal_pub.readers = cmd_pub.readers = 1
+        view.publish(command, state, STAMP)
+        # Nobody listens: nothing built (not even the batch's joint names).
+        assert goal_pub.sent == [] and cmd_pub.sent == [] and joints_pub.sent == []
+        assert view.joint_names is None
+        goal_pub.readers = cmd_pub.readers = joints_pub.readers = 1
         view.due = 0.0
-        view.publish(command, STAMP)
-        view.publish(command, STAMP)  # within the same period: dropped
-        assert len(goal_pub.sent) == 1 and len(cmd_pub.sent) == 1
+        view.publish(command, state, STAMP)
+        view.publish(command, state, STAMP)  # within the same period: dropped
+        assert len(goal_pub.sent) == 1 and len(cmd_pub.sent) == 1 and len(joints_pub.sent) == 1
+        # Every env's joints, named as the per-step topic names them.
+        js = joints_pub.sent[0]
+        assert js.header.stamp == STAMP
+        assert list(js.name) == [f'env{i}/{j}' for i in range(4) for j in task.joint_names]
+        np.testing.assert_array_equal(np.reshape(js.position, (4, 6)), state.joint_position)
+        np.testing.assert_array_equal(np.reshape(js.velocity, (4, 6)), state.joint_velocity)
+        np.testing.assert_array_equal(np.reshape(js.effort, (4, 6)), state.joint_effort)
+        # The next period: the newest state only, and nothing for a topic nobody reads.
+        joints_pub.readers = 0
+        view.due = 0.0
+        view.publish(command, state, STAMP)
+        assert len(joints_pub.sent) == 1 and len(cmd_pub.sent) == 2
+        cmd_pub.sent.pop()
         assert list(cmd_pub.sent[0].data) == list(map(float, command[0]))
         goal = goal_pub.sent[0]
         assert goal.header.frame_id == 'base_link' and goal.header.stamp == STAMP

@@ -285,7 +285,7 @@ class BridgeNode(Node):
         # A copy: a transport view is valid only during this callback, and delay
         # injection keeps commands for later steps.
         self.state = self.task.step(np.array(command))
-        self.env_view.publish(command, self._stamp_msg(self.seq + 1))
+        self.env_view.publish(command, self.state, self._stamp_msg(self.seq + 1))
         if self._episode_log is not None or hasattr(self.task, 'pop_episode_log'):
             self._write_episode_log()
         self.seq += 1

@@ -56,7 +56,10 @@ SIM_GOAL_POSE = '/unilab/sim/goal_pose'
 #: ... and std_msgs/Float64MultiArray, the command the env was stepped with, in the task's
 #: joint order (the joint order of the URDF on ``SIM_ROBOT_DESCRIPTION``).
 SIM_COMMAND = '/unilab/sim/command'
-#: Rate of the two topics above (a screen's).
+#: ... and sensor_msgs/JointState of every env (as ``SIM_JOINT_STATES``), for a viewer: the
+#: bridge builds ``SIM_JOINT_STATES``' JointState every step while anyone reads it.
+SIM_VIEW_JOINT_STATES = '/unilab/sim/view/joint_states'
+#: Rate of the three topics above (a screen's).
 VIEW_RATE_HZ = 20.0
 
 ALL = {

@@ -21,7 +21,8 @@ def test_a_robot_by_default_and_the_training_graph_with_training():
     assert plain['--description'] == 'robot_description'
     assert plain['--env'] == '0'
     training = argv_of('--training', '--env', '3')
-    assert training['--joint-states'] == topics.SIM_JOINT_STATES
+    # Every env's joints at a screen's rate, not the per-step topic (the bridge's view_out).
+    assert training['--joint-states'] == topics.SIM_VIEW_JOINT_STATES
     assert training['--description'] == topics.SIM_ROBOT_DESCRIPTION
     assert training['--env'] == '3'
     # A topic given wins over the preset.

@@ -20,8 +20,9 @@ def view_argv(args) -> list[str]:
         argv.append('--allow-arm')
     if args.foxglove:
         argv += ['--foxglove-port', str(args.foxglove_port)]
-    # --training: the training graph's own names (unilab_core.topics), unless given.
-    joint_states = args.joint_states or (topics.SIM_JOINT_STATES if args.training
+    # --training: the training graph's own names (unilab_core.topics), unless given; its
+    # joint states at a screen's rate (the bridge's view topic, not the per-step one).
+    joint_states = args.joint_states or (topics.SIM_VIEW_JOINT_STATES if args.training
                                          else 'joint_states')
     description = args.description or (topics.SIM_ROBOT_DESCRIPTION if args.training
                                        else 'robot_description')
@@ -73,7 +74,7 @@ def add_command(sub) -> None:
                    help='beside `unilab train`: its joint states and URDF (under /unilab/sim)')
     v.add_argument('--joint-states', default=None, metavar='TOPIC',
                    help='joint-state topic, under each namespace when relative (joint_states; '
-                   'with --training /unilab/sim/joint_states)')
+                   'with --training /unilab/sim/view/joint_states, every env at 20 Hz)')
     v.add_argument('--description', default=None, metavar='TOPIC',
                    help='URDF topic (robot_description; with --training '
                    '/unilab/sim/robot_description)')

@@ -4,10 +4,12 @@
 Foxglove on the live graph without ROS: a foxglove-sdk WebSocket server (no ROS types).
 
 Channels are JSON (Foxglove's ``json`` encoding): ``/joint_states``, ``/goal_pose``,
-``/diagnostics`` and ``/command`` as plain objects, and ``/tf`` as
+``/diagnostics`` and ``/command`` as plain objects, ``/tf`` as
 ``foxglove.FrameTransforms`` built from the URDF and the joint states
-(``unilab_view.model``), so Foxglove's 3D panel places the robot's frames without tf2.
-One server per view; the view calls it at the screen rate, never per message.
+(``unilab_view.model``), so Foxglove's 3D panel places the robot's frames without tf2,
+and the graph's TensorBatch topics as arrays (``unilab_view.tensor_channels``, which
+passes its ``listener`` to learn what the clients watch). One server per view; the view
+calls it at the screen rate, never per message.
 """
 
 from __future__ import annotations
@@ -29,10 +31,10 @@ def _schema(name: str) -> foxglove.Schema:
 class FoxgloveBridge:
     """A WebSocket server (Foxglove's protocol) with the view's channels."""
 
-    def __init__(self, port: int = 8765, host: str = '127.0.0.1'):
+    def __init__(self, port: int = 8765, host: str = '127.0.0.1', listener=None):
         self.context = foxglove.Context()
         self.server = foxglove.start_server(name='unilab', host=host, port=port,
-                                            context=self.context)
+                                            context=self.context, server_listener=listener)
         self.channels = {}
 
     @property
@@ -40,34 +42,56 @@ class FoxgloveBridge:
         """Return the port the server listens on (the one given, or the one chosen for 0)."""
         return self.server.port
 
-    def _log(self, topic: str, schema: str, msg: dict, stamp_ns: int) -> None:
+    def advertise(self, topic: str, schema: str):
+        """Return ``topic``'s channel, advertised to the clients the first time."""
         channel = self.channels.get(topic)
         if channel is None:
             channel = self.channels[topic] = foxglove.Channel(
                 topic, schema=_schema(schema), message_encoding='json', context=self.context)
-        channel.log(msg, log_time=stamp_ns)
+        return channel
+
+    def log(self, topic: str, schema: str, msg: dict, stamp_ns: int) -> None:
+        """Send ``msg`` (a JSON object) on ``topic``'s channel, stamped ``stamp_ns``."""
+        self.advertise(topic, schema).log(msg, log_time=stamp_ns)
+
+    def robot(self, ns: str, model: RobotModel, moved: bool, commanded, goal,
+              stamp_ns: int) -> None:
+        """
+        Send what a frame has of one robot.
+
+        ``moved``: new joints in ``model`` (its joint state and frames are sent);
+        ``commanded``: ``(names or None, positions)`` of the last command, or None;
+        ``goal``: ``(x, y, z)`` in the model's base link, or None.
+        """
+        if moved:
+            self.joint_states(ns, model.joint_names, model.q, stamp_ns)
+            self.frames(ns, model, stamp_ns)
+        if commanded is not None:
+            self.command(ns, commanded[0] or model.joint_names, commanded[1], stamp_ns)
+        if goal is not None:
+            self.goal(ns, model.base_link, goal, stamp_ns)
 
     def joint_states(self, ns: str, names, positions, stamp_ns: int) -> None:
         """Send one joint state (names and positions)."""
-        self._log(f'{ns}/joint_states', 'sensor_msgs/JointState',
-                  {'name': list(names), 'position': [float(p) for p in positions]}, stamp_ns)
+        self.log(f'{ns}/joint_states', 'sensor_msgs/JointState',
+                 {'name': list(names), 'position': [float(p) for p in positions]}, stamp_ns)
 
     def command(self, ns: str, names, positions, stamp_ns: int) -> None:
         """Send the last command seen (joint names and positions)."""
-        self._log(f'{ns}/command', 'unilab/Command',
-                  {'name': list(names), 'position': [float(p) for p in positions]}, stamp_ns)
+        self.log(f'{ns}/command', 'unilab/Command',
+                 {'name': list(names), 'position': [float(p) for p in positions]}, stamp_ns)
 
     def goal(self, ns: str, frame: str, xyz, stamp_ns: int) -> None:
         """Send the goal as ``foxglove.PoseInFrame``."""
-        self._log(f'{ns}/goal_pose', 'foxglove.PoseInFrame', {
+        self.log(f'{ns}/goal_pose', 'foxglove.PoseInFrame', {
             'timestamp': _time(stamp_ns), 'frame_id': frame,
             'pose': {'position': dict(zip('xyz', map(float, xyz))),
                      'orientation': {'x': 0.0, 'y': 0.0, 'z': 0.0, 'w': 1.0}}}, stamp_ns)
 
     def diagnostics(self, statuses: list[dict], stamp_ns: int) -> None:
         """Send the statuses of one ``/diagnostics`` message (name, level, message, values)."""
-        self._log('/diagnostics', 'diagnostic_msgs/DiagnosticArray', {'status': statuses},
-                  stamp_ns)
+        self.log('/diagnostics', 'diagnostic_msgs/DiagnosticArray', {'status': statuses},
+                 stamp_ns)
 
     def frames(self, ns: str, model: RobotModel, stamp_ns: int) -> None:
         """Send every joint's transform at the model's current joints as FrameTransforms."""
@@ -81,7 +105,7 @@ class FoxgloveBridge:
                 'child_frame_id': prefix + child,
                 'translation': {'x': x, 'y': y, 'z': z},
                 'rotation': {'x': qx, 'y': qy, 'z': qz, 'w': qw}})
-        self._log('/tf', 'foxglove.FrameTransforms', {'transforms': transforms}, stamp_ns)
+        self.log('/tf', 'foxglove.FrameTransforms', {'transforms': transforms}, stamp_ns)
 
     def close(self) -> None:
         """Stop the server."""

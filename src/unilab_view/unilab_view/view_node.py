@@ -11,15 +11,18 @@ joint_trajectory``), ``goal_pose`` and ``/diagnostics``. Callbacks only store th
 message. The view takes messages at the screen rate (``rate_hz``), not at the graph's:
 ``spin_frames`` sleeps a frame, serves what arrived (``ViewNode.frame``: the state and
 command topics keep only their newest message, ``STATE_QOS``), then draws: the measured
-robot, the commanded pose as a translucent ghost, the goal as a sphere, and the gate's
-panel (``unilab_view.gate``). A joint state wakes the control loop; a view woken by every
+robot, the commanded pose as a translucent ghost, the goal as a sphere, the workspace box
+(given, or asked of the graph: ``unilab_view.live_workspace``) and the gate's panel
+(``unilab_view.gate``). A joint state wakes the control loop; a view woken by every
 joint state too competed with it for the CPU at exactly that moment (docs/view.md).
 Nothing here publishes on the graph; with ``allow_arm`` the page has Arm / Disarm
 buttons that call ``<ns>/safety/arm`` and ``<ns>/safety/disarm`` (std_srvs/Trigger, the
-services ``unilab arm`` calls).
+services ``unilab arm`` calls). With a Foxglove port, the same frame feeds the Foxglove
+server (``unilab_view.foxglove_bridge``) and the graph's TensorBatch topics a Foxglove
+client watches (``unilab_view.tensor_channels``).
 
 Beside ``unilab train``: ``joint_states`` and ``description`` name the topics (the
-training graph's ``topics.SIM_JOINT_STATES`` and ``SIM_ROBOT_DESCRIPTION``), and a
+training graph's ``topics.SIM_VIEW_JOINT_STATES`` and ``SIM_ROBOT_DESCRIPTION``), and a
 batched JointState (names ``env<i>/<joint>``) is shown as env ``env``
 (``unilab_core.joint_names.env_joints``), with env 0's goal and command from the bridge
 (``goal`` and ``command`` name ``topics.SIM_GOAL_POSE`` and ``SIM_COMMAND``: it publishes
@@ -32,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import html
-import math
 import os
 import sys
 import threading
@@ -55,16 +57,14 @@ from unilab_core.robot_profile import namespaced
 from unilab_core.ros.qos import DESCRIPTION_QOS
 from unilab_view.curves import CURVES, TrainingCurves
 from unilab_view.foxglove_bridge import FoxgloveBridge
-from unilab_view.gate import gate_state, GateState, is_gate_status
-from unilab_view.model import quaternion_xyzw, RobotModel
-from unilab_view.workspace import box_geometry
+from unilab_view.gate import gate_state, is_gate_status
+from unilab_view.live_workspace import LiveWorkspace
+from unilab_view.robot_scene import finite_point, RobotView
+from unilab_view.tensor_channels import TensorChannels, Watchers
 import viser
-from viser.extras import ViserUrdf
 
 FORWARD_TOPIC = 'forward_position_controller/commands'
 TRAJECTORY_TOPIC = 'scaled_joint_trajectory_controller/joint_trajectory'
-#: metres between the robots of a fleet along y
-FLEET_SPACING = 1.0
 #: the training curves' titles, per name (``unilab_view.curves.CURVES``)
 #: The state, command and goal topics: only the newest message waits for the next frame
 #: (the ones before it are dropped by DDS, never handed to Python).
@@ -74,32 +74,6 @@ STATE_QOS = QoSProfile(depth=1)
 DIAGNOSTICS_DEPTH = 10
 CURVE_TITLES = {'charts/mean_return': 'return (mean of the last episodes)',
                 'episodes/success_rate': 'success rate', 'safety/clamp_share': 'clamp share'}
-
-
-class RobotView:
-    """One robot's last messages and its scene nodes."""
-
-    def __init__(self, ns: str, index: int):
-        self.ns = ns
-        self.root = f'/robot{index}'
-        self.offset = (0.0, FLEET_SPACING * index, 0.0)
-        self.urdf_text = None
-        self.model: RobotModel | None = None
-        self.measured = None  # (names, positions)
-        self.commanded = None  # (names, positions)
-        self.goal = None  # (x, y, z)
-        self.drawn = None  # (ViserUrdf measured, ViserUrdf ghost, goal handle)
-        self.joint_fields = {}
-        self.gate = GateState()
-        self.gate_before = None
-        self.gate_html = None
-        self.workspace_box = None  # the scene's box, once drawn
-
-
-def _finite_point(p):
-    """Return ``(x, y, z)``, or None for a point with a non-finite coordinate (not drawn)."""
-    xyz = (p.x, p.y, p.z)
-    return xyz if all(math.isfinite(v) for v in xyz) else None
 
 
 class ViewNode(Node):
@@ -131,15 +105,26 @@ class ViewNode(Node):
         self.server.scene.set_up_direction('+z')
         self.server.initial_camera.position = (1.4, -1.4, 1.0)  # an arm's workspace in view
         self.server.initial_camera.look_at = (0.0, 0.0, 0.3)
-        self.bridge = None if foxglove_port is None else FoxgloveBridge(foxglove_port)
+        self.bridge = self.tensors = None
+        if foxglove_port is not None:
+            watchers = Watchers()
+            self.bridge = FoxgloveBridge(foxglove_port, listener=watchers)
+            self.tensors = TensorChannels(self, self.bridge, watchers, STATE_QOS,
+                                          self._count_message)
         self.diagnostics = {}  # status name -> the last status since the last draw (bridge)
         self.robots = [RobotView(ns.rstrip('/'), k) for k, ns in enumerate(namespaces)]
         for robot in self.robots:
             self._subscribe(robot)
             self._panel(robot)
+            # The box given (``--model RUN``), else the one the live graph holds.
+            if self.workspace:
+                robot.workspace = (self.workspace, self.workspace_frame)
+            else:
+                robot.live_workspace = LiveWorkspace(self, robot.ns)
         self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics,
                                  DIAGNOSTICS_DEPTH)
-        # At most one message per state topic, plus the diagnostics and service replies.
+        # At most one message per state topic, plus the diagnostics and service replies
+        # (and one per TensorBatch topic a Foxglove client watches: ``frame`` adds them).
         self._drain_budget = 5 * len(self.robots) + DIAGNOSTICS_DEPTH + 4
         self.get_logger().info(f'view on http://{host}:{self.server.get_port()} '
                                f'({", ".join(r.ns or "/" for r in self.robots)})')
@@ -166,7 +151,11 @@ class ViewNode(Node):
                                 if m.points else robot.commanded), STATE_QOS)
         self.create_subscription(
             PoseStamped, namespaced(ns, self.goal_topic),
-            lambda m: store('goal', _finite_point(m.pose.position)), STATE_QOS)
+            lambda m: store('goal', finite_point(m.pose.position)), STATE_QOS)
+
+    def _count_message(self) -> None:
+        with self.lock:
+            self.received += 1
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         with self.lock:
@@ -225,7 +214,8 @@ class ViewNode(Node):
 
     def frame(self, executor) -> None:
         """Serve what arrived since the last frame, the newest of each topic; then draw."""
-        for _ in range(self._drain_budget):
+        watched = len(self.tensors.subscriptions) if self.tensors is not None else 0
+        for _ in range(self._drain_budget + watched):
             before = self.received
             executor.spin_once(timeout_sec=0.0)
             if self.received == before:
@@ -241,16 +231,23 @@ class ViewNode(Node):
             curves_new, self.curves_new = self.curves_new, False
         if self.bridge is not None and diagnostics:
             self.bridge.diagnostics(list(diagnostics.values()), stamp_ns)
+        if self.tensors is not None:
+            self.tensors.update()
         if curves_new:
             self._draw_curves()
         for robot, urdf_text, measured, commanded, goal, gate in todo:
             if urdf_text is not None and robot.model is None:
-                self._load(robot, urdf_text)
+                robot.load(self.server, urdf_text, self.get_logger())
             content = self._gate_html(robot)
             if robot.gate_html.content != content:
                 robot.gate_html.content = content
+            if robot.workspace is None and robot.live_workspace is not None:
+                robot.workspace = robot.live_workspace.poll()
             if robot.model is None:
                 continue
+            if robot.workspace is not None and not robot.workspace_tried:
+                robot.workspace_tried = True
+                robot.draw_workspace(self.server, self.get_logger())
             shown, ghost, goal_handle = robot.drawn
             if measured is not None:
                 # A training graph's batched JointState: env ``self.env``'s joints.
@@ -270,7 +267,8 @@ class ViewNode(Node):
                 if not ghost.show_visual:
                     ghost.show_visual = True
             if self.bridge is not None:
-                self._bridge(robot, measured, commanded, goal, stamp_ns)
+                self.bridge.robot(robot.ns, robot.model, measured is not None, commanded,
+                                  goal, stamp_ns)
             if goal is not None:
                 goal_handle.position = tuple(np.add(goal, robot.offset))
                 goal_handle.visible = True
@@ -291,58 +289,6 @@ class ViewNode(Node):
             return
         for name, data in series.items():
             self.curve_plots[name].data = data
-
-    def _bridge(self, robot: RobotView, measured, commanded, goal, stamp_ns: int) -> None:
-        if measured is not None:
-            self.bridge.joint_states(robot.ns, robot.model.joint_names, robot.model.q, stamp_ns)
-            self.bridge.frames(robot.ns, robot.model, stamp_ns)
-        if commanded is not None:
-            self.bridge.command(robot.ns, commanded[0] or robot.model.joint_names,
-                                commanded[1], stamp_ns)
-        if goal is not None:
-            self.bridge.goal(robot.ns, robot.model.base_link, goal, stamp_ns)
-
-    def _load(self, robot: RobotView, urdf_text: str) -> None:
-        try:
-            robot.model = RobotModel(urdf_text)
-        except ValueError as exc:
-            self.get_logger().error(str(exc))
-            robot.urdf_text = None
-            return
-        scene = self.server.scene
-        scene.add_frame(robot.root, show_axes=False, position=robot.offset)
-        ghost_root = scene.add_frame(f'{robot.root}/command', show_axes=False)
-        shown = ViserUrdf(self.server, robot.model.urdf, root_node_name=f'{robot.root}/robot')
-        ghost = ViserUrdf(self.server, RobotModel(urdf_text).urdf,
-                          root_node_name=ghost_root.name,
-                          mesh_color_override=(0.3, 0.8, 1.0, 0.35))
-        # No command seen yet (a training graph's commands stay in the transport): no
-        # ghost, rather than one at the zero pose.
-        ghost.show_visual = False
-        goal = scene.add_icosphere(f'/goal{robot.root}', radius=0.03, color=(220, 40, 40),
-                                   visible=False)
-        if self.workspace:
-            self._workspace(robot)
-        with self.server.gui.add_folder(f'Joints {robot.ns or "/"}'):
-            for name in robot.model.joint_names:
-                robot.joint_fields[name] = self.server.gui.add_text(
-                    name, initial_value='', disabled=True)
-        robot.drawn = (shown, ghost, goal)
-
-    def _workspace(self, robot: RobotView) -> None:
-        """Draw the trained workspace box (wireframe) in its frame, at the robot's pose now."""
-        if self.workspace_frame not in robot.model.urdf.link_map:
-            self.get_logger().warning(f'workspace frame {self.workspace_frame!r} is no link '
-                                      'of the robot: the box is not drawn')
-            return
-        centre, dims = box_geometry(self.workspace)
-        frame = robot.model.link_pose(self.workspace_frame)
-        x, y, z, w = quaternion_xyzw(frame[:3, :3])
-        self.server.scene.add_frame(f'{robot.root}/workspace', show_axes=False,
-                                    position=tuple(frame[:3, 3]), wxyz=(w, x, y, z))
-        robot.workspace_box = self.server.scene.add_box(
-            f'{robot.root}/workspace/box', color=(40, 160, 60), dimensions=dims,
-            position=centre, wireframe=True)
 
     def close(self) -> None:
         """Stop the web server (and the Foxglove bridge)."""

@@ -6,11 +6,13 @@ The workspace box a policy was trained for, from its run or exported model.
 The task's workspace (``unilab_core.graph.Workspace``: a box in the robot's base frame)
 travels in every checkpoint's trained envelope and in an exported model's metadata
 (docs/robots.md); a deploy refuses goals outside it. The view draws it around the
-robot, so an operator sees where goals may lie.
+robot, so an operator sees where goals may lie. Without a run named, the view asks the
+live graph (``unilab_view.live_workspace``).
 """
 
 from __future__ import annotations
 
+import math
 import pathlib
 
 
@@ -40,10 +42,7 @@ def model_workspace(path) -> tuple[tuple[float, ...], str] | None:
         if not checkpoint.is_file():
             return None
         source = checkpoint_envelope(checkpoint) or {}
-    box = source.get('workspace')
-    if not box or len(box) != 6:
-        return None
-    return tuple(float(v) for v in box), str(source.get('workspace_frame') or 'base_link')
+    return parse_workspace(source.get('workspace'), source.get('workspace_frame') or 'base_link')
 
 
 def box_geometry(box) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
@@ -51,3 +50,15 @@ def box_geometry(box) -> tuple[tuple[float, float, float], tuple[float, float, f
     low, high = box[:3], box[3:]
     return (tuple((lo + hi) / 2.0 for lo, hi in zip(low, high)),
             tuple(hi - lo for lo, hi in zip(low, high)))
+
+
+def parse_workspace(box, frame) -> tuple[tuple[float, ...], str] | None:
+    """Return ``(box, frame)``; None unless a finite 6-box (min <= max) in a named frame."""
+    try:
+        box = tuple(float(v) for v in box or ())
+    except (TypeError, ValueError):
+        return None
+    if len(box) != 6 or not all(math.isfinite(v) for v in box) \
+            or any(lo > hi for lo, hi in zip(box[:3], box[3:])):
+        return None
+    return (box, str(frame)) if isinstance(frame, str) and frame else None
