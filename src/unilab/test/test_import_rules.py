@@ -46,7 +46,8 @@ ALLOWED = {
     # training does, so it stands on bringup; a feature, like adapt and the data factory.
     'unilab_interop': BASE | LAYERS | {'unilab_bringup'},
     'unilab_bench': BASE | LAYERS | {'unilab_bag', 'unilab_bringup', 'unilab_adapt',
-                                     'unilab_datafactory', 'unilab', 'unilab_interop'},
+                                     'unilab_datafactory', 'unilab', 'unilab_interop',
+                                     'unilab_view'},
 }
 #: Modules that alone may import more than their package, each with its reason.
 MODULE_ALLOWED = {

@@ -106,8 +106,10 @@ def add_command(sub) -> None:
     b.add_argument('--rounds', type=int, default=None,
                    help='deploy: rounds over every controller, --steps / rounds cycles each '
                    '(3; 6 with --view): a machine whose speed drifts weighs on each '
-                   'controller alike')
+                   'controller alike; graph --view: rounds of the three cases (3)')
     b.add_argument('--view', action='store_true',
                    help='deploy: the composed graph alone, with `unilab view` and with '
-                   '`unilab view --foxglove` beside it (clients connected), alternated')
+                   '`unilab view --foxglove` beside it (clients connected), alternated; '
+                   'graph: the training graph alone and with `unilab view --training` '
+                   '(its screen-rate joint states, and the per-step ones), alternated')
     b.set_defaults(func=_bench)

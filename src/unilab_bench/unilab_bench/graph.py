@@ -8,20 +8,40 @@ one EventsExecutor) against the same task, actor and safety gate stepped by
 ``unilab_bringup.sim_loop.SimLoop`` (the floor the graph's messaging overhead is
 measured from). Both are built from the same configuration and graph
 description; no PPO update runs while either is timed.
+
+``--view``: what a live view costs training (docs/view.md). The graph alone, with the
+view (``unilab view --training``'s node and a viser client drawing its page) reading the
+bridge's screen-rate ``/unilab/sim/view/joint_states`` (``view``), and with the same view
+reading the per-step ``/unilab/sim/joint_states`` (``view_per_step``, what the view read
+before: the bridge then builds the batch's JointState every step), in alternated rounds;
+each round's rate and the median of the rounds' ratios to the graph alone.
 """
 
 from __future__ import annotations
 
+import json
+import pathlib
 import platform
+import signal
+import subprocess
+import sys
 import tempfile
 import time
 
 import numpy as np
+from unilab_bench.deploy import free_port
+from unilab_core import topics
 from unilab_core.config import load_run_config
 from unilab_safety.build import build_gate
 
 
 WARMUP = 20
+
+
+#: --view: rounds of (alone, view, view_per_step), alternated
+VIEW_ROUNDS = 3
+#: --view: seconds for a view to load the robot and its client to connect before timing
+VIEW_SETTLE_S = 8.0
 
 
 #: steps the graph may run past the timed ones before the PPO update (one executor call can
@@ -64,8 +84,14 @@ def _direct_loop(task_name: str, num_envs: int, steps: int) -> float:
         return steps / (time.perf_counter() - t0)
 
 
-def _graph_loop(task_name: str, num_envs: int, steps: int) -> dict:
-    """Return control steps/s of the composed ROS 2 graph (no PPO update during timing)."""
+def _graph_loop(task_name: str, num_envs: int, steps: int, beside=None) -> dict:
+    """
+    Return control steps/s of the composed ROS 2 graph (no PPO update during timing).
+
+    ``beside``: ``(commands, topic)``: processes started once the graph exists (a view and
+    its client), timing only once a node ``unilab_view`` subscribed ``topic`` and
+    ``VIEW_SETTLE_S`` passed (the graph does not step meanwhile); stopped after timing.
+    """
     import rclpy
     from unilab_bringup.prepare import prepare_run
     from unilab_core.ros.runtime import create_composed, detach_and_shutdown, make_executor
@@ -87,7 +113,10 @@ def _graph_loop(task_name: str, num_envs: int, steps: int) -> dict:
         executor = make_executor(run.cfg.run.executor)
         for n in nodes:
             executor.add_node(n)
+        procs = []
         try:
+            if beside is not None:
+                procs = _start_beside(bridge, *beside)
             deadline = time.monotonic() + 60.0
             while bridge.seq < WARMUP and time.monotonic() < deadline:
                 executor.spin_once(timeout_sec=0.05)
@@ -98,6 +127,13 @@ def _graph_loop(task_name: str, num_envs: int, steps: int) -> dict:
             done = min(bridge.seq, WARMUP + steps) - WARMUP
             elapsed = published[WARMUP + done] - published[WARMUP]
         finally:
+            for proc in procs:
+                proc.send_signal(signal.SIGINT)
+            for proc in procs:
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
             for n in nodes:
                 getattr(n, 'close', lambda: None)()
             detach_and_shutdown(executor, nodes)
@@ -107,11 +143,66 @@ def _graph_loop(task_name: str, num_envs: int, steps: int) -> dict:
     return {'steps': done, 'rate': done / elapsed}
 
 
+def _start_beside(bridge, commands, topic):
+    """Start ``commands``; return them once ``unilab_view`` reads ``topic`` and settled."""
+    procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for c in commands]
+    deadline = time.monotonic() + 60.0
+    while not any(i.node_name == 'unilab_view'
+                  for i in bridge.get_subscriptions_info_by_topic(topic)):
+        if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+            for p in procs:
+                p.kill()
+            raise RuntimeError(f'bench graph --view: no view subscribed {topic} in 60 s')
+        time.sleep(0.2)
+    time.sleep(VIEW_SETTLE_S)
+    return procs
+
+
+def _view(topic: str, stats: pathlib.Path):
+    """Return ``(commands, topic)``: ``unilab view --training``'s node on ``topic``, a client."""
+    port = free_port()
+    view = [sys.executable, '-m', 'unilab_view.view_node', '--port', str(port),
+            '--joint-states', topic, '--description', topics.SIM_ROBOT_DESCRIPTION,
+            '--goal', topics.SIM_GOAL_POSE, '--command', topics.SIM_COMMAND]
+    client = [sys.executable, '-m', 'unilab_bench.view_client', '--viser-port', str(port),
+              '--stats', str(stats)]
+    return [view, client], topic
+
+
+def _view_rounds(task: str, num_envs: int, steps: int, rounds: int) -> dict:
+    """Return each case's rate per round and the median of its ratios to the graph alone."""
+    cases = {'alone': None, 'view': topics.SIM_VIEW_JOINT_STATES,
+             'view_per_step': topics.SIM_JOINT_STATES}
+    rates = {name: [] for name in cases}
+    clients = {name: [] for name in cases if cases[name]}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            for name, topic in cases.items():
+                stats = pathlib.Path(tmp) / f'{name}_{r}.json'
+                beside = _view(topic, stats) if topic else None
+                rates[name].append(_graph_loop(task, num_envs, steps, beside)['rate'])
+                if topic and stats.is_file():
+                    clients[name].append(json.loads(stats.read_text())['viser']['messages'])
+    out = {f'{name}_steps_per_s': [round(v, 1) for v in vals] for name, vals in rates.items()}
+    for name in ('view', 'view_per_step'):
+        ratios = [v / a for v, a in zip(rates[name], rates['alone'])]
+        out[f'{name}_vs_alone_round_median'] = round(float(np.median(ratios)), 3)
+        out[f'{name}_client_messages'] = clients[name]
+    return out
+
+
 def bench_graph(args) -> dict:
     """Graph control rate vs direct loop, same config / task / actor / gate / envs."""
     task = args.task or 'arm6_reach'
     args.num_envs = args.num_envs or 64
     args.steps = args.steps or 300
+    if getattr(args, 'view', False):
+        return {'benchmark': 'graph_view', 'task': task, 'num_envs': args.num_envs,
+                'control_steps': args.steps, 'rounds': args.rounds or VIEW_ROUNDS,
+                **_view_rounds(task, args.num_envs, args.steps, args.rounds or VIEW_ROUNDS),
+                'machine': f'{platform.machine()} {platform.python_version()}',
+                'numpy': np.__version__}
     direct = _direct_loop(task, args.num_envs, args.steps)
     graph = _graph_loop(task, args.num_envs, args.steps)
     return {

@@ -7,9 +7,11 @@ A view with nobody looking sends nothing: viser serialises scene updates per con
 client, the Foxglove server per subscribed channel. So the bench connects what a browser
 and Foxglove would: a WebSocket client speaking viser's subprotocol (``viser-v<version>``;
 it gets every scene and panel update the page would) and, with ``--foxglove-port``, a
-client of the Foxglove server subscribed to every channel it advertises. Both only drain
-what arrives; on SIGINT the counts go to ``--stats`` as JSON (the bench reports them, so
-a figure "with the view" is one where the view was drawing). This process is the
+client of the Foxglove server subscribed to every channel it advertises but the graph's
+TensorBatch topics (schema ``unilab/TensorBatch``: watching one makes its publisher build
+a standard message per step, a cost of its own; ``--foxglove-tensors`` takes them too).
+Both only drain what arrives; on SIGINT the counts go to ``--stats`` as JSON (the bench
+reports them, so a figure "with the view" is one where the view was drawing). This process is the
 stand-in for a browser on the same machine; a real one usually runs on the operator's.
 """
 
@@ -22,6 +24,7 @@ import signal
 import threading
 import time
 
+from unilab_view.tensor_channels import SCHEMA as TENSOR_SCHEMA
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
@@ -34,10 +37,12 @@ RETRY_S = 0.5
 class Drain(threading.Thread):
     """Connect to ``url`` (retrying until the server is up) and count what arrives."""
 
-    def __init__(self, url: str, subprotocol: str, subscribe_all: bool, stop: threading.Event):
+    def __init__(self, url: str, subprotocol: str, subscribe_all: bool, stop: threading.Event,
+                 skip_schemas: frozenset = frozenset()):
         super().__init__(daemon=True)
         self.url, self.subprotocol, self.subscribe_all, self.stop = (
             url, subprotocol, subscribe_all, stop)
+        self.skip_schemas = skip_schemas
         self.messages = 0
         self.bytes = 0
         self.connected_s = None
@@ -65,7 +70,8 @@ class Drain(threading.Thread):
             if self.subscribe_all and isinstance(msg, str):
                 data = json.loads(msg)
                 if data.get('op') == 'advertise':
-                    new = [c['id'] for c in data['channels'] if c['id'] not in subscribed]
+                    new = [c['id'] for c in data['channels'] if c['id'] not in subscribed
+                           and c.get('schemaName') not in self.skip_schemas]
                     subscribed.update(new)
                     ws.send(json.dumps({'op': 'subscribe', 'subscriptions': [
                         {'id': c, 'channelId': c} for c in new]}))
@@ -79,6 +85,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog='unilab_bench.view_client')
     parser.add_argument('--viser-port', type=int, required=True)
     parser.add_argument('--foxglove-port', type=int, default=None)
+    parser.add_argument('--foxglove-tensors', action='store_true',
+                        help='also subscribe the TensorBatch channels')
     parser.add_argument('--stats', required=True, help='JSON file written on SIGINT')
     opts = parser.parse_args(argv)
     stop = threading.Event()
@@ -86,8 +94,9 @@ def main(argv=None) -> None:
     drains = {'viser': Drain(f'ws://127.0.0.1:{opts.viser_port}',
                              f'viser-v{version("viser")}', False, stop)}
     if opts.foxglove_port is not None:
+        skip = frozenset() if opts.foxglove_tensors else frozenset({TENSOR_SCHEMA})
         drains['foxglove'] = Drain(f'ws://127.0.0.1:{opts.foxglove_port}',
-                                   FOXGLOVE_SUBPROTOCOL, True, stop)
+                                   FOXGLOVE_SUBPROTOCOL, True, stop, skip)
     for d in drains.values():
         d.start()
     stop.wait()
