@@ -23,3 +23,15 @@ def test_atomic_write_failure_keeps_old_file(tmp_path):
             raise RuntimeError('crash while writing')
     assert path.read_text() == 'old'
     assert [p.name for p in tmp_path.iterdir()] == ['f.txt']
+
+
+def test_an_atomic_file_gets_the_mode_a_plain_open_gives(tmp_path):
+    import os
+    plain, atomic = tmp_path / 'plain.txt', tmp_path / 'atomic.txt'
+    previous = os.umask(0o027)  # this test's process only; restored below
+    try:
+        plain.write_text('x')
+        atomic_write_text(atomic, 'x')
+    finally:
+        os.umask(previous)
+    assert (atomic.stat().st_mode & 0o777) == (plain.stat().st_mode & 0o777) == 0o640

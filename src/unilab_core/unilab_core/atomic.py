@@ -18,14 +18,18 @@ def atomic_path(path: str | pathlib.Path, sync_dir: bool = True) -> Iterator[pat
 
     The temporary file lives in the same directory so ``os.replace`` is a
     rename within one file system (atomic on POSIX); it is fsynced first so a
-    crash right after the rename cannot leave an empty file. ``sync_dir``
+    crash right after the rename cannot leave an empty file. It gets the mode a
+    plain ``open`` would give (0666 less the umask), not ``mkstemp``'s 0600. ``sync_dir``
     False leaves the directory's fsync (the rename's durability) to the
     caller (``fsync_dir``), which may batch it over many files.
     """
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', suffix='.tmp', dir=path.parent)
-    os.close(fd)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    finally:
+        os.close(fd)
     tmp_path = pathlib.Path(tmp)
     try:
         yield tmp_path
@@ -37,6 +41,18 @@ def atomic_path(path: str | pathlib.Path, sync_dir: bool = True) -> Iterator[pat
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def _umask() -> int:
+    """Return the process's umask without changing it (``os.umask`` would, for all threads)."""
+    try:
+        with open('/proc/self/status') as f:
+            for line in f:
+                if line.startswith('Umask:'):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022
 
 
 def fsync_dir(directory: pathlib.Path) -> None:

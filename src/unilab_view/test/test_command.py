@@ -4,6 +4,7 @@
 
 import argparse
 
+import pytest
 from unilab_core import topics
 from unilab_view.command import add_command, view_argv
 
@@ -31,3 +32,20 @@ def test_a_robot_by_default_and_the_training_graph_with_training():
     env0 = argv_of('--training')
     assert (env0['--goal'], env0['--command']) == (topics.SIM_GOAL_POSE, topics.SIM_COMMAND)
     assert '--goal' not in training and '--goal' not in plain
+
+
+def test_mcap_into_a_new_file_only(tmp_path):
+    out = tmp_path / 'view.mcap'
+    assert argv_of('--mcap', str(out))['--mcap'] == str(out.resolve())
+    assert '--mcap' not in argv_of()
+    parser = argparse.ArgumentParser()
+    add_command(parser.add_subparsers())
+    with_tensors = view_argv(parser.parse_args(['view', '--mcap', str(out), '--mcap-tensors']))
+    assert '--mcap-tensors' in with_tensors
+    out.write_bytes(b'')
+    with pytest.raises(ValueError, match='exists already'):
+        argv_of('--mcap', str(out))
+    with pytest.raises(ValueError, match='no such directory'):
+        argv_of('--mcap', str(tmp_path / 'missing' / 'view.mcap'))
+    with pytest.raises(ValueError, match='name the file'):
+        argv_of('--mcap-tensors')

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import pathlib
 import sys
 
 from unilab_core import topics
@@ -20,6 +21,17 @@ def view_argv(args) -> list[str]:
         argv.append('--allow-arm')
     if args.foxglove:
         argv += ['--foxglove-port', str(args.foxglove_port)]
+    if args.mcap:
+        mcap = pathlib.Path(args.mcap)
+        if mcap.exists():
+            raise ValueError(f'{mcap}: exists already; record into a new file')
+        if not mcap.parent.is_dir():
+            raise ValueError(f'{mcap.parent}: no such directory')
+        argv += ['--mcap', str(mcap.resolve())]
+        if args.mcap_tensors:
+            argv.append('--mcap-tensors')
+    elif args.mcap_tensors:
+        raise ValueError('--mcap-tensors records into --mcap FILE: name the file')
     # --training: the training graph's own names (unilab_core.topics), unless given; its
     # joint states at a screen's rate (the bridge's view topic, not the per-step one).
     joint_states = args.joint_states or (topics.SIM_VIEW_JOINT_STATES if args.training
@@ -48,10 +60,13 @@ def _view(args) -> int:
     print(f'unilab: view on http://localhost:{args.port} (Ctrl-C stops it)', flush=True)
     if args.foxglove:
         print(f'unilab: Foxglove: open ws://localhost:{args.foxglove_port}', flush=True)
+    if args.mcap:
+        print(f'unilab: recording the Foxglove channels into {args.mcap} (in place when the '
+              'view stops)', flush=True)
     # The view node replaces this process: rclpy and viser load only for it.
     try:
         argv = view_argv(args)
-    except (ValueError, RuntimeError) as exc:  # --model: no run, checkpoint or export
+    except (ValueError, RuntimeError) as exc:  # --model or --mcap: a path that is wrong
         print(f'unilab: view: {exc}', file=sys.stderr, flush=True)
         return 2
     os.execv(argv[0], argv)
@@ -70,6 +85,12 @@ def add_command(sub) -> None:
     v.add_argument('--foxglove', action='store_true',
                    help='also serve the graph to Foxglove (WebSocket, frames from the URDF)')
     v.add_argument('--foxglove-port', type=int, default=8765, help='Foxglove port (8765)')
+    v.add_argument('--mcap', default=None, metavar='FILE',
+                   help='also record the Foxglove channels (the same messages) into a new '
+                   'MCAP file, put in place when the view stops')
+    v.add_argument('--mcap-tensors', action='store_true',
+                   help='with --mcap: record every TensorBatch topic of the graph too (each '
+                   'publisher then builds a standard message per step, as `unilab record`)')
     v.add_argument('--training', action='store_true',
                    help='beside `unilab train`: its joint states and URDF (under /unilab/sim)')
     v.add_argument('--joint-states', default=None, metavar='TOPIC',

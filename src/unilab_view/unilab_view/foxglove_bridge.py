@@ -10,13 +10,22 @@ Channels are JSON (Foxglove's ``json`` encoding): ``/joint_states``, ``/goal_pos
 and the graph's TensorBatch topics as arrays (``unilab_view.tensor_channels``, which
 passes its ``listener`` to learn what the clients watch). One server per view; the view
 calls it at the screen rate, never per message.
+
+``mcap``: the same channels, message for message, also go to an MCAP file (the SDK's
+MCAP writer on the same context), so a recording opens in Foxglove with the layout made
+on the live graph. It is written under a temporary name beside the file and renamed
+over it on ``close`` (a reader never sees half a file; a killed view leaves the
+temporary one, readable up to its last chunk).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import pathlib
 
 import foxglove
+from unilab_core.atomic import atomic_path
 
 from unilab_view.model import quaternion_xyzw, RobotModel
 
@@ -29,13 +38,20 @@ def _schema(name: str) -> foxglove.Schema:
 
 
 class FoxgloveBridge:
-    """A WebSocket server (Foxglove's protocol) with the view's channels."""
+    """The view's channels on a WebSocket server (Foxglove's protocol) and/or an MCAP file."""
 
-    def __init__(self, port: int = 8765, host: str = '127.0.0.1', listener=None):
+    def __init__(self, port: int | None = 8765, host: str = '127.0.0.1', listener=None,
+                 mcap: str | pathlib.Path | None = None):
         self.context = foxglove.Context()
-        self.server = foxglove.start_server(name='unilab', host=host, port=port,
-                                            context=self.context, server_listener=listener)
+        self.server = None if port is None else foxglove.start_server(
+            name='unilab', host=host, port=port, context=self.context,
+            server_listener=listener)
         self.channels = {}
+        self._files = contextlib.ExitStack()
+        self.mcap = None
+        if mcap is not None:
+            tmp = self._files.enter_context(atomic_path(mcap))
+            self.mcap = foxglove.open_mcap(tmp, allow_overwrite=True, context=self.context)
 
     @property
     def port(self) -> int:
@@ -108,8 +124,13 @@ class FoxgloveBridge:
         self.log('/tf', 'foxglove.FrameTransforms', {'transforms': transforms}, stamp_ns)
 
     def close(self) -> None:
-        """Stop the server."""
-        self.server.stop()
+        """Stop the server; finish the MCAP file and put it in place."""
+        if self.server is not None:
+            self.server.stop()
+        if self.mcap is not None:
+            self.mcap.close()
+            self.mcap = None
+            self._files.close()
 
 
 def _time(stamp_ns: int) -> dict:

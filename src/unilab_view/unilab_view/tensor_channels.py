@@ -9,8 +9,9 @@ JSON channel of the same name, schema ``unilab/TensorBatch``. The view subscribe
 topic only while a Foxglove client subscribes the channel (``Watchers``): a TensorBatch
 publisher builds its standard message only while such a reader exists (its UniLab readers
 take the transport's arrays), so a channel nobody watches costs the graph nothing, and one
-watched costs it a serialisation per message. The subscription keeps the newest message
-(depth 1) and the view sends it once per frame.
+watched costs it a serialisation per message. ``record_all`` (``unilab view --mcap FILE
+--mcap-tensors``) reads every one, for the recording. The subscription keeps the newest
+message (depth 1) and the view sends it once per frame.
 
 A message is ``{kind, seq, version, timestamp, tensors: {name: {shape, rows, data}}}``:
 ``data`` the tensor's first ``rows`` rows as nested lists (all of them up to
@@ -99,8 +100,9 @@ class TensorChannels:
 
     def __init__(self, node: Node, bridge, watchers: Watchers, qos: QoSProfile,
                  on_message: Callable[[], None] = lambda: None,
-                 discover_s: float = DISCOVER_S):
+                 discover_s: float = DISCOVER_S, record_all: bool = False):
         self.node, self.bridge, self.watchers, self.qos = node, bridge, watchers, qos
+        self.record_all = record_all
         self.on_message = on_message  # the view counts the messages a frame takes
         self.discover_s = discover_s
         self.topics: set[str] = set()  # advertised
@@ -119,7 +121,7 @@ class TensorChannels:
                 if TENSOR_TYPE in types and topic not in self.topics:
                     self.topics.add(topic)
                     self.bridge.advertise(topic, SCHEMA)
-        watched = self.watchers.watched() & self.topics
+        watched = set(self.topics) if self.record_all else self.watchers.watched() & self.topics
         for topic in watched - set(self.subscriptions):
             self.subscriptions[topic] = self.node.create_subscription(
                 TensorBatch, topic, lambda msg, t=topic: self._store(t, msg), self.qos)

@@ -85,7 +85,7 @@ class ViewNode(Node):
                  env: int = 0, description: str = 'robot_description',
                  workspace: tuple[float, ...] = (),
                  workspace_frame: str = 'base_link', goal: str = 'goal_pose',
-                 command: str = ''):
+                 command: str = '', mcap: str | None = None, mcap_tensors: bool = False):
         super().__init__('unilab_view')
         self.lock = threading.Lock()
         self.rate_hz = float(rate_hz)
@@ -106,11 +106,12 @@ class ViewNode(Node):
         self.server.initial_camera.position = (1.4, -1.4, 1.0)  # an arm's workspace in view
         self.server.initial_camera.look_at = (0.0, 0.0, 0.3)
         self.bridge = self.tensors = None
-        if foxglove_port is not None:
+        if foxglove_port is not None or mcap is not None:
+            # Foxglove's channels: to its clients, and/or into an MCAP file.
             watchers = Watchers()
-            self.bridge = FoxgloveBridge(foxglove_port, listener=watchers)
+            self.bridge = FoxgloveBridge(foxglove_port, listener=watchers, mcap=mcap)
             self.tensors = TensorChannels(self, self.bridge, watchers, STATE_QOS,
-                                          self._count_message)
+                                          self._count_message, record_all=mcap_tensors)
         self.diagnostics = {}  # status name -> the last status since the last draw (bridge)
         self.robots = [RobotView(ns.rstrip('/'), k) for k, ns in enumerate(namespaces)]
         for robot in self.robots:
@@ -325,6 +326,8 @@ def main(args=None) -> None:
     parser.add_argument('--workspace-frame', default='base_link')
     parser.add_argument('--goal', default='goal_pose')
     parser.add_argument('--command', default='')
+    parser.add_argument('--mcap', default=None)
+    parser.add_argument('--mcap-tensors', action='store_true')
     argv = remove_ros_args(sys.argv if args is None else args)[1:]
     opts = parser.parse_args(argv)
     try:
@@ -340,7 +343,7 @@ def main(args=None) -> None:
                     foxglove_port=opts.foxglove_port, joint_states=opts.joint_states,
                     env=opts.env, description=opts.description, workspace=opts.workspace,
                     workspace_frame=opts.workspace_frame, goal=opts.goal,
-                    command=opts.command)
+                    command=opts.command, mcap=opts.mcap, mcap_tensors=opts.mcap_tensors)
     node.get_logger().info(f'view at nice {os.nice(0)}')
     executor = SingleThreadedExecutor()
     executor.add_node(node)
