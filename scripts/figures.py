@@ -143,6 +143,24 @@ def robot_ur5e() -> str:
             f'; policy: {d["model"]}).\n')
 
 
+def graph_view() -> str:
+    """Return ``bench graph --view``'s rounds: training with and without the live view."""
+    rows = []
+    for name in ('graph_view.json', 'graph_view_256.json'):
+        if not (ROOT / 'docs' / 'bench' / name).is_file():
+            continue
+        d = load(name)
+        for case, what in (('alone', 'the graph alone'),
+                           ('view', '`unilab view --training` (screen-rate joint states)'),
+                           ('view_per_step', 'the same view on the per-step joint states')):
+            rates = ' / '.join(f'{v:.0f}' for v in d[f'{case}_steps_per_s'])
+            ratio = d.get(f'{case}_vs_alone_round_median')
+            rows.append([str(d['num_envs']), what, rates,
+                         '' if ratio is None else f'{ratio:.3f}', f'`{name}`'])
+    return _table(['envs', 'case', 'control steps/s per round', 'median of the rounds\' '
+                   'ratios to alone', 'source'], rows)
+
+
 def _mean_std(x: dict) -> str:
     return f'{x["mean"]:.2f} ± {x["std"]:.2f}'
 
@@ -213,6 +231,7 @@ BENCH_PATHS = {
                 'src/unilab_datafactory', 'src/unilab_bag'],
     'gae': ['gae.py', 'src/unilab_policy'],
     'graph': ['graph.py', *_LAYERS, *_APP],
+    'graph_view': ['graph.py', 'view_client.py', 'src/unilab_view', *_LAYERS, *_APP],
     'learn': ['learn.py', 'learn_quad.py', 'learn_peer.py', 'src/unilab_interop', *_LAYERS,
               *_APP],
     'perception': ['perception.py', 'src/unilab_core', 'src/unilab_perception'],
@@ -316,7 +335,8 @@ def stale() -> list[tuple[str, str, int]]:
 FIGURES = {'learn_arm6': learn_arm6, 'learn_rsl_rl_arm6': learn_rsl_rl_arm6,
            'learn_rsl_rl_our_settings_arm6': learn_rsl_rl_our_settings_arm6,
            'learn_rsl_rl_quad': learn_rsl_rl_quad,
-           'headline': headline, 'bench_index': bench_index, 'robot_ur5e': robot_ur5e}
+           'headline': headline, 'bench_index': bench_index, 'robot_ur5e': robot_ur5e,
+           'graph_view': graph_view}
 
 
 def pages() -> list[pathlib.Path]:
