@@ -14,7 +14,8 @@ view (``unilab view --training``'s node and a viser client drawing its page) rea
 bridge's screen-rate ``/unilab/sim/view/joint_states`` (``view``), and with the same view
 reading the per-step ``/unilab/sim/joint_states`` (``view_per_step``, what the view read
 before: the bridge then builds the batch's JointState every step), in alternated rounds;
-each round's rate and the median of the rounds' ratios to the graph alone.
+every case waits ``VIEW_SETTLE_S`` between building its graph and stepping it; each
+round's rate and the median of the rounds' ratios to the graph alone.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ WARMUP = 20
 
 #: --view: rounds of (alone, view, view_per_step), alternated
 VIEW_ROUNDS = 3
-#: --view: seconds for a view to load the robot and its client to connect before timing
+#: --view: seconds every case waits, its graph built (and its view subscribed), before its
+#: first step: a view loads the robot and its client connects; the graph's start-up ends
 VIEW_SETTLE_S = 8.0
 
 
@@ -84,13 +86,15 @@ def _direct_loop(task_name: str, num_envs: int, steps: int) -> float:
         return steps / (time.perf_counter() - t0)
 
 
-def _graph_loop(task_name: str, num_envs: int, steps: int, beside=None) -> dict:
+def _graph_loop(task_name: str, num_envs: int, steps: int, beside=None,
+                settle_s: float = 0.0) -> dict:
     """
     Return control steps/s of the composed ROS 2 graph (no PPO update during timing).
 
     ``beside``: ``(commands, topic)``: processes started once the graph exists (a view and
-    its client), timing only once a node ``unilab_view`` subscribed ``topic`` and
-    ``VIEW_SETTLE_S`` passed (the graph does not step meanwhile); stopped after timing.
+    its client), timing only once a node ``unilab_view`` subscribed ``topic``; stopped
+    after timing. ``settle_s``: seconds the graph then waits before its first step (with
+    or without a view, so every case starts as settled).
     """
     import rclpy
     from unilab_bringup.prepare import prepare_run
@@ -117,6 +121,7 @@ def _graph_loop(task_name: str, num_envs: int, steps: int, beside=None) -> dict:
         try:
             if beside is not None:
                 procs = _start_beside(bridge, *beside)
+            time.sleep(settle_s)
             deadline = time.monotonic() + 60.0
             while bridge.seq < WARMUP and time.monotonic() < deadline:
                 executor.spin_once(timeout_sec=0.05)
@@ -144,7 +149,7 @@ def _graph_loop(task_name: str, num_envs: int, steps: int, beside=None) -> dict:
 
 
 def _start_beside(bridge, commands, topic):
-    """Start ``commands``; return them once ``unilab_view`` reads ``topic`` and settled."""
+    """Start ``commands``; return them once ``unilab_view`` reads ``topic``."""
     procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for c in commands]
     deadline = time.monotonic() + 60.0
@@ -155,7 +160,6 @@ def _start_beside(bridge, commands, topic):
                 p.kill()
             raise RuntimeError(f'bench graph --view: no view subscribed {topic} in 60 s')
         time.sleep(0.2)
-    time.sleep(VIEW_SETTLE_S)
     return procs
 
 
@@ -181,7 +185,8 @@ def _view_rounds(task: str, num_envs: int, steps: int, rounds: int) -> dict:
             for name, topic in cases.items():
                 stats = pathlib.Path(tmp) / f'{name}_{r}.json'
                 beside = _view(topic, stats) if topic else None
-                rates[name].append(_graph_loop(task, num_envs, steps, beside)['rate'])
+                rates[name].append(
+                    _graph_loop(task, num_envs, steps, beside, VIEW_SETTLE_S)['rate'])
                 if topic and stats.is_file():
                     clients[name].append(json.loads(stats.read_text())['viser']['messages'])
     out = {f'{name}_steps_per_s': [round(v, 1) for v in vals] for name, vals in rates.items()}

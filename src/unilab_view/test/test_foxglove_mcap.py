@@ -11,16 +11,14 @@ was offered, and every message the client received, byte for byte at the same lo
 
 import json
 import struct
-import threading
 import time
 
 import numpy as np
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from test_foxglove_bridge import MESSAGE_DATA, SUBPROTOCOL
 from test_model import URDF
+from test_tensor_channels import live_view
 from unilab_core.ros.qos import DESCRIPTION_QOS
 from unilab_core.ros.tensor_msg import make_batch
 from unilab_core.testing import isolate_ros_domain
@@ -47,33 +45,21 @@ def _mcap_messages(path):
 
 
 def test_the_recording_holds_what_the_live_client_got(tmp_path):
-    from unilab_view.view_node import ViewNode
     out = tmp_path / 'view.mcap'
-    rclpy.init()
-    node = ViewNode([NS], port=0, host='127.0.0.1', foxglove_port=0, mcap=str(out))
-    node.tensors.discover_s = 0.1
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    talker = rclpy.create_node('view_mcap_talker')
-    talker.create_publisher(String, f'{NS}/robot_description', DESCRIPTION_QOS).publish(
-        String(data=URDF))
-    js = talker.create_publisher(JointState, f'{NS}/joint_states', 10)
-    action = talker.create_publisher(TensorBatch, f'{NS}/action', 10)
-    stop = threading.Event()
 
-    def frames():  # the talker at 100 Hz, the view's frames between
-        k = 0
-        while not stop.is_set():
+    def talk(talker):
+        talker.create_publisher(String, f'{NS}/robot_description', DESCRIPTION_QOS).publish(
+            String(data=URDF))
+        js = talker.create_publisher(JointState, f'{NS}/joint_states', 10)
+        action = talker.create_publisher(TensorBatch, f'{NS}/action', 10)
+
+        def step(k):
             js.publish(JointState(name=['yaw', 'pitch'], position=[0.01 * k, 0.2]))
             action.publish(make_batch('action', k, {'action': np.full((2, 3), k, np.float32)},
                                       stamp_ns=1_000_000_000 + k))
-            k += 1
-            node.frame(executor)
-            time.sleep(0.01)
-    thread = threading.Thread(target=frames, daemon=True)
-    thread.start()
+        return step
     got, offered = {}, {}
-    try:
+    with live_view(NS, talk, mcap=str(out)) as node:
         with connect(f'ws://127.0.0.1:{node.bridge.port}', subprotocols=[SUBPROTOCOL]) as ws:
             deadline = time.monotonic() + WAIT_S
             wanted = {f'{NS}/joint_states', '/tf', f'{NS}/action'}
@@ -92,14 +78,6 @@ def test_the_recording_holds_what_the_live_client_got(tmp_path):
                 elif msg[0] == MESSAGE_DATA:
                     sub, stamp = struct.unpack_from('<IQ', msg, 1)
                     got.setdefault(subs[sub], []).append((stamp, msg[13:]))
-    finally:
-        stop.set()
-        thread.join()
-        executor.shutdown()
-        node.close()
-        node.destroy_node()
-        talker.destroy_node()
-        rclpy.try_shutdown()
     assert out.is_file() and [p.name for p in tmp_path.iterdir()] == ['view.mcap']
     channels, recorded = _mcap_messages(out)
     # Every channel the client was offered, the TensorBatch topic's among them.

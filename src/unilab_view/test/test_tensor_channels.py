@@ -8,6 +8,7 @@ WebSocket client (Foxglove's protocol) sees the topic advertised, subscribes, an
 the arrays; the view holds a ROS subscription on the topic only while the client does.
 """
 
+import contextlib
 import json
 import struct
 import threading
@@ -45,27 +46,53 @@ def _batch(seq):
                       stamp_ns=2_000_000_000 + seq)
 
 
-def test_a_watched_tensor_topic_reaches_a_client_as_arrays_and_only_while_watched():
+@contextlib.contextmanager
+def live_view(ns: str, talk, **view):
+    """
+    Yield a view node (``ViewNode(ns, **view)``) running its frames beside a talker.
+
+    ``talk(talker_node)`` makes the talker's publishers and returns ``step(k)``, called
+    at 100 Hz with a view frame after each; everything stops on exit.
+    """
     from unilab_view.view_node import ViewNode
     rclpy.init()
-    node = ViewNode(['/view_tensors'], port=0, host='127.0.0.1', foxglove_port=0)
+    node = ViewNode([ns], port=0, host='127.0.0.1', foxglove_port=0, **view)
     node.tensors.discover_s = 0.1
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    talker = rclpy.create_node('view_tensors_talker')
-    pub = talker.create_publisher(TensorBatch, TOPIC, 10)
+    talker = rclpy.create_node(f'{ns.strip("/")}_talker')
+    step = talk(talker)
     stop = threading.Event()
 
-    def frames():  # the view's frame loop, and the talker at 100 Hz
-        seq = 0
+    def frames():
+        k = 0
         while not stop.is_set():
-            pub.publish(_batch(seq))
-            seq += 1
+            step(k)
+            k += 1
             node.frame(executor)
             time.sleep(0.01)
     thread = threading.Thread(target=frames, daemon=True)
     thread.start()
     try:
+        yield node
+    finally:
+        stop.set()
+        thread.join()
+        executor.shutdown()
+        node.close()
+        node.destroy_node()
+        talker.destroy_node()
+        rclpy.try_shutdown()
+
+
+def test_a_watched_tensor_topic_reaches_a_client_as_arrays_and_only_while_watched():
+    pubs = []
+
+    def talk(talker):
+        pubs.append(talker.create_publisher(TensorBatch, TOPIC, 10))
+        return lambda k: pubs[0].publish(_batch(k))
+    with live_view('/view_tensors', talk) as node:
+        pub = pubs[0]
         with connect(f'ws://127.0.0.1:{node.bridge.port}', subprotocols=[SUBPROTOCOL]) as ws:
             channels = _advertised(ws, {TOPIC}, timeout_s=WAIT_S)
             assert channels[TOPIC]['schemaName'] == SCHEMA
@@ -85,14 +112,6 @@ def test_a_watched_tensor_topic_reaches_a_client_as_arrays_and_only_while_watche
             assert got is not None
             ws.send(json.dumps({'op': 'unsubscribe', 'subscriptionIds': [7]}))
             _wait('the view unsubscribed', lambda: pub.get_subscription_count() == 0)
-    finally:
-        stop.set()
-        thread.join()
-        executor.shutdown()
-        node.close()
-        node.destroy_node()
-        talker.destroy_node()
-        rclpy.try_shutdown()
     sub, stamp, data = got
     seq = data['seq']
     assert sub == 7 and data['kind'] == 'action' and stamp == 2_000_000_000 + seq
