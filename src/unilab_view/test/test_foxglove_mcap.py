@@ -59,10 +59,10 @@ def test_the_recording_holds_what_the_live_client_got(tmp_path):
                                       stamp_ns=1_000_000_000 + k))
         return step
     got, offered = {}, {}
-    with live_view(NS, talk, mcap=str(out)) as node:
+    with live_view(NS, talk, mcap=str(out), workspace=(0.2, -0.3, 0.0, 0.6, 0.3, 0.4)) as node:
         with connect(f'ws://127.0.0.1:{node.bridge.port}', subprotocols=[SUBPROTOCOL]) as ws:
             deadline = time.monotonic() + WAIT_S
-            wanted = {f'{NS}/joint_states', '/tf', f'{NS}/action'}
+            wanted = {f'{NS}/joint_states', '/tf', f'{NS}/action', f'{NS}/workspace'}
             subs = {}
             while not (wanted <= set(got) and all(len(got[t]) >= ENOUGH for t in wanted)):
                 assert time.monotonic() < deadline, f'the client got only {sorted(got)}'

@@ -104,6 +104,25 @@ class FoxgloveBridge:
             'pose': {'position': dict(zip('xyz', map(float, xyz))),
                      'orientation': {'x': 0.0, 'y': 0.0, 'z': 0.0, 'w': 1.0}}}, stamp_ns)
 
+    def workspace(self, ns: str, frame: str, box, stamp_ns: int) -> None:
+        """Send the workspace box as a ``foxglove.SceneUpdate``: its 12 edges, in ``frame``."""
+        lo, hi = box[:3], box[3:]
+        corners = [(x, y, z) for x in (lo[0], hi[0]) for y in (lo[1], hi[1])
+                   for z in (lo[2], hi[2])]
+        # Two corners share an edge where they differ in one coordinate.
+        edges = [(a, b) for i, a in enumerate(corners) for b in corners[i + 1:]
+                 if sum(u != v for u, v in zip(a, b)) == 1]
+        points = [dict(zip('xyz', map(float, c))) for edge in edges for c in edge]
+        self.log(f'{ns}/workspace', 'foxglove.SceneUpdate', {'deletions': [], 'entities': [{
+            'timestamp': _time(stamp_ns), 'frame_id': _prefix(ns) + frame, 'id': 'workspace',
+            'lifetime': {'sec': 0, 'nsec': 0}, 'frame_locked': True, 'metadata': [],
+            'arrows': [], 'cubes': [], 'spheres': [], 'cylinders': [], 'triangles': [],
+            'texts': [], 'models': [],
+            'lines': [{'type': 2, 'pose': _IDENTITY, 'thickness': 0.004,
+                       'scale_invariant': False, 'points': points,
+                       'color': {'r': 0.16, 'g': 0.63, 'b': 0.24, 'a': 1.0},
+                       'colors': [], 'indices': []}]}]}, stamp_ns)
+
     def diagnostics(self, statuses: list[dict], stamp_ns: int) -> None:
         """Send the statuses of one ``/diagnostics`` message (name, level, message, values)."""
         self.log('/diagnostics', 'diagnostic_msgs/DiagnosticArray', {'status': statuses},
@@ -111,7 +130,7 @@ class FoxgloveBridge:
 
     def frames(self, ns: str, model: RobotModel, stamp_ns: int) -> None:
         """Send every joint's transform at the model's current joints as FrameTransforms."""
-        prefix = ns.strip('/') + '/' if ns.strip('/') else ''
+        prefix = _prefix(ns)
         transforms = []
         for parent, child, t in model.joint_transforms():
             x, y, z = (float(v) for v in t[:3, 3])
@@ -131,6 +150,15 @@ class FoxgloveBridge:
             self.mcap.close()
             self.mcap = None
             self._files.close()
+
+
+_IDENTITY = {'position': {'x': 0.0, 'y': 0.0, 'z': 0.0},
+             'orientation': {'x': 0.0, 'y': 0.0, 'z': 0.0, 'w': 1.0}}
+
+
+def _prefix(ns: str) -> str:
+    """Return a namespace's frame prefix (``robot0/``; none outside a fleet)."""
+    return ns.strip('/') + '/' if ns.strip('/') else ''
 
 
 def _time(stamp_ns: int) -> dict:

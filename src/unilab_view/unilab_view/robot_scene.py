@@ -43,6 +43,7 @@ class RobotView:
         self.live_workspace = None  # LiveWorkspace while the box is asked of the graph
         self.workspace_box = None  # the scene's box, once drawn
         self.workspace_tried = False
+        self.workspace_due = 0.0  # when the box next goes to Foxglove
 
     def load(self, server, urdf_text: str, logger) -> None:
         """Build the robot's scene from ``urdf_text`` (an unreadable URDF is logged, kept out)."""

@@ -65,13 +65,16 @@ import viser
 
 FORWARD_TOPIC = 'forward_position_controller/commands'
 TRAJECTORY_TOPIC = 'scaled_joint_trajectory_controller/joint_trajectory'
-#: the training curves' titles, per name (``unilab_view.curves.CURVES``)
 #: The state, command and goal topics: only the newest message waits for the next frame
 #: (the ones before it are dropped by DDS, never handed to Python).
 STATE_QOS = QoSProfile(depth=1)
 #: /diagnostics: every node publishes its own array, about once a second; the training
 #: curves want each trainer status.
 DIAGNOSTICS_DEPTH = 10
+#: seconds between two sends of the workspace box to Foxglove (it does not change; a client
+#: that connects later has it within this)
+WORKSPACE_PERIOD_S = 1.0
+#: the training curves' titles, per name (``unilab_view.curves.CURVES``)
 CURVE_TITLES = {'charts/mean_return': 'return (mean of the last episodes)',
                 'episodes/success_rate': 'success rate', 'safety/clamp_share': 'clamp share'}
 
@@ -270,6 +273,10 @@ class ViewNode(Node):
             if self.bridge is not None:
                 self.bridge.robot(robot.ns, robot.model, measured is not None, commanded,
                                   goal, stamp_ns)
+                if robot.workspace is not None and time.monotonic() >= robot.workspace_due:
+                    robot.workspace_due = time.monotonic() + WORKSPACE_PERIOD_S
+                    self.bridge.workspace(robot.ns, robot.workspace[1], robot.workspace[0],
+                                          stamp_ns)
             if goal is not None:
                 goal_handle.position = tuple(np.add(goal, robot.offset))
                 goal_handle.visible = True
