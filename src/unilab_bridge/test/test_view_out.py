@@ -1,6 +1,6 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
-"""The bridge's view topics (env 0's goal and command, every env's joints): while read, at 20 Hz."""
+"""The bridge's view topics (env 0's goal and command, every env's joints): while read, 20 Hz."""
 
 from builtin_interfaces.msg import Time
 import numpy as np
