@@ -72,6 +72,7 @@ def test_a_deploys_perception_gives_the_box_it_refuses_goals_outside_of(ros):
     assert live.asked == 1
     assert live.poll() == (tuple(BOX), 'base')
     assert live.asked == 1  # once found, never asked again
+    assert live.sources == [] and list(view.clients) == []  # its service clients destroyed
 
 
 def test_beside_training_the_trainers_box_and_nothing_from_elsewhere(ros):
@@ -88,6 +89,7 @@ def test_beside_training_the_trainers_box_and_nothing_from_elsewhere(ros):
     live = LiveWorkspace(view, '', retry_s=0.1)
     assert _poll_until_found(live, executor) == (tuple(TRAINED), 'base_link')
     assert live.asked == 2  # perception answered without a box, then the trainer
+    assert list(view.clients) == []
 
 
 def test_no_node_holds_a_box_no_box_and_no_blocking(ros):
@@ -101,6 +103,7 @@ def test_no_node_holds_a_box_no_box_and_no_blocking(ros):
         assert live.poll() is None
         executor.spin_once(timeout_sec=0.01)
     assert live.asked == 0  # no services up: no question sent
+    assert len(list(view.clients)) == 2  # kept, for a graph that starts later
     assert time.monotonic() - start < WAIT_S
 
 

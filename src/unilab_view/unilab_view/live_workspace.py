@@ -7,15 +7,17 @@ Without ``--model RUN``, the view asks the graph for the box a deploy refuses go
 outside, as ``ros2 param get`` would (``LIVE_SOURCES``): a deploy's ``perception``
 checks goals against its ``goal_workspace`` (in ``task_inputs.goal_frame``); a training
 run's ``trainer`` checkpoints its task's ``workspace`` (in ``workspace_frame``). The
-questions go through rclpy's parameter client without blocking a frame.
+questions go to each node's standard ``<node>/get_parameters`` service
+(``rcl_interfaces/srv/GetParameters``) without blocking a frame; a service client the
+view no longer needs is destroyed (each one is a waitable every frame's spin goes over).
 """
 
 from __future__ import annotations
 
 import time
 
+from rcl_interfaces.srv import GetParameters
 from rclpy.parameter import parameter_value_to_python
-from rclpy.parameter_client import AsyncParameterClient
 from unilab_view.workspace import parse_workspace
 
 #: The nodes that hold a graph's workspace, asked in this order: (node, box parameter,
@@ -35,14 +37,15 @@ class LiveWorkspace:
     answered with one, else None. It asks one node at a time, the first whose parameter
     services are up, and another round every ``retry_s`` while none has answered with a
     box (a deploy started after the view); a node that answers without one (a training
-    graph's perception) is not asked again. The answer arrives through ``node``'s
-    executor, as the view's messages do.
+    graph's perception) is not asked again, and once a box came no node is. The answer
+    arrives through ``node``'s executor, as the view's messages do.
     """
 
     def __init__(self, node, ns: str, retry_s: float = RETRY_S):
         base = ns.rstrip('/')
-        self.sources = [(AsyncParameterClient(node, f'{base}/{name}'), box, frame)
-                        for name, box, frame in LIVE_SOURCES]
+        self.node = node
+        self.sources = [(node.create_client(GetParameters, f'{base}/{name}/get_parameters'),
+                         box, frame) for name, box, frame in LIVE_SOURCES]
         self.retry_s = retry_s
         self.found = None
         self.pending = None  # (future, source)
@@ -60,21 +63,28 @@ class LiveWorkspace:
             self.pending = None
             self.found = _answer(future)
             if self.found is not None:
+                self._drop(list(self.sources))
                 return self.found
             if future.exception() is None:  # answered, without a box: not asked again
-                self.sources.remove(source)
+                self._drop([source])
                 self.next_round = 0.0
         if time.monotonic() < self.next_round:
             return None
         self.next_round = time.monotonic() + self.retry_s
         for source in self.sources:
             client, box, frame = source
-            if client.services_are_ready():
-                future = client.get_parameters([box, frame])
+            if client.service_is_ready():
+                future = client.call_async(GetParameters.Request(names=[box, frame]))
                 self.pending = (future, source)
                 self.asked += 1
                 break
         return None
+
+    def _drop(self, sources) -> None:
+        """Destroy the service clients of ``sources`` (no longer asked)."""
+        for source in sources:
+            self.sources.remove(source)
+            self.node.destroy_client(source[0])
 
 
 def _answer(future):
