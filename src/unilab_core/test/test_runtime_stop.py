@@ -56,3 +56,13 @@ def test_the_same_error_without_a_stop_is_raised(fake_graph):
     with pytest.raises(RuntimeError, match='Unable to convert'):
         runtime.spin_nodes([node])
     assert node.closed  # the close path runs either way
+
+
+def test_a_stop_signal_another_handler_took_counts_as_well(fake_graph):
+    # The CLI's own Ctrl-C handler (exit 130) records the signal through note_stop_signal.
+    runtime.note_stop_signal(signal.SIGINT)
+    runtime.note_stop_signal(signal.SIGTERM)  # one stop per process: the first is kept
+    assert runtime._STOP_SIGNALS == [signal.SIGINT]
+    node = _Node()
+    runtime.spin_nodes([node])
+    assert fake_graph.spins == 1 and node.closed

@@ -50,6 +50,17 @@ def detach_and_shutdown(executor, nodes: Iterable, timeout_sec: float | None = 1
 _STOP_SIGNALS: list[int] = []
 
 
+def note_stop_signal(signum: int) -> None:
+    """
+    Record a stop signal that a handler of the caller's own took (the CLI's Ctrl-C).
+
+    ``spin_nodes`` then takes the EventsExecutor's error from that signal landing in its
+    wait as the stop it is, as it does for the signals of ``_install_sigterm``'s handler.
+    """
+    if not _STOP_SIGNALS:
+        _STOP_SIGNALS.append(signum)
+
+
 def _install_sigterm(sigint: bool = False):
     # launch and our CLI stop children with SIGINT then SIGTERM; turn SIGTERM
     # into the same clean path as Ctrl-C so nodes flush stats and checkpoints. Once
