@@ -115,3 +115,38 @@ def test_only_a_finite_ordered_box_in_a_named_frame_is_taken():
     assert parse_workspace([*BOX[3:], *BOX[:3]], 'base_link') is None  # min above max
     assert parse_workspace(BOX, '') is None
     assert parse_workspace(None, None) is None
+
+
+def test_a_question_never_answered_is_dropped_and_asked_again(monkeypatch):
+    import unilab_view.live_workspace as lw
+
+    class _Future:
+        def done(self):
+            return False
+
+    class _Client:
+        def __init__(self):
+            self.calls, self.removed = 0, 0
+
+        def service_is_ready(self):
+            return True
+
+        def call_async(self, request):
+            self.calls += 1
+            return _Future()
+
+        def remove_pending_request(self, future):
+            self.removed += 1
+
+    client = _Client()
+
+    class _Node:
+        def create_client(self, srv, name):
+            return client
+
+    monkeypatch.setattr(lw, 'ANSWER_TIMEOUT_S', 0.05)
+    live = LiveWorkspace(_Node(), '/r', retry_s=0.0)
+    assert live.poll() is None and client.calls == 1
+    time.sleep(0.1)
+    assert live.poll() is None and client.removed == 1  # dropped after the timeout
+    assert live.poll() is None and client.calls == 2  # and asked again

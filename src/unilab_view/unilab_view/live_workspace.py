@@ -27,6 +27,8 @@ LIVE_SOURCES = (('perception', 'goal_workspace', 'task_inputs.goal_frame'),
                 ('trainer', 'workspace', 'workspace_frame'))
 #: seconds between two rounds of questions while no node has answered with a box
 RETRY_S = 2.0
+#: seconds a question may go unanswered before it is dropped (and asked again next round)
+ANSWER_TIMEOUT_S = 5.0
 
 
 class LiveWorkspace:
@@ -48,7 +50,7 @@ class LiveWorkspace:
                          box, frame) for name, box, frame in LIVE_SOURCES]
         self.retry_s = retry_s
         self.found = None
-        self.pending = None  # (future, source)
+        self.pending = None  # (future, source, asked at)
         self.next_round = 0.0
         self.asked = 0  # questions sent
 
@@ -57,8 +59,13 @@ class LiveWorkspace:
         if self.found is not None:
             return self.found
         if self.pending is not None:
-            future, source = self.pending
+            future, source, asked_at = self.pending
             if not future.done():
+                if time.monotonic() - asked_at < ANSWER_TIMEOUT_S:
+                    return None
+                # No answer (the node went away mid-call): give up on it, ask again later.
+                source[0].remove_pending_request(future)
+                self.pending = None
                 return None
             self.pending = None
             self.found = _answer(future)
@@ -75,7 +82,7 @@ class LiveWorkspace:
             client, box, frame = source
             if client.service_is_ready():
                 future = client.call_async(GetParameters.Request(names=[box, frame]))
-                self.pending = (future, source)
+                self.pending = (future, source, time.monotonic())
                 self.asked += 1
                 break
         return None
