@@ -1,4 +1,4 @@
-# Sourced by ./unilab (with ROOT set): the DDS environment of every process UniLab starts.
+# Sourced by bin/unilab (with ROOT set): the DDS environment of every process UniLab starts.
 # Fast DDS's shared-memory transport creates /dev/shm/fastdds_* segments with mode 0644
 # whatever the umask and leaves them behind when a process is killed (docs/dds.md), so by
 # default DDS goes over UDP on loopback (config/fastdds_private.xml): nothing of it under

@@ -301,7 +301,7 @@ def bench_of(name: str, d: dict) -> tuple[str, str]:
         raise SystemExit(f'docs/bench/{name}: no `command` and no entry in COMMANDS '
                          '(scripts/figures.py)')
     bench, cmd = COMMANDS[name]
-    return bench, f'./unilab {cmd}'
+    return bench, f'bin/unilab {cmd}'
 
 
 def bench_paths(bench: str) -> list[str]:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: `unilab doctor` with NVML, the tests that need CUDA or
-# NVML (`./unilab test` skips them where there is no GPU), then the transport and
+# NVML (`bin/unilab test` skips them where there is no GPU), then the transport and
 # perception benchmarks on the device, then data-parallel training with one rank per GPU
 # (NCCL; one rank where there is one GPU).
 #   scripts/gpu_checks.sh [OUT_DIR]
@@ -25,17 +25,17 @@ if ! "$PY" -c 'import cupy' 2>/dev/null; then
 fi
 worst=0
 note() { local rc=$1; (( rc > worst )) && worst=$rc; }
-./unilab doctor
-./unilab doctor --json > "$OUT_DIR/doctor.json"; note $?
-./unilab test -k 'cuda or nvml or gpu' > "$OUT_DIR/gpu_tests.log" 2>&1; note $?
+bin/unilab doctor
+bin/unilab doctor --json > "$OUT_DIR/doctor.json"; note $?
+bin/unilab test -k 'cuda or nvml or gpu' > "$OUT_DIR/gpu_tests.log" 2>&1; note $?
 tail -n 25 "$OUT_DIR/gpu_tests.log"
-./unilab bench transport --json "$OUT_DIR/bench_transport.json" \
+bin/unilab bench transport --json "$OUT_DIR/bench_transport.json" \
   --png "$OUT_DIR/transport_latency.png"; note $?
-./unilab bench perception --json "$OUT_DIR/bench_perception.json"; note $?
+bin/unilab bench perception --json "$OUT_DIR/bench_perception.json"; note $?
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 if [ "$NGPU" -ge 1 ]; then
   rm -rf "$OUT_DIR/ranks_nccl"
-  ./unilab train --direct --nproc-per-node "$NGPU" --device cuda --steps 262144 \
+  bin/unilab train --direct --nproc-per-node "$NGPU" --device cuda --steps 262144 \
     --run-dir "$OUT_DIR/ranks_nccl" --no-progress > "$OUT_DIR/ranks_nccl.log" 2>&1; note $?
   tail -n 12 "$OUT_DIR/ranks_nccl.log"
 fi

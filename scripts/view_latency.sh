@@ -15,7 +15,7 @@ cd "$ROOT"
 echo "view_latency: $(nproc) cores"
 worst=0
 note() { local rc=$1; (( rc > worst )) && worst=$rc; }
-./unilab bench deploy --view --steps "${CYCLES:-6000}" --json "$OUT_DIR/deploy_view.json"; note $?
-./unilab bench graph --view --steps 1000 --json "$OUT_DIR/graph_view.json"; note $?
+bin/unilab bench deploy --view --steps "${CYCLES:-6000}" --json "$OUT_DIR/deploy_view.json"; note $?
+bin/unilab bench graph --view --steps 1000 --json "$OUT_DIR/graph_view.json"; note $?
 echo "view_latency: worst exit $worst (figures in $OUT_DIR)"
 exit $worst

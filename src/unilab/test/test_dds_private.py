@@ -7,7 +7,7 @@ Two processes talk over a topic; each lists the /dev/shm files it has mapped
 or open. With ``config/fastdds_private.xml`` the message arrives and no
 ``fastdds_*`` file is used; with Fast DDS's defaults the same run maps
 ``fastdds_*`` segments of mode 0644 (what docs/dds.md explains). The
-``./unilab`` wrapper's ``UNILAB_DDS_PRIVATE=1`` sets the same environment.
+``bin/unilab`` wrapper's ``UNILAB_DDS_PRIVATE=1`` sets the same environment.
 """
 
 import json
@@ -104,13 +104,13 @@ def test_fast_dds_defaults_use_world_readable_shared_memory(tmp_path):
 
 
 def _repo_root() -> pathlib.Path:
-    """Return the checkout holding this test (the ./unilab wrapper's ROOT)."""
+    """Return the checkout holding this test (the bin/unilab wrapper's ROOT)."""
     here = pathlib.Path(__file__).resolve()
     return next(p for p in here.parents if (p / 'scripts' / 'dds_env.sh').is_file())
 
 
 def _wrapper_env(**env):
-    """Return the DDS variables ./unilab exports for the environment ``env``."""
+    """Return the DDS variables bin/unilab exports for the environment ``env``."""
     root = _repo_root()
     script = root / 'scripts' / 'dds_env.sh'
     base = {k: v for k, v in os.environ.items()

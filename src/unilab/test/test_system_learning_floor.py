@@ -7,7 +7,7 @@ The default arm run once lost 15 points of return (77.07 -> 61.84 at seed 0)
 without a single failing test: an inline control chain let the gate see a
 step's action before that step's task state, so most episode starts were not
 applied (234 -> 29) and nothing counted it. This run is the default
-``./unilab train`` (arm6_reach, 64 envs, seed 0, the shipped configuration)
+``bin/unilab train`` (arm6_reach, 64 envs, seed 0, the shipped configuration)
 cut to 3 updates' worth of 64k steps, through the real composed graph.
 Calibrated on the fixed and the broken code (seed 0, 196,608 steps):
 return_last 27.2 with every episode start applied (30 of 30), 16.5 with 3

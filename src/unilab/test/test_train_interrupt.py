@@ -1,7 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-A terminal's Ctrl-C on ``./unilab train``: exit 130, the run kept, no node left behind.
+A terminal's Ctrl-C on ``bin/unilab train``: exit 130, the run kept, no node left behind.
 
 A terminal sends SIGINT to its whole foreground process group: the CLI and, with
 ``--multiprocess``, every node process at once. Each node ignores further stop

@@ -175,4 +175,4 @@ def test_the_runner_records_where_a_result_comes_from(tmp_path, monkeypatch):
     assert command._bench(Args) == 0
     written = json.loads(out.read_text())
     assert written['x'] == 1.5 and written['commit'] == head and written['dirty'] is True
-    assert written['command_line'] == './unilab bench gae --json out.json'
+    assert written['command_line'] == 'bin/unilab bench gae --json out.json'

@@ -122,7 +122,7 @@ def bench_adapt(args) -> dict:
     model = getattr(args, 'model', None)
     if not model:
         raise ConfigError('bench adapt needs --model RUN_DIR (a nominal-trained arm6_reach '
-                          'run, e.g. of `./unilab train`)')
+                          'run, e.g. of `bin/unilab train`)')
     rounds = args.steps or DEFAULT_ROUNDS
     seed = args.seed or 7
     base = load_run_config(list(default_config_files()) + [pathlib.Path(model) / 'config.yaml'])

@@ -22,7 +22,7 @@ def _bench(args) -> int:
     result = run_benchmark(args.name, args)
     # Every result says which code measured it (docs/benchmarks.md).
     result.update(provenance())
-    result['command_line'] = './unilab ' + shlex.join(sys.argv[1:])
+    result['command_line'] = 'bin/unilab ' + shlex.join(sys.argv[1:])
     text = json.dumps(result, indent=2)
     if args.json:
         atomic_write_text(args.json, text + '\n')

@@ -5,7 +5,7 @@
 
 Subsets (``--subset``):
 
-- ``arm6`` (default): the default ``./unilab train`` (arm6_reach through the ROS
+- ``arm6`` (default): the default ``bin/unilab train`` (arm6_reach through the ROS
   graph) for each seed of ``--seeds`` (0,1,2); each trained policy is scored
   deterministically through the gate (``unilab_bringup.evaluation``, the nominal model,
   a fixed evaluation seed) next to the scripted Jacobian IK expert on the same
@@ -22,7 +22,7 @@ Subsets (``--subset``):
 - ``quad`` / ``quad12``: quad_walk / quad12_walk trained with the defaults, their
   velocity tracking under fixed commands (``learn_quad``).
 - ``ranks``: data-parallel learning against one rank with all the envs:
-  ``./unilab train --nproc-per-node 2 --num-envs N/2`` (two ranks, each its own
+  ``bin/unilab train --nproc-per-node 2 --num-envs N/2`` (two ranks, each its own
   graph, gradients all-reduced) against the default one-rank ``--num-envs N``,
   per seed, both scored as above; ``--steps`` defaults to RANKS_STEPS.
 - ``--peer rsl_rl`` / ``--peer rsl_rl_our_settings`` with ``arm6``, ``quad`` or

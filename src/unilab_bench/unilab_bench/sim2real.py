@@ -39,7 +39,7 @@ DEFAULT_STEPS = 1_500_000
 EVAL_SEED = 10_007  # no training run uses it (training seeds are run.seed)
 EVAL_EPISODES_PER_ENV = 2
 
-#: (b)'s training profile, also shipped for users: ``./unilab train --config
+#: (b)'s training profile, also shipped for users: ``bin/unilab train --config
 #: config/sim2real.yaml`` (disturbances on, command delay 0-3 steps, masses x0.8-1.2, 2 %
 #: packet loss each way, the policy's last 3 actions in its observation).
 PRESET = 'sim2real.yaml'

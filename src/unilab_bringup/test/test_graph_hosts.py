@@ -6,7 +6,7 @@ A training graph split across two hosts: the trainer on one, the control loop on
 The hosts are network, mount and IPC namespaces of this machine, each with its own
 ``/dev/shm``, joined by a veth pair with DDS over UDP (``unilab_core.two_hosts``; needs
 root, skipped with the reason otherwise). Each host starts its nodes exactly as
-``./unilab train --multiprocess`` does (``runner.node_command``, one parameter file), so
+``bin/unilab train --multiprocess`` does (``runner.node_command``, one parameter file), so
 the rollout (policy -> trainer) and the latched weights (trainer -> policy) cross hosts
 as serialised messages instead of shared memory.
 """

@@ -405,7 +405,7 @@ def check_dds_files(files: list[tuple[str, int, bool]]) -> Check:
     if open_:
         problems.append(f'{len(open_)} Fast DDS segments in use are readable by other users '
                         f'(mode {oct(next(m for n, m, h in files if n == open_[0]))[2:]})')
-        remedies.append('start the graph through ./unilab (private DDS profile by default) '
+        remedies.append('start the graph through bin/unilab (private DDS profile by default) '
                         'or export FASTDDS_DEFAULT_PROFILES_FILE=config/fastdds_private.xml '
                         'ROS_AUTOMATIC_DISCOVERY_RANGE=SYSTEM_DEFAULT')
     if problems:

@@ -55,7 +55,7 @@ try:
     from unilab_fence import fence  # noqa: F401  (re-exported)
 except ImportError as exc:  # a source tree that was never built
     raise ImportError('unilab_fence (the C memory fence of the shared-memory ring, built with '
-                      'unilab_core) is missing: run `./unilab tasks` (colcon build) and source '
+                      'unilab_core) is missing: run `bin/unilab tasks` (colcon build) and source '
                       'install/setup.bash') from exc
 
 MAGIC = 0x31474E4952424C55  # b'ULBRING1' little-endian
