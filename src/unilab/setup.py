@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Setuptools entry for the unilab ROS 2 package."""
 
+from glob import glob
 import os
 
 from setuptools import find_packages, setup
@@ -15,6 +16,8 @@ setup(
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
         (os.path.join('share', PACKAGE), ['package.xml']),
+        # ros2 launch unilab <name>.launch.py: thin includes of unilab_bringup's / unilab_adapt's.
+        (os.path.join('share', PACKAGE, 'launch'), glob('launch/*.launch.py')),
     ],
     install_requires=['setuptools'],
     extras_require={'test': ['pytest']},

@@ -37,10 +37,10 @@ pytestmark = pytest.mark.skipif(bool(_launch_tools()), reason=_launch_tools() or
 
 
 def _launch(run_dir, steps=2048, cwd=ROOT, **args):
-    """Start ``ros2 launch unilab_bringup train.launch.py`` in its own process group."""
+    """Start ``ros2 launch unilab train.launch.py`` (as users type it) in its own group."""
     extra = [f'{k}:={v}' for k, v in args.items()]
     return subprocess.Popen(
-        ['ros2', 'launch', 'unilab_bringup', 'train.launch.py', f'steps:={steps}',
+        ['ros2', 'launch', 'unilab', 'train.launch.py', f'steps:={steps}',
          'num_envs:=8', f'run_dir:={run_dir}', *extra], cwd=cwd, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
@@ -50,8 +50,10 @@ def _ros2(*args, timeout=60):
 
 
 def test_launch_from_the_repository_root_trains_and_exits_0(tmp_path):
-    # The root holds the `unilab` script: ros2launch takes a path that exists for a launch
-    # file, so the launch files live in unilab_bringup (no file of that name at the root).
+    # The literal command, typed in the workspace root: ros2launch takes a first argument
+    # that names an existing file for a launch file, so nothing at the root may be called
+    # `unilab` (the entry script is bin/unilab).
+    assert not (ROOT / 'unilab').exists()
     run_dir = tmp_path / 'run'
     proc = _launch(run_dir)
     out, _ = proc.communicate(timeout=300)
@@ -63,9 +65,25 @@ def test_launch_from_the_repository_root_trains_and_exits_0(tmp_path):
     assert no_orphans(run_dir) == []
 
 
+@pytest.mark.parametrize('name, package, argument', [
+    ('train.launch.py', 'unilab_bringup', 'num_envs'),
+    ('deploy.launch.py', 'unilab_bringup', 'model'),
+    ('adapt.launch.py', 'unilab_adapt', 'model'),
+    ('robot_sim.launch.py', 'unilab_bringup', 'variant'),
+])
+def test_the_unilab_package_has_the_launch_files_users_name(name, package, argument):
+    # Each is a thin include of the real one: the same arguments, from the root and elsewhere.
+    ours = subprocess.run(['ros2', 'launch', 'unilab', name, '--show-args'], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    real = subprocess.run(['ros2', 'launch', package, name, '--show-args'], cwd='/',
+                          capture_output=True, text=True, timeout=60)
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    assert f"'{argument}':" in ours.stdout and ours.stdout == real.stdout
+
+
 def test_the_ros2_cli_sees_the_graph_and_a_terminal_ctrl_c_keeps_the_checkpoint(tmp_path):
     run_dir = tmp_path / 'run'
-    proc = _launch(run_dir, steps=50_000_000)
+    proc = _launch(run_dir, steps=50_000_000, cwd=tmp_path)  # from a folder of the user's
     try:
         wait_training(proc, run_dir)
         nodes = _ros2('node', 'list', '--no-daemon', '--spin-time', '5').stdout.split()
