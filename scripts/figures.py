@@ -175,7 +175,6 @@ def _mean_std(x: dict) -> str:
 def headline() -> str:
     """Return README's headline table: one line per area, each from its JSON."""
     arm = load('learn_arm6.json')
-    quad = load('quad_walk_eval.json')
     safety = load('safety.json')
     deploy = load('deploy_quiet.json')
     peer = load('learn_rsl_rl_arm6.json')
@@ -186,9 +185,10 @@ def headline() -> str:
          f'eval return {arm["eval_return"]["mean"]:.2f} ± {arm["eval_return"]["std"]:.2f}, '
          f'{arm["expert_share"] * 100:.0f} % of the IK expert, reach success '
          f'{_pct(arm["eval_success"]["mean"])}', '`docs/bench/learn_arm6.json`'],
-        ['`quad_walk` at 0.5 m/s',
-         f'velocity error {quad["vx0.5"]["vx_error"]:.3f} m/s, survival '
-         f'{_pct(quad["vx0.5"]["survival"])}', '`docs/bench/quad_walk_eval.json`'],
+        ['`quad_walk` at 0.5 m/s (seed 0, 1.5 M steps)',
+         f'velocity error {quad_peer["unilab"]["eval_vx0.5"]["vx_error"]:.3f} m/s, survival '
+         f'{_pct(quad_peer["unilab"]["eval_vx0.5"]["survival"])}',
+         '`docs/bench/learn_rsl_rl_quad.json`'],
         ['deploy path (arm6 double, 50 Hz, quiet machine)',
          f'p50 {deploy["deploy_p50_ms"]:.2f} ms, p99 {deploy["deploy_p99_ms"]:.2f} ms '
          f'(rclpy node: {deploy["rclpy_p50_ms"]:.2f} / {deploy["rclpy_p99_ms"]:.2f} ms)',

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Re-measure the benchmarks behind the figures README.md and docs/ quote, each into its JSON
+# under docs/bench (and its picture under docs/img where the docs show one), then regenerate
+# the generated tables (scripts/figures.py). Run it from a checkout of the code to be
+# measured, on a quiet machine, after `bin/unilab tasks` (set-up) and
+# `pip install -r requirements-bench.txt` (SB3 and Open3D for the `train` / `perception`
+# baselines):
+#
+#   scripts/benches.sh               # the hour: every bench that fits an hour on 2 cores
+#   scripts/benches.sh learn         # the learning benches README.md quotes (about 45 min)
+#   scripts/benches.sh gae bridge    # only these (names as in CMD below)
+#
+# Not here (hours each on 2 cores): the gymnasium tasks against SB3, sim2real, transfer,
+# adapt, factory, the 16-robot stress run; docs/benchmarks.md says which code each ran on
+# (`python3 scripts/figures.py --stale`). A bench that fails is reported and the others
+# still run; the exit status is the number of failures.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=docs/bench
+I=docs/img
+declare -A CMD=(
+  [gae]="bench gae --json $B/gae.json"
+  [bridge]="bench bridge --json $B/bridge.json"
+  [transport]="bench transport --json $B/transport.json --png $I/transport_latency.png"
+  [safety]="bench safety --json $B/safety.json --png $I/safety_latency.png"
+  [perception]="bench perception --json $B/perception.json"
+  [graph]="bench graph --json $B/graph.json"
+  [scale]="bench scale --json $B/scale.json --png $I/scaling.png"
+  [train]="bench train --task Hopper-v5 --steps 100000 --json $B/train_hopper.json"
+  [stress]="bench stress --robots 4 --duration 60 --json $B/stress_4.json"
+  [robot]="bench robot --robot ur5e --json $B/robot_ur5e.json"
+  [deploy]="bench deploy --json $B/deploy_quiet.json"
+  [learn_arm6]="bench learn --subset arm6 --seeds 0,1,2 --json $B/learn_arm6.json --png $I/learn_arm6.png"
+  [rsl_rl_arm6]="bench learn --peer rsl_rl --subset arm6 --seeds 0,1,2 --json $B/learn_rsl_rl_arm6.json"
+  [rsl_rl_quad]="bench learn --peer rsl_rl --subset quad --seeds 0 --json $B/learn_rsl_rl_quad.json"
+)
+HOUR=(gae bridge transport safety perception graph scale train stress robot deploy)
+LEARN=(learn_arm6 rsl_rl_arm6 rsl_rl_quad)
+case "${1:-}" in
+  "") ORDER=("${HOUR[@]}") ;;
+  learn) ORDER=("${LEARN[@]}") ;;
+  *) ORDER=("$@") ;;
+esac
+failed=0
+mkdir -p log
+for name in "${ORDER[@]}"; do
+  if [ -z "${CMD[$name]:-}" ]; then
+    echo "benches: unknown bench '$name' (known: ${!CMD[*]})" >&2
+    exit 2
+  fi
+  start=$(date +%s)
+  echo "benches: $name: bin/unilab ${CMD[$name]}" >&2
+  json=$(sed -E 's/.*--json ([^ ]+).*/\1/' <<< "${CMD[$name]}")
+  # shellcheck disable=SC2086  # the command line is split on purpose
+  bin/unilab ${CMD[$name]} > "log/bench_$name.out" 2>&1
+  rc=$?
+  # stress exits 1 when a seed threshold is exceeded (its JSON says which): the figure
+  # is still measured. A bench failed when its JSON was not written by this run.
+  if [ ! -f "$json" ] || [ "$(stat -c %Y "$json")" -lt "$start" ]; then
+    echo "benches: $name FAILED, exit $rc, no JSON (log/bench_$name.out)" >&2
+    failed=$((failed + 1))
+  fi
+  echo "benches: $name took $(( $(date +%s) - start )) s" >&2
+done
+bin/unilab tasks > /dev/null   # the venv for figures.py's imports, if any
+python3 scripts/figures.py
+exit "$failed"
