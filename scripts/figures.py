@@ -281,7 +281,8 @@ COMMANDS = {
     'quad_walk_eval.json': ('learn', 'train --task quad_walk --seed 0, then its evaluation '
                             '(docs/learning.md)'),
     'safety.json': ('safety', 'bench safety --json docs/bench/safety.json'),
-    'scale.json': ('scale', 'bench scale --json docs/bench/scale.json'),
+    'scale.json': ('scale', 'bench scale --json docs/bench/scale.json '
+                   '--png docs/img/scaling.png'),
     'sim2real.json': ('sim2real', 'bench sim2real --json docs/bench/sim2real.json'),
     'sim2real_3m.json': ('sim2real', 'bench sim2real --steps 3000000'),
     'sim2real_seeds.json': ('sim2real', 'bench sim2real --seeds 0,1,2'),
@@ -289,7 +290,8 @@ COMMANDS = {
     'stress_4.json': ('stress', 'bench stress --robots 4 --duration 60'),
     'train_hopper.json': ('train', 'bench train --task hopper'),
     'transfer.json': ('transfer', 'bench transfer --json docs/bench/transfer.json'),
-    'transport.json': ('transport', 'bench transport --json docs/bench/transport.json'),
+    'transport.json': ('transport', 'bench transport --json docs/bench/transport.json '
+                       '--png docs/img/transport_latency_run5.png'),
 }
 
 

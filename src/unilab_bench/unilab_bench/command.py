@@ -33,7 +33,7 @@ def _bench(args) -> int:
 
 def add_command(sub) -> None:
     """Add the ``bench`` subcommand to the CLI's subparsers."""
-    from unilab_bench.registry import BENCHMARKS
+    from unilab_bench.registry import BENCHMARKS, PICTURES
     b = sub.add_parser('bench', help='run a benchmark, print/write JSON figures')
     b.add_argument('name', help=f'benchmark: {", ".join(BENCHMARKS)}')
     b.add_argument('--json', help='write the result to this file')
@@ -71,11 +71,9 @@ def add_command(sub) -> None:
     b.add_argument('--adapters', type=int, default=None,
                    help='stress: robots served by `unilab adapt` (a learner) instead of '
                    '`unilab deploy` (1)')
-    b.add_argument('--png', default=None, help='safety: write the latency histogram here; '
-                   'transport: the latency CDFs (docs/img/transport_latency.png); '
-                   'sim2real: returns and success per seed; adapt: success per round; '
-                   'stress: the time series; learn: the learning curves; scale: the '
-                   'modelled scaling (docs/img/scaling.png)')
+    b.add_argument('--png', default=None, metavar='FILE',
+                   help='draw the figures into this PNG file (nothing is drawn without it): '
+                   + '; '.join(f'{k}: {v}' for k, v in PICTURES.items()))
     b.add_argument('--robot', default=None, help='deploy: robot profile (arm6); robot: (ur5e)')
     b.add_argument('--goals', type=int, default=None,
                    help='transfer: goals per deployed policy (100); robot: goals in the '
@@ -97,7 +95,8 @@ def add_command(sub) -> None:
                    'quad12, both scored through the gate; rsl_rl: its published defaults, '
                    'rsl_rl_our_settings: our PPO\'s settings')
     b.add_argument('--run-root', default=None,
-                   help='learn: keep the trained runs here (default runs/bench-learn-<time>)')
+                   help='learn: keep the trained runs here (default: a new folder '
+                   'unilab-bench-learn-* in the system\'s temporary folder)')
     b.add_argument('--latency-cycles', type=int, default=None,
                    help='adapt: control cycles timed without and with the adapter (5000; '
                    '0 skips the latency part)')

@@ -30,12 +30,14 @@ Subsets (``--subset``):
   the same task, budget and seeds, both scored through the gate (``learn_peer``).
 
 Writes per-seed figures, mean and std, and (``--png``) the learning curves
-against env steps and wall time.
+against env steps and wall time. The trained runs go to ``--run-root`` (default: a new
+folder in the system's temporary folder, never the current one), named in the result.
 """
 
 from __future__ import annotations
 
 import pathlib
+import tempfile
 import time
 
 import numpy as np
@@ -322,6 +324,14 @@ def _seeds(args) -> list:
     return seeds
 
 
+def _run_root(args, prefix: str = '') -> pathlib.Path:
+    """Return ``--run-root``, or a new temporary folder: a bench never writes into the checkout."""
+    given = getattr(args, 'run_root', None)
+    if given:
+        return pathlib.Path(given)
+    return pathlib.Path(tempfile.mkdtemp(prefix=f'unilab-bench-learn-{prefix}'))
+
+
 def _with_peer(args, peer: str, subset: str) -> dict:
     """``--peer rsl_rl``: the peer's PPO beside ours on one of our tasks (learn_peer)."""
     from unilab_bench.learn_peer import PEER_TASKS, PEERS, rsl_peer
@@ -329,8 +339,7 @@ def _with_peer(args, peer: str, subset: str) -> dict:
         raise ConfigError(f'bench learn --peer {peer} --subset {subset}: expected --peer '
                           f'{"|".join(PEERS)} with --subset {"|".join(PEER_TASKS)}')
     seeds = _seeds(args)
-    root = pathlib.Path(getattr(args, 'run_root', None)
-                        or f'runs/bench-learn-{peer}-{time.strftime("%Y%m%d-%H%M%S")}')
+    root = _run_root(args, f'{peer}-')
     t0 = time.monotonic()
     result = rsl_peer(subset, seeds, args.steps, root, _score, peer)
     result = {k: v for k, v in result.items() if not k.startswith('_')}
@@ -352,8 +361,7 @@ def bench_learn(args) -> dict:
         raise ConfigError(f'bench learn --sb3-seeds: SB3 runs beside the gymnasium subsets '
                           f'({", ".join(GYM_TASKS)}), not {subset}')
     seeds = _seeds(args)
-    root = pathlib.Path(getattr(args, 'run_root', None)
-                        or f'runs/bench-learn-{time.strftime("%Y%m%d-%H%M%S")}')
+    root = _run_root(args)
     t0 = time.monotonic()
     if subset == 'arm6':
         result = _arm6(seeds, args.steps, root)

@@ -41,11 +41,25 @@ BENCHMARKS = {'graph': bench_graph, 'gae': bench_gae, 'train': bench_train,
               'learn': bench_learn, 'scale': bench_scale, 'factory': bench_factory,
               'robot': bench_robot}
 
+#: What each benchmark that draws puts in ``--png FILE``; no benchmark draws without it,
+#: and none writes into the current folder (or the checkout) unless a path says so.
+PICTURES = {
+    'safety': 'the latency histogram',
+    'transport': 'the latency CDFs',
+    'sim2real': 'returns and success per seed',
+    'adapt': 'success per round (and FILE_latency.png: the latency histograms)',
+    'stress': 'the time series',
+    'learn': 'the learning curves',
+    'scale': 'the modelled scaling',
+}
+
 
 def run_benchmark(name: str, args) -> dict:
     """Run one benchmark by name; unknown names list the available ones."""
     if name not in BENCHMARKS:
         raise ConfigError(f'unknown benchmark `{name}`; available: {", ".join(BENCHMARKS)}')
+    if getattr(args, 'png', None) and name not in PICTURES:
+        raise ConfigError(f'bench {name} draws nothing: --png is for {", ".join(PICTURES)}')
     return BENCHMARKS[name](args)
 
 

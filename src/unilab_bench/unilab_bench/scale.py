@@ -261,7 +261,7 @@ def _plot(c: dict, rows: list[dict], path: str) -> None:
 
 
 def bench_scale(args) -> dict:
-    """Measure the pieces, fit the all-reduce, model the scaling (and write the PNG)."""
+    """Measure the pieces, fit the all-reduce, model the scaling (``--png FILE``: draw it)."""
     from unilab_bringup.prepare import describe_training
     from unilab_policy.networks import bundle_from_params
     task = args.task or 'arm6_reach'
@@ -301,8 +301,9 @@ def bench_scale(args) -> dict:
         'serialise_mb_per_s': round(ser_rate, 1),
     }
     rows = model(c)
-    plot = getattr(args, 'png', None) or os.path.join('docs', 'img', 'scaling.png')
-    _plot(c, rows, plot)
+    plot = getattr(args, 'png', None)
+    if plot:
+        _plot(c, rows, plot)
     return {'benchmark': 'scale', **c, 'runs': [one, two], 'assumed': ASSUMED,
             'model': rows, 'plot': plot, 'cpu_count': os.cpu_count(),
             'note': 'measured on this machine; 2 ranks on 2 cores share them with the OS and '

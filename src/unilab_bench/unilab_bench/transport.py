@@ -451,7 +451,7 @@ def _small(kind: str):
 
 
 def bench_transport(args) -> dict:
-    """Run every path at every rate; return the figures (and write the PNG)."""
+    """Run every path at every rate; return the figures (``--png FILE``: draw the CDFs)."""
     isolate_ros_domain()  # our own ROS domain: no crosstalk with a running graph
     n = args.steps or 100
     warmup = min(10, n // 5)
@@ -483,8 +483,9 @@ def bench_transport(args) -> dict:
         results[mode] = {}
         for rate, hz in RATES:
             results[mode][rate] = fn(n, hz, warmup)
-    plot = getattr(args, 'png', None) or os.path.join('docs', 'img', 'transport_latency.png')
-    _plot({k: v for k, v in results.items() if not k.startswith('small_')}, plot)
+    plot = getattr(args, 'png', None)
+    if plot:
+        _plot({k: v for k, v in results.items() if not k.startswith('small_')}, plot)
     out = {'benchmark': 'transport', 'payload_bytes': N_POINTS * N_FIELDS * 4,
            'small_payload_bytes': int(np.prod(SMALL_SHAPE)) * 4,
            'messages_per_case': n, 'warmup_discarded': warmup, 'plot': plot}
