@@ -153,15 +153,22 @@ def test_the_runner_records_where_a_result_comes_from(tmp_path, monkeypatch):
     git = ['git', '-c', 'user.name=t', '-c', 'user.email=t@t', '-C', str(repo)]
     subprocess.run(git[:5] + ['init', '-q', str(repo)], check=True)
     (repo / 'f').write_text('a')
-    subprocess.run(git + ['add', 'f'], check=True)
+    (repo / 'docs').mkdir()
+    (repo / 'docs' / 'r.json').write_text('{}')
+    subprocess.run(git + ['add', 'f', 'docs'], check=True)
     subprocess.run(git + ['commit', '-qm', 'c'], check=True)
     head = subprocess.run(git + ['rev-parse', 'HEAD'], capture_output=True, text=True,
                           check=True).stdout.strip()
     clean = registry.provenance(str(repo))
     assert (clean['commit'], clean['dirty']) == (head, False)
     assert clean['measured_at'].endswith('+00:00')
+    # A result written before (docs/) is not a change of the measured code ...
+    (repo / 'docs' / 'r.json').write_text('{"x": 1}')
+    assert registry.provenance(str(repo))['dirty'] is False
+    # ... a change of a tracked file elsewhere is, also seen from a subfolder.
     (repo / 'f').write_text('b')
     assert registry.provenance(str(repo))['dirty'] is True
+    assert registry.provenance(str(repo / 'docs'))['dirty'] is True
     assert registry.provenance(str(tmp_path))['commit'] is None
 
     # The command writes them into the JSON, with the command line.

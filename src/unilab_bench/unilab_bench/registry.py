@@ -78,13 +78,17 @@ def provenance(cwd: str | None = None) -> dict:
 
     ``commit`` is ``git rev-parse HEAD`` of the tree the command runs in (None
     outside a git checkout, and then ``dirty`` is None too); ``dirty`` is true
-    when tracked files differ from that commit; ``measured_at`` is UTC, ISO 8601.
+    when tracked files outside ``docs/`` differ from that commit (the results and the
+    pages that quote them are not the measured code: scripts/benches.sh rewrites them
+    one bench after the other); ``measured_at`` is UTC, ISO 8601.
     """
     cwd = cwd or os.getcwd()
     commit = _git(['rev-parse', 'HEAD'], cwd)
     dirty = None
     if commit is not None:
-        status = _git(['status', '--porcelain', '--untracked-files=no'], cwd)
+        top = _git(['rev-parse', '--show-toplevel'], cwd) or cwd
+        status = _git(['status', '--porcelain', '--untracked-files=no', '--', '.',
+                       ':(exclude)docs'], top)
         dirty = None if status is None else bool(status)
     measured_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
     return {'commit': commit, 'dirty': dirty, 'measured_at': measured_at}
