@@ -51,6 +51,12 @@ def test_unknown_benchmark(capsys):
     assert_clean_error(proc, 'unknown benchmark', 'graph')
 
 
+def test_view_on_an_address_that_is_not_one(capsys):
+    proc = cli_here(capsys, 'view', '--host', 'the-lab-wifi')
+    assert_clean_error(proc, '--host the-lab-wifi: not an IP address')
+    assert proc.stderr.count('\n') == 1, proc.stderr
+
+
 def test_tasks_and_config_listing(capsys):
     proc = cli_here(capsys, 'tasks')
     assert proc.returncode == 0 and 'arm6_reach' in proc.stdout.split()

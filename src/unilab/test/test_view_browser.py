@@ -6,8 +6,9 @@
 Headless Chromium driven by selenium reads the page viser serves, beside a UR5e double
 (the maker's model, joint states at 500 Hz) and a ``ur5e_reach`` deploy, as README's tour
 runs them: the joint values shown change as the double moves, the gate's panel changes
-colour on a disarm, and the Arm button exists only with ``--allow-arm``. The screenshot
-docs/view.md shows is taken here (docs/img/view.png, written with
+colour on a disarm, and the Arm button exists only with ``--allow-arm`` (with the view
+listening beyond loopback, it arms only with the printed token typed into the page). The
+screenshot docs/view.md shows is taken here (docs/img/view.png, written with
 ``UNILAB_DOCS_SCREENSHOTS=1``). Skips, naming what is missing, without selenium, chromium
 or chromedriver.
 """
@@ -147,6 +148,54 @@ def test_arm_buttons_only_with_allow_arm():
     finally:
         driver.quit()
         view.stop()
+
+
+def test_off_loopback_arm_takes_the_token_typed_into_the_page():
+    # Listening on every interface: Arm needs the token the view printed, typed into the
+    # page's own field (the page is opened on 127.0.0.1 here: the rule is the address the
+    # view listens on, and src/unilab_view/test/test_view_access.py is a page on another
+    # host). A namespace of this test's own: the service called is nobody's.
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    ns = f'/token_test{os.getpid()}'
+    driver = _browser()
+    port = _free_port()
+    view = Process('view', '--port', port, '--host', '0.0.0.0', '--allow-arm', '--namespace', ns)
+
+    def arm(d):
+        button = [b for b in d.find_elements(By.TAG_NAME, 'button') if b.text.strip() == 'Arm']
+        return button and (button[0].click() or True)
+
+    def type_in(text):
+        def done(d):
+            field = d.find_elements(
+                By.XPATH, "//*[normalize-space(text())='Arm token']/following::input[1]")
+            return field and (field[0].send_keys(text) or True)
+        return done
+
+    def refused(d):
+        return d.find_element(By.CSS_SELECTOR, '.unilab-arm-refused').get_attribute(
+            'data-refused')
+    try:
+        # The page redraws its elements as values change: a stale one is found again.
+        wait = WebDriverWait(driver, WAIT_S, poll_frequency=0.5,
+                             ignored_exceptions=(StaleElementReferenceException,))
+        _open(driver, port, view)
+        wait.until(type_in(''))  # the page's own token field is there
+        wait.until(arm)  # no token: refused, counted on the page
+        wait.until(lambda d: refused(d) == '1')
+        token = re.search(r'"Arm token" field: (\S+)', view.output()).group(1)
+        wait.until(type_in(token))
+        # The token: the service is called (nobody serves it here). The page sends a field's
+        # last keystrokes up to 50 ms late, and a click in that time replaces them (viser's
+        # throttled sender): a click that came too soon is refused and made again.
+        wait.until(lambda d: f'no service {ns}/safety/arm' in view.output() or arm(d) and 0)
+    finally:
+        driver.quit()
+        view.stop()
+    assert f'arm for {ns} refused' in view.output(), view.output()
+    assert 'Traceback' not in view.output(), view.output()
 
 
 def test_view_beside_training_shows_env_0_and_the_curves(tmp_path):

@@ -49,3 +49,21 @@ def test_mcap_into_a_new_file_only(tmp_path):
         argv_of('--mcap', str(tmp_path / 'missing' / 'view.mcap'))
     with pytest.raises(ValueError, match='name the file'):
         argv_of('--mcap-tensors')
+
+
+def test_the_page_listens_on_loopback_unless_host_says_otherwise():
+    assert argv_of()['--host'] == '127.0.0.1'
+    assert argv_of('--host', '0.0.0.0')['--host'] == '0.0.0.0'
+    with pytest.raises(ValueError, match='^--host not-an-address: not an IP address'):
+        argv_of('--host', 'not-an-address')
+
+
+def test_a_bad_host_is_one_line_naming_the_option_and_exit_2(capsys):
+    parser = argparse.ArgumentParser()
+    add_command(parser.add_subparsers())
+    args = parser.parse_args(['view', '--host', '300.1.2.3'])
+    assert args.func(args) == 2
+    out, err = capsys.readouterr()
+    assert out == ''
+    assert err.startswith('unilab: view: --host 300.1.2.3: not an IP address')
+    assert err.count('\n') == 1 and 'Traceback' not in err

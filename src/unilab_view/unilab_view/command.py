@@ -9,12 +9,14 @@ import pathlib
 import sys
 
 from unilab_core import topics
+from unilab_view.access import DEFAULT_HOST, is_loopback, page_url, parse_host
 from unilab_view.workspace import model_workspace
 
 
 def view_argv(args) -> list[str]:
     """Return the view node's command line for the parsed ``unilab view`` arguments."""
-    argv = [sys.executable, '-m', 'unilab_view.view_node', '--port', str(args.port)]
+    argv = [sys.executable, '-m', 'unilab_view.view_node', '--port', str(args.port),
+            '--host', parse_host(args.host)]
     for ns in args.namespace:
         argv += ['--namespace', ns]
     if args.allow_arm:
@@ -57,18 +59,23 @@ def view_argv(args) -> list[str]:
 
 
 def _view(args) -> int:
-    print(f'unilab: view on http://localhost:{args.port} (Ctrl-C stops it)', flush=True)
+    # The view node replaces this process: rclpy and viser load only for it.
+    try:
+        argv = view_argv(args)
+    except (ValueError, RuntimeError) as exc:  # --host, --model or --mcap: a wrong value
+        print(f'unilab: view: {exc}', file=sys.stderr, flush=True)
+        return 2
+    host = argv[argv.index('--host') + 1]
+    print(f'unilab: view on {page_url(host, args.port)} (Ctrl-C stops it)', flush=True)
+    if not is_loopback(host):
+        token = '; Arm / Disarm need the token the view prints as it starts'
+        print(f'unilab: view: listening on {host}: the page is reachable from other machines'
+              + (token if args.allow_arm else ''), file=sys.stderr, flush=True)
     if args.foxglove:
         print(f'unilab: Foxglove: open ws://localhost:{args.foxglove_port}', flush=True)
     if args.mcap:
         print(f'unilab: recording the Foxglove channels into {args.mcap} (in place when the '
               'view stops)', flush=True)
-    # The view node replaces this process: rclpy and viser load only for it.
-    try:
-        argv = view_argv(args)
-    except (ValueError, RuntimeError) as exc:  # --model or --mcap: a path that is wrong
-        print(f'unilab: view: {exc}', file=sys.stderr, flush=True)
-        return 2
     os.execv(argv[0], argv)
     return 0  # not reached
 
@@ -80,8 +87,12 @@ def add_command(sub) -> None:
     v.add_argument('--namespace', action='append', default=[], metavar='NS',
                    help='robot namespace (repeat for a fleet: --namespace /robot0 ...)')
     v.add_argument('--port', type=int, default=8080, help='web page port (8080)')
+    v.add_argument('--host', default=DEFAULT_HOST, metavar='ADDR',
+                   help='address the page listens on (127.0.0.1: this machine only; 0.0.0.0: '
+                   'every interface, reachable from other machines)')
     v.add_argument('--allow-arm', action='store_true',
-                   help='show Arm / Disarm buttons (the services `unilab arm` calls)')
+                   help='show Arm / Disarm buttons (the services `unilab arm` calls); off '
+                   'loopback they need the token the view prints')
     v.add_argument('--foxglove', action='store_true',
                    help='also serve the graph to Foxglove (WebSocket, frames from the URDF)')
     v.add_argument('--foxglove-port', type=int, default=8765, help='Foxglove port (8765)')

@@ -17,9 +17,12 @@ robot, the commanded pose as a translucent ghost, the goal as a sphere, the work
 joint state too competed with it for the CPU at exactly that moment (docs/view.md).
 Nothing here publishes on the graph; with ``allow_arm`` the page has Arm / Disarm
 buttons that call ``<ns>/safety/arm`` and ``<ns>/safety/disarm`` (std_srvs/Trigger, the
-services ``unilab arm`` calls). With a Foxglove port, the same frame feeds the Foxglove
-server (``unilab_view.foxglove_bridge``) and the graph's TensorBatch topics a Foxglove
-client watches (``unilab_view.tensor_channels``).
+services ``unilab arm`` calls). The page listens on 127.0.0.1 unless ``host`` says
+otherwise; on any other address a click arms or disarms only with the token typed into the
+page's own "Arm token" field (``unilab_view.access``: why a field and not the URL). With
+a Foxglove port, the same frame feeds the Foxglove server (``unilab_view.foxglove_bridge``)
+and the graph's TensorBatch topics a Foxglove client watches
+(``unilab_view.tensor_channels``).
 
 Beside ``unilab train``: ``joint_states`` and ``description`` name the topics (the
 training graph's ``topics.SIM_VIEW_JOINT_STATES`` and ``SIM_ROBOT_DESCRIPTION``), and a
@@ -55,6 +58,7 @@ from trajectory_msgs.msg import JointTrajectory
 from unilab_core.joint_names import env_joints
 from unilab_core.robot_profile import namespaced
 from unilab_core.ros.qos import DESCRIPTION_QOS
+from unilab_view.access import ArmAccess, DEFAULT_HOST, page_url, parse_host
 from unilab_view.curves import CURVES, TrainingCurves
 from unilab_view.foxglove_bridge import FoxgloveBridge
 from unilab_view.gate import gate_state, is_gate_status
@@ -82,7 +86,7 @@ CURVE_TITLES = {'charts/mean_return': 'return (mean of the last episodes)',
 class ViewNode(Node):
     """Subscribes the robots' topics and draws them in a viser server at screen rate."""
 
-    def __init__(self, namespaces: list[str], port: int = 8080, host: str = '0.0.0.0',
+    def __init__(self, namespaces: list[str], port: int = 8080, host: str = DEFAULT_HOST,
                  rate_hz: float = 20.0, allow_arm: bool = False,
                  foxglove_port: int | None = None, joint_states: str = 'joint_states',
                  env: int = 0, description: str = 'robot_description',
@@ -94,6 +98,10 @@ class ViewNode(Node):
         self.rate_hz = float(rate_hz)
         self.received = 0  # messages taken (``frame`` drains until none is left)
         self.allow_arm = allow_arm
+        self.closing = False  # set by ``close``: clicks still in flight are dropped
+        self.access = ArmAccess(host)  # off loopback, Arm / Disarm need its token
+        self.token_fields = {}  # client id -> that page's own "Arm token" field
+        self.refused_html = None
         self.joint_states, self.env, self.description = joint_states, env, description
         # ``command`` '' : the two controllers' topics; a topic: Float64MultiArray on it, in
         # the URDF's joint order (the training graph's ``topics.SIM_COMMAND``).
@@ -115,6 +123,8 @@ class ViewNode(Node):
             self.bridge = FoxgloveBridge(foxglove_port, listener=watchers, mcap=mcap)
             self.tensors = TensorChannels(self, self.bridge, watchers, STATE_QOS,
                                           self._count_message, record_all=mcap_tensors)
+        if allow_arm and self.access.needs_token:
+            self._token_panel()
         self.diagnostics = {}  # status name -> the last status since the last draw (bridge)
         self.robots = [RobotView(ns.rstrip('/'), k) for k, ns in enumerate(namespaces)]
         for robot in self.robots:
@@ -130,8 +140,8 @@ class ViewNode(Node):
         # At most one message per state topic, plus the diagnostics and service replies
         # (and one per TensorBatch topic a Foxglove client watches: ``frame`` adds them).
         self._drain_budget = 5 * len(self.robots) + DIAGNOSTICS_DEPTH + 4
-        self.get_logger().info(f'view on http://{host}:{self.server.get_port()} '
-                               f'({", ".join(r.ns or "/" for r in self.robots)})')
+        self.get_logger().info(f'view on {page_url(host, self.server.get_port())} (listening '
+                               f'on {host}; {", ".join(r.ns or "/" for r in self.robots)})')
 
     # -- graph ----------------------------------------------------------------------
     def _subscribe(self, robot: RobotView) -> None:
@@ -198,7 +208,45 @@ class ViewNode(Node):
             if self.allow_arm:
                 for action in ('arm', 'disarm'):
                     button = gui.add_button(action.capitalize())
-                    button.on_click(lambda _e, a=action: self._call(robot, a))
+                    button.on_click(lambda e, a=action: self._clicked(robot, a, e.client_id))
+
+    def _token_panel(self) -> None:
+        """Add the Arm folder: each page's own token field, and the refusals so far."""
+        folder = self.server.gui.add_folder('Arm', order=-1.0)  # above the robots
+        with folder:
+            self.refused_html = self.server.gui.add_html(self._refused_html())
+
+        def connected(client) -> None:
+            # Client-scoped: what one page types reaches the server only, not other pages.
+            with folder:
+                field = client.gui.add_text('Arm token', '', hint='the token the terminal '
+                                            'that started the view printed')
+            with self.lock:
+                self.token_fields[client.client_id] = field
+
+        def gone(client) -> None:
+            with self.lock:
+                self.token_fields.pop(client.client_id, None)
+        self.server.on_client_connect(connected)
+        self.server.on_client_disconnect(gone)
+
+    def _refused_html(self) -> str:
+        return (f'<div class="unilab-arm-refused" data-refused="{self.access.refused}">'
+                f'Arm / Disarm need the token here. Refused (no or wrong token): '
+                f'<b>{self.access.refused}</b></div>')
+
+    def _clicked(self, robot: RobotView, action: str, client_id: int | None) -> None:
+        """Carry out a click on Arm / Disarm if the page that sent it may (its token)."""
+        with self.lock:
+            field = self.token_fields.get(client_id)
+        if not self.access.allows(None if field is None else field.value):
+            self.get_logger().warning(
+                f'{action} for {robot.ns or "/"} refused: no or wrong token from page '
+                f'{client_id} ({self.access.refused} refused so far)')
+            if self.refused_html is not None:
+                self.refused_html.content = self._refused_html()
+            return
+        self._call(robot, action)
 
     def _gate_html(self, robot: RobotView) -> str:
         g = robot.gate
@@ -209,12 +257,19 @@ class ViewNode(Node):
                 f'{text}</div>')
 
     def _call(self, robot: RobotView, action: str) -> None:
-        client = self.create_client(Trigger, namespaced(robot.ns, f'safety/{action}'))
-        if not client.wait_for_service(timeout_sec=2.0):
-            self.get_logger().warning(f'no service {client.srv_name} (is deploy running?)')
-            return
-        client.call_async(Trigger.Request()).add_done_callback(
-            lambda f: self.get_logger().info(f'{client.srv_name}: {f.result().message}'))
+        try:
+            client = self.create_client(Trigger, namespaced(robot.ns, f'safety/{action}'))
+            if not client.wait_for_service(timeout_sec=2.0):
+                self.get_logger().warning(f'no service {client.srv_name} (is deploy running?)')
+                return
+            client.call_async(Trigger.Request()).add_done_callback(
+                lambda f: self.get_logger().info(f'{client.srv_name}: {f.result().message}'))
+        except Exception:
+            # A click still waiting when the view stops: its node is gone (rclpy's
+            # InvalidHandle); nothing was called, and nobody is left to tell.
+            if self.closing:
+                return
+            raise
 
     def frame(self, executor) -> None:
         """Serve what arrived since the last frame, the newest of each topic; then draw."""
@@ -300,6 +355,7 @@ class ViewNode(Node):
 
     def close(self) -> None:
         """Stop the web server (and the Foxglove bridge)."""
+        self.closing = True
         self.server.stop()
         if self.bridge is not None:
             self.bridge.close()
@@ -324,6 +380,7 @@ def main(args=None) -> None:
     parser = argparse.ArgumentParser(prog='view_node')
     parser.add_argument('--namespace', action='append', default=[])
     parser.add_argument('--port', type=int, default=8080)
+    parser.add_argument('--host', default=DEFAULT_HOST)
     parser.add_argument('--allow-arm', action='store_true')
     parser.add_argument('--foxglove-port', type=int, default=None)
     parser.add_argument('--joint-states', default='joint_states')
@@ -338,6 +395,11 @@ def main(args=None) -> None:
     argv = remove_ros_args(sys.argv if args is None else args)[1:]
     opts = parser.parse_args(argv)
     try:
+        host = parse_host(opts.host)
+    except ValueError as exc:
+        print(f'view_node: {exc}', file=sys.stderr, flush=True)
+        sys.exit(2)
+    try:
         # The view yields the CPU to the control graph, but still gets its share: under
         # SCHED_IDLE it starved on a busy machine (on the 2-core VM with the test suite
         # running, a disarm did not reach the page in 30 s), and an operator's view of the
@@ -346,12 +408,17 @@ def main(args=None) -> None:
     except OSError:
         pass
     rclpy.init(args=args)
-    node = ViewNode(opts.namespace or [''], port=opts.port, allow_arm=opts.allow_arm,
+    node = ViewNode(opts.namespace or [''], port=opts.port, host=host,
+                    allow_arm=opts.allow_arm,
                     foxglove_port=opts.foxglove_port, joint_states=opts.joint_states,
                     env=opts.env, description=opts.description, workspace=opts.workspace,
                     workspace_frame=opts.workspace_frame, goal=opts.goal,
                     command=opts.command, mcap=opts.mcap, mcap_tensors=opts.mcap_tensors)
     node.get_logger().info(f'view at nice {os.nice(0)}')
+    if opts.allow_arm and node.access.needs_token:
+        # Printed once, here only (not on the command line: ``ps`` shows that to every user).
+        print(f'unilab: view: Arm / Disarm from the page need this token in its "Arm token" '
+              f'field: {node.access.token}', flush=True)
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
