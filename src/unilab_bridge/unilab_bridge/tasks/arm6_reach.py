@@ -144,7 +144,7 @@ class Arm6Reach(BatchedTask):
         self._site = self.model.site('ee_site').id
         self._mocap = self.model.body('target').mocapid[0]
         self._fk_data = mujoco.MjData(self.model)
-        self.workspace = self.task_workspace()
+        self._workspace = None  # built on first read (the ``workspace`` property)
         self._rng = np.random.default_rng(seed)
         n = self.num_envs
         self._target = np.zeros((n, 3))
@@ -231,6 +231,19 @@ class Arm6Reach(BatchedTask):
     def imu_reading(self):
         """Return the wrist IMU's gyro, accelerometer and orientation for every env."""
         return self.imu.read(self._batch.data)
+
+    @property
+    def workspace(self) -> Workspace:
+        """
+        Return the box every goal of this task lies in (``task_workspace``, kept once built).
+
+        Built on first read, not in the constructor: arm6's box takes thousands of forward
+        kinematics (tens of ms), which the bridge, stepping the task, never reads; its cold
+        start and every ``make_task`` would pay them.
+        """
+        if self._workspace is None:
+            self._workspace = self.task_workspace()
+        return self._workspace
 
     def task_workspace(self) -> Workspace:
         """Return the box every goal of this task lies in (arm6: around its sampler's reach)."""
