@@ -34,8 +34,10 @@ class EnvView:
     def __init__(self, node: Node, task, env: int = 0):
         self.env = int(env)
         self.task = getattr(task, 'inner', task)  # a disturbed task's own goals
-        workspace = getattr(self.task, 'workspace', None)
-        self.frame = workspace.frame if workspace is not None else 'world'
+        # The goal's frame comes from the task's workspace box, read with the first goal
+        # sent: arm6's box takes thousands of forward kinematics, which a bridge nobody
+        # watches should not pay at start-up.
+        self.frame = None
         self.goal_pub = node.create_publisher(PoseStamped, topics.SIM_GOAL_POSE, 1)
         self.command_pub = node.create_publisher(Float64MultiArray, topics.SIM_COMMAND, 1)
         self.joints_pub = node.create_publisher(JointState, topics.SIM_VIEW_JOINT_STATES, 1)
@@ -65,6 +67,9 @@ class EnvView:
         if goals is not None:
             msg = PoseStamped()
             msg.header.stamp = stamp
+            if self.frame is None:
+                workspace = getattr(self.task, 'workspace', None)
+                self.frame = workspace.frame if workspace is not None else 'world'
             msg.header.frame_id = self.frame
             p = msg.pose.position
             p.x, p.y, p.z = (float(v) for v in goals[self.env])
