@@ -29,12 +29,12 @@ declare -A CMD=(
   [train]="bench train --task Hopper-v5 --steps 100000 --json $B/train_hopper.json"
   [stress]="bench stress --robots 4 --duration 60 --json $B/stress_4.json"
   [robot]="bench robot --robot ur5e --json $B/robot_ur5e.json"
-  [deploy]="bench deploy --json $B/deploy_quiet.json"
+  [deploy]="bench deploy --steps 5000 --json $B/deploy_quiet.json"
   [learn_arm6]="bench learn --subset arm6 --seeds 0,1,2 --json $B/learn_arm6.json --png $I/learn_arm6.png"
   [rsl_rl_arm6]="bench learn --peer rsl_rl --subset arm6 --seeds 0,1,2 --json $B/learn_rsl_rl_arm6.json"
   [rsl_rl_quad]="bench learn --peer rsl_rl --subset quad --seeds 0 --json $B/learn_rsl_rl_quad.json"
 )
-HOUR=(gae bridge transport safety perception graph scale train stress robot deploy)
+HOUR=(bridge deploy safety robot gae transport graph scale perception train stress)
 LEARN=(learn_arm6 rsl_rl_arm6 rsl_rl_quad)
 case "${1:-}" in
   "") ORDER=("${HOUR[@]}") ;;
