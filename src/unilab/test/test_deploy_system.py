@@ -132,7 +132,10 @@ class Operator:
             if proc is not None and proc.poll() is not None:
                 raise AssertionError(f'the deploy process exited ({proc.returncode}):\n'
                                      + proc.output())
-            assert time.monotonic() < end, 'timed out waiting'
+            assert time.monotonic() < end, (
+                f'timed out waiting; /safety: {self.safety}; /policy: {self.policy}; '
+                f'/perception: {self.perception}; {len(self.commands)} commands'
+                + ('' if proc is None else '; deploy output:\n' + proc.output()[-4000:]))
             time.sleep(0.05)
 
     def counter(self, key: str) -> int:
