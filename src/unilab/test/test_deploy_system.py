@@ -132,7 +132,10 @@ class Operator:
             if proc is not None and proc.poll() is not None:
                 raise AssertionError(f'the deploy process exited ({proc.returncode}):\n'
                                      + proc.output())
-            assert time.monotonic() < end, 'timed out waiting'
+            assert time.monotonic() < end, (
+                f'timed out waiting; /safety: {self.safety}; /policy: {self.policy}; '
+                f'/perception: {self.perception}; {len(self.commands)} commands'
+                + ('' if proc is None else '; deploy output:\n' + proc.output()[-4000:]))
             time.sleep(0.05)
 
     def counter(self, key: str) -> int:
@@ -397,8 +400,13 @@ def test_on_a_velocity_robot_every_stop_leaves_it_commanded_to_zero(operator, tm
     """
     run = _fresh_run(tmp_path / 'run', 'arm6_reach_velocity')
     topic = '/forward_velocity_controller/commands'
-    estop = tmp_path / 'estop.yaml'  # a silent policy latches the e-stop
-    estop.write_text('safety: {watchdog_fallback: estop}\n')
+    # A silent policy latches the e-stop. The deploy default watchdog (3 control periods,
+    # 60 ms) latched it on a loaded 2-core VM with no SIGSTOP at all (a scheduling stall of
+    # the policy process, 79 ms), and disarm / arm do not clear a latch: the wait for a
+    # moving command after arming then never ended. Here the policy is stopped until the
+    # latch is seen, so a 1 s watchdog still latches on it, and no stall comes near 1 s.
+    estop = tmp_path / 'estop.yaml'
+    estop.write_text('safety: {watchdog_fallback: estop, watchdog_timeout_s: 1.0}\n')
     op = operator(command_topic=topic)
     double = Process('robot-sim', '--robot', 'arm6_velocity')
     deploy = Process('deploy', run, '--robot', 'arm6_velocity', '--armed', '--multiprocess',
