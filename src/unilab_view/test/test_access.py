@@ -48,10 +48,12 @@ def test_off_loopback_only_the_token_arms_and_every_refusal_is_counted():
     assert not access.allows(token[:-1])
     assert not access.allows(token + 'x')
     assert not access.allows('é' * len(token))  # non-ASCII: refused, not an error
-    assert access.refused == 5
+    assert not access.allows('\ud800' + token)  # a lone surrogate: refused, not an error
+    assert not access.allows(12345)  # not text at all
+    assert access.refused == 7
     assert access.allows(token)
     assert access.allows(f'  {token}\n')  # as pasted
-    assert access.refused == 5
+    assert access.refused == 7
 
 
 def test_every_view_gets_a_token_of_its_own():

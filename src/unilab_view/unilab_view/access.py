@@ -91,9 +91,10 @@ class ArmAccess:
         """Return whether a request carrying ``given`` may arm / disarm; count it if not."""
         if self.token is None:
             return True
-        # Bytes: compare_digest takes str only when ASCII, and a page may send anything.
-        ok = given is not None and hmac.compare_digest(given.strip().encode('utf-8'),
-                                                       self.token.encode('utf-8'))
+        # Bytes: compare_digest takes str only when ASCII, and a page may send anything
+        # (a lone surrogate from JSON too: 'surrogatepass' encodes it instead of raising).
+        ok = isinstance(given, str) and hmac.compare_digest(
+            given.strip().encode('utf-8', 'surrogatepass'), self.token.encode('utf-8'))
         if not ok:
             with self._lock:
                 self.refused += 1
