@@ -70,3 +70,27 @@ def test_gymnasium_env_checker_passes(gym_id):
         assert env.observation_space.contains(obs2) and np.isfinite(reward)
     finally:
         env.close()
+
+
+def test_the_action_history_is_kept_as_our_actor_keeps_it(tmp_path):
+    # go2_walk's preset appends the last command (model.action_history 1): the rsl_rl side
+    # sees it too, started from the measured joints and then the commands sent.
+    from unilab_policy.history import ActionHistory
+    e = make_vec_env('go2_walk', 3, 0, tmp_path)
+    try:
+        assert e.history.length == 1 and e.obs_dim == e.task.obs_dim + 12
+        obs = e.get_observations()['policy'].numpy()
+        assert obs.shape == (3, e.obs_dim)
+        np.testing.assert_allclose(obs[:, -12:], obs[:, :12])  # the fill: measured joints
+        actions = np.full((3, 12), 0.4, np.float32)
+        sent = np.clip(e.action_map.command(e._obs, actions), e.task.action_low,
+                       e.task.action_high)
+        obs2 = e.step(torch.from_numpy(actions))[0]['policy'].numpy()
+        done = e.state.terminated | e.state.truncated
+        np.testing.assert_allclose(obs2[~done, -12:], sent[~done].astype(np.float32))
+        # The same bookkeeping as the actor's own history object.
+        ours = ActionHistory(3, 12, 1, e.task.action_low, e.task.action_high)
+        ours.push(sent)
+        np.testing.assert_allclose(obs2[~done, -12:], ours.buf[~done, 0])
+    finally:
+        e.close()

@@ -54,6 +54,9 @@ def test_the_task_s_own_spec_imports(rsl_run, tmp_path):
     ({'joint_range': {'low': [-1.0] * 6, 'high': [1.0, 1.0, -2.0, 1.0, 1.0, 1.0]}},
      ['joint_range: low > high at joint [2]']),
     ({'joint_range': [-1.0, 1.0]}, ['joint_range must be {low: [...], high: [...]}']),
+    # A policy trained without the last command, imported as if it had seen it.
+    ({'action_history': 1}, [f'gives {ARM6.obs_dim + 6}', 'action_history 6']),
+    ({'action_history': -1}, ['action_history must be an integer >= 0, got -1']),
 ])
 def test_a_mismatched_spec_exits_2_naming_it(rsl_run, tmp_path, capsys, changes, named):
     assert _import(rsl_run, tmp_path, '--task', 'arm6_reach',

@@ -59,7 +59,7 @@ from unilab_policy.models import PolicyBundle
 from unilab_policy.networks import build_bundle
 
 SPEC_KEYS = {'observation', 'joint_names', 'action_mode', 'action_scale', 'action_offset',
-             'action_clip', 'activation', 'task', 'joint_range'}
+             'action_clip', 'activation', 'task', 'joint_range', 'action_history'}
 
 
 @dataclasses.dataclass
@@ -140,12 +140,22 @@ def _read_onnx(path: pathlib.Path) -> RslPolicy:
     return RslPolicy(actor, None, 'onnx')
 
 
-def task_layout(info) -> list[tuple[str, int]]:
-    """Return the observation terms of a task in order: (name, size)."""
+def history_of(spec: dict, where: str) -> int:
+    """Return the spec's ``action_history``: past commands appended to the observation."""
+    h = spec.get('action_history', 0)
+    if not isinstance(h, int) or isinstance(h, bool) or h < 0:
+        raise ConfigError(f'{where}: action_history must be an integer >= 0, got {h!r}')
+    return h
+
+
+def task_layout(info, history: int = 0) -> list[tuple[str, int]]:
+    """Return the network input's terms in order: (name, size); the history last."""
     j = len(info.joint_names)
-    if info.uses_joint_state:
-        return [('joint_position', j), ('joint_velocity', j), ('extras', info.extras_dim)]
-    return [('extras', info.extras_dim)]
+    terms = ([('joint_position', j), ('joint_velocity', j), ('extras', info.extras_dim)]
+             if info.uses_joint_state else [('extras', info.extras_dim)])
+    if history:
+        terms.append(('action_history', history * info.action_dim))
+    return terms
 
 
 def check_spec(spec: dict, info, in_dim: int, out_dim: int, where: str) -> None:
@@ -156,7 +166,8 @@ def check_spec(spec: dict, info, in_dim: int, out_dim: int, where: str) -> None:
         problems.append(f'unknown keys {unknown} (known: {sorted(SPEC_KEYS)})')
     if spec.get('task') not in (None, info.name):
         problems.append(f'task: the spec is for `{spec["task"]}`, --task is `{info.name}`')
-    layout = task_layout(info)
+    history = history_of(spec, where)
+    layout = task_layout(info, history)
     if 'observation' in spec:
         terms = spec['observation']
         try:
@@ -175,9 +186,10 @@ def check_spec(spec: dict, info, in_dim: int, out_dim: int, where: str) -> None:
                 problems.append(f'observation term {k}: the spec has '
                                 f'{"%s (%d)" % g if g else "nothing"}, task {info.name} has '
                                 f'{"%s (%d)" % t if t else "nothing"}')
-    if in_dim != info.obs_dim:
+    width = sum(size for _, size in layout)
+    if in_dim != width:
         problems.append(f'the network takes {in_dim} observation values, task {info.name} '
-                        f'gives {info.obs_dim} ({", ".join(f"{n} {s}" for n, s in layout)})')
+                        f'gives {width} ({", ".join(f"{n} {s}" for n, s in layout)})')
     if out_dim != info.action_dim:
         problems.append(f'the network gives {out_dim} actions, task {info.name} commands '
                         f'{info.action_dim} joints')
@@ -246,7 +258,7 @@ def spec_overrides(spec: dict, hidden: list[int], where: str) -> dict:
     if activation not in ACTIVATIONS:
         raise ConfigError(f'{where}: activation {activation!r} is not one of {ACTIVATIONS}')
     out = {'model.hidden_sizes': list(hidden), 'model.activation': activation,
-           'model.action_history': 0,
+           'model.action_history': history_of(spec, where),
            'normalization.observations': True, 'normalization.clip': IMPORT_CLIP}
     # A spec that says how actions map but not how they are clipped: no clip (specs from
     # before the key); without a spec the task's own map, its clip included.

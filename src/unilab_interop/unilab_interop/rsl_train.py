@@ -8,21 +8,28 @@ the environment is our task with our action map and safety gate, so the
 figures compare learning algorithms, not simulators. The budget is given in env
 steps like ours: ``steps / (num_envs * num_steps_per_env)`` iterations, rounded.
 rsl_rl writes its checkpoints ``model_<it>.pt`` and TensorBoard events into
-``run_dir/rsl_rl``; its console report goes to ``run_dir/rsl_rl/train.log``.
+``run_dir/rsl_rl``; its console report goes to ``run_dir/rsl_rl/train.log``, and the
+figures of a finished run to ``run_dir/summary.json``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import pathlib
 import time
 
 import numpy as np
 from rsl_rl.runners import OnPolicyRunner
 import torch
+from unilab_core.atomic import atomic_write_text
 from unilab_interop.convert import rsl_train_cfg
 from unilab_interop.vecenv import make_vec_env, task_config
 from unilab_policy.device import setup_device
+
+
+#: Written into the run directory when training finished.
+SUMMARY = 'summary.json'
 
 
 def iterations_for(steps: int, num_envs: int, steps_per_env: int) -> int:
@@ -56,7 +63,19 @@ def train_rsl(task: str, seed: int, steps: int, run_dir: str | pathlib.Path,
         env.close()
     env_steps = iters * num_envs * train_cfg['num_steps_per_env']
     rewards = list(runner.logger.rewbuffer)
-    return {'checkpoint': str(log_dir / f'model_{runner.current_learning_iteration}.pt'),
-            'iterations': iters, 'env_steps': env_steps, 'num_envs': num_envs,
-            'wall_s': round(wall, 1), 'fps': round(env_steps / wall, 1),
-            'train_return_last': round(float(np.mean(rewards)), 3) if rewards else None}
+    summary = {'checkpoint': str(log_dir / f'model_{runner.current_learning_iteration}.pt'),
+               'iterations': iters, 'env_steps': env_steps, 'num_envs': num_envs,
+               'wall_s': round(wall, 1), 'fps': round(env_steps / wall, 1),
+               'train_return_last': round(float(np.mean(rewards)), 3) if rewards else None}
+    # A finished run says so (``finished_rsl``): a benchmark scores it again without training.
+    atomic_write_text(run_dir / SUMMARY, json.dumps(summary, indent=2) + '\n')
+    return summary
+
+
+def finished_rsl(run_dir: str | pathlib.Path) -> dict | None:
+    """Return the summary of a finished ``train_rsl`` run in ``run_dir``, or None."""
+    path = pathlib.Path(run_dir) / SUMMARY
+    if not path.is_file():
+        return None
+    summary = json.loads(path.read_text())
+    return summary if pathlib.Path(summary.get('checkpoint', '')).is_file() else None

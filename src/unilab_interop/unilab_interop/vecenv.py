@@ -19,6 +19,12 @@ is simulated), mapped to the ``actor`` and ``critic`` sets by ``OBS_GROUPS``.
 ``extras["time_outs"]`` marks truncations (a time limit, not a failure), so
 rsl_rl bootstraps their value (``PPO.process_env_step``).
 
+With ``model.action_history`` H > 0 the observation ends with the last H commands, kept
+as our actor keeps them (``unilab_policy.history.ActionHistory``: the command the action map
+made, before the gate, clipped to the task's action range; at an episode start filled with
+the measured joint positions of position-controlled tasks, else zeros), so the network sees
+what it would see in our loop and imports with ``action_history: H`` in its spec.
+
 The tasks reset themselves (``BatchedTask`` auto-reset): the observation
 returned with ``dones`` is already the next episode's first. ``episode_length_buf``
 mirrors the task's counter for reading only; rsl_rl's ``init_at_random_ep_len``
@@ -36,8 +42,9 @@ import torch
 from unilab_bridge.tasks import make_task, observation
 from unilab_bringup.direct import make_gate
 from unilab_bringup.paths import training_config
-from unilab_core.config import ConfigError
+from unilab_core.graph import holds_joint_positions
 from unilab_policy.action_map import ActionMap, resolve_action_map
+from unilab_policy.history import ActionHistory
 
 #: rsl_rl's observation sets -> our groups (runner config ``obs_groups``).
 OBS_GROUPS = {'actor': ['policy'], 'critic': ['critic']}
@@ -47,7 +54,8 @@ class UniLabVecEnv(VecEnv):
     """``num_envs`` copies of a UniLab task behind rsl_rl's ``VecEnv`` (see the module doc)."""
 
     def __init__(self, task, gate, action_map: ActionMap, device: str = 'cpu',
-                 seed: int = 0, cfg: dict | None = None):
+                 seed: int = 0, cfg: dict | None = None, action_history: int = 0,
+                 history_fill: str = 'zero'):
         """Wrap a built task, its gate and action map; reset every env with ``seed``."""
         if action_map.act_dim != task.action_dim:
             raise ValueError(f'action map for {action_map.act_dim} joints, task {task.name} '
@@ -59,24 +67,28 @@ class UniLabVecEnv(VecEnv):
         self.device = torch.device(device)
         self.cfg = dict(cfg or {'task': task.name})
         self.episode_length_buf = torch.zeros(self.num_envs, dtype=torch.long)
+        self.history = ActionHistory(self.num_envs, self.num_actions, action_history,
+                                     task.action_low, task.action_high)
+        self.history_fill = history_fill
         self.reset(seed)
 
     @property
     def obs_dim(self) -> int:
-        """Return the observation width (the ``policy`` group's)."""
-        return int(self.task.obs_dim)
+        """Return the observation width (the ``policy`` group's, the history included)."""
+        return int(self.task.obs_dim) + self.history.length * self.num_actions
 
     def reset(self, seed: int | None = None) -> TensorDict:
         """Reset every env; return the first observations."""
         self.state = self.task.reset(seed=seed)
         self.gate.reset()  # no env continues its last command across a reset
         self._obs = observation(self.state, self.task)
+        self._start_history(np.ones(self.num_envs, bool))
         self.episode_length_buf.zero_()
         return self.get_observations()
 
     def get_observations(self) -> TensorDict:
         """Return the current observations as rsl_rl's groups (``policy``, ``critic``)."""
-        obs = torch.from_numpy(self._obs.copy()).to(self.device)
+        obs = torch.from_numpy(self.history.observe(self._obs)).to(self.device)
         return TensorDict({'policy': obs, 'critic': obs}, batch_size=[self.num_envs],
                           device=self.device)
 
@@ -84,6 +96,7 @@ class UniLabVecEnv(VecEnv):
         """Return the gated commands for the network's ``actions`` at the current state."""
         s = self.state
         command = self.action_map.command(self._obs, np.asarray(actions, np.float32))
+        self.history.push(command)
         starts = s.terminated | s.truncated
         if starts.any():
             # As SimLoop: new episodes are limited from the measured joint positions.
@@ -100,6 +113,7 @@ class UniLabVecEnv(VecEnv):
         s = self.state = self.task.step(self.commands(a))
         self._obs = observation(s, self.task)
         done = s.terminated | s.truncated
+        self._start_history(done)
         self.episode_length_buf += 1
         self.episode_length_buf[torch.from_numpy(done)] = 0
         extras = {'time_outs': torch.from_numpy(s.truncated & ~s.terminated).to(self.device)}
@@ -109,6 +123,13 @@ class UniLabVecEnv(VecEnv):
         return (self.get_observations(),
                 torch.from_numpy(np.asarray(s.reward, np.float32)).to(self.device),
                 torch.from_numpy(done).to(self.device), extras)
+
+    def _start_history(self, envs: np.ndarray) -> None:
+        """Start the history of ``envs`` (a mask) as our actor does at an episode start."""
+        if envs.any():
+            fill = (self._obs[envs, :self.num_actions] if self.history_fill == 'joint_position'
+                    else None)
+            self.history.reset(envs, fill)
 
     def close(self) -> None:
         """Release the simulator."""
@@ -131,9 +152,6 @@ def make_vec_env(task: str, num_envs: int, seed: int, run_dir: str | pathlib.Pat
     """
     cfg = cfg if cfg is not None else task_config(task)
     cfg = cfg.model_copy(update={'run': cfg.run.model_copy(update={'task': task})})
-    if cfg.model.action_history:
-        raise ConfigError(f'model.action_history {cfg.model.action_history}: the rsl_rl '
-                          'environment observes the task only (set it to 0)')
     run_dir = pathlib.Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     gate = make_gate(cfg.model_copy(update={'rollout': cfg.rollout.model_copy(
@@ -144,4 +162,7 @@ def make_vec_env(task: str, num_envs: int, seed: int, run_dir: str | pathlib.Pat
                         cfg={'task': task, 'action_mode': model.action_mode,
                              'action_scale': list(model.action_scale),
                              'action_offset': list(model.action_offset),
-                             'action_clip': model.action_clip})
+                             'action_clip': model.action_clip,
+                             'action_history': cfg.model.action_history},
+                        action_history=cfg.model.action_history,
+                        history_fill='joint_position' if holds_joint_positions(sim) else 'zero')

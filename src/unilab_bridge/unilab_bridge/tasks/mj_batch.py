@@ -119,6 +119,41 @@ class MjBatch:
             # list() re-raises any exception from the workers.
             list(self._pool.map(self._step_chunk, self._chunks, [ctrl] * len(self._chunks)))
 
+    def step_motor(self, motor):
+        """
+        Advance every env by ``decimation`` physics steps, ctrl recomputed at each one.
+
+        ``motor(qpos, qvel)`` returns ctrl [N, nu] from the joint positions and velocities
+        [N, J] of the current physics step (a motor driver's PD at the physics rate,
+        ``unilab_core.actuator``); it runs on the calling thread, vectorised over the envs,
+        between the threads' physics steps.
+        """
+        self.materialize()
+        for _ in range(self.decimation):
+            ctrl = motor(self.qpos, self.qvel)
+            if self._pool is None:
+                self._substep_chunk(range(self.num_envs), ctrl)
+            else:
+                list(self._pool.map(self._substep_chunk, self._chunks,
+                                    [ctrl] * len(self._chunks)))
+        if self._pool is None:
+            self._read_chunk(range(self.num_envs))
+        else:
+            list(self._pool.map(self._read_chunk, self._chunks))
+
+    def _substep_chunk(self, indices, ctrl):
+        models, data, qa, va = self.models, self._data, self._qpos_adr, self._qvel_adr
+        for i in indices:
+            d = data[i]
+            d.ctrl[:] = ctrl[i]
+            mujoco.mj_step(models[i], d)
+            self.qpos[i] = d.qpos[qa]
+            self.qvel[i] = d.qvel[va]
+
+    def _read_chunk(self, indices):
+        for i in indices:
+            self.read_env(i)
+
     def read_env(self, i):
         """Refresh the batched arrays' row ``i`` from its MjData (e.g. after a reset)."""
         data = self._data[i]
