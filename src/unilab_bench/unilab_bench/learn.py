@@ -21,12 +21,15 @@ Subsets (``--subset``):
   SB3's ``sb3_<task>_s<seed>.json``) are scored again instead of trained again.
 - ``quad`` / ``quad12``: quad_walk / quad12_walk trained with the defaults, their
   velocity tracking under fixed commands (``learn_quad``).
+- ``go2``: the Unitree Go2 (go2_walk, its preset's budget) under the Go2 protocol:
+  forward, backward, sideways, turning in place, standing, random commands and a
+  slippery floor, 20 s episodes with pushes, against the issue's targets (``learn_quad``).
 - ``ranks``: data-parallel learning against one rank with all the envs:
   ``bin/unilab train --nproc-per-node 2 --num-envs N/2`` (two ranks, each its own
   graph, gradients all-reduced) against the default one-rank ``--num-envs N``,
   per seed, both scored as above; ``--steps`` defaults to RANKS_STEPS.
-- ``--peer rsl_rl`` / ``--peer rsl_rl_our_settings`` with ``arm6``, ``quad`` or
-  ``quad12``: rsl_rl's PPO (its published defaults, or our settings) beside ours on
+- ``--peer rsl_rl`` / ``--peer rsl_rl_our_settings`` with ``arm6``, ``quad``,
+  ``quad12`` or ``go2``: rsl_rl's PPO (its published defaults, or our settings) beside ours on
   the same task, budget and seeds, both scored through the gate (``learn_peer``).
 
 Writes per-seed figures, mean and std, and (``--png``) the learning curves

@@ -1,7 +1,7 @@
 # Copyright 2026 UniLab contributors
 # SPDX-License-Identifier: Apache-2.0
 """
-``unilab bench learn --peer rsl_rl --subset arm6|quad|quad12``: rsl_rl's PPO beside ours.
+``unilab bench learn --peer rsl_rl --subset arm6|quad|quad12|go2``: rsl_rl's PPO beside ours.
 
 Per seed, on the same task, env count, env-step budget and seed:
 
@@ -17,32 +17,42 @@ Both trained policies are then scored by one evaluation: rsl_rl's checkpoint
 is imported into a UniLab run directory (``unilab import-policy rsl_rl``) and
 both act deterministically through the gate on the same episodes
 (``unilab_bringup.evaluation``; arm6: the return and reach success of ``bench learn``'s
-arm6 subset; quadrupeds: velocity tracking under ``learn_quad.QUAD_COMMANDS``).
+arm6 subset; quadrupeds: velocity tracking under ``learn_quad.QUAD_COMMANDS``, the Go2
+under ``learn_quad.GO2_COMMANDS``). Finished runs in ``--run-root`` (ours: its
+``summary.json``; rsl_rl's: ``train_rsl``'s) are scored again instead of trained again.
 """
 
 from __future__ import annotations
 
+import json
 import pathlib
 import time
 
-from unilab_bench.learn_quad import QUAD_STEPS, score_quad
+from unilab_bench.learn_quad import default_steps, GO2_COMMANDS, GO2_KEYS, score_quad
 from unilab_bench.learn_runs import mean_std
 from unilab_bringup.direct import train_direct
 from unilab_bringup.paths import training_config
 from unilab_interop.convert import rsl_cfg_like, rsl_train_cfg
 from unilab_interop.rsl_import import import_rsl
-from unilab_interop.rsl_train import train_rsl
+from unilab_interop.rsl_train import finished_rsl, train_rsl
 
 #: --peer -> the runner configuration of rsl_rl's side: its published defaults, or our
 #: PPO's settings (``convert.rsl_cfg_like``: then only the implementations differ).
 PEERS = {'rsl_rl': lambda cfg: rsl_train_cfg(), 'rsl_rl_our_settings': rsl_cfg_like}
 #: --subset -> task the peer comparison runs on.
-PEER_TASKS = {'arm6': 'arm6_reach', 'quad': 'quad_walk', 'quad12': 'quad12_walk'}
+PEER_TASKS = {'arm6': 'arm6_reach', 'quad': 'quad_walk', 'quad12': 'quad12_walk',
+              'go2': 'go2_walk'}
 
 
 def _ours(task: str, seed: int, steps: int, rd: pathlib.Path) -> dict:
     cfg = training_config([], {'run.task': task, 'run.seed': seed, 'run.total_steps': steps,
                                'logging.tensorboard': False, 'logging.progress': False})
+    done = rd / 'summary.json'
+    if done.is_file():  # a finished run in --run-root: scored again, not trained again
+        summary = json.loads(done.read_text())
+        return {'cfg': cfg, 'wall_s': summary.get('wall_s'), 'env_steps': summary.get('steps'),
+                'fps': summary.get('fps'), 'train_return_last': summary.get('return_last'),
+                'reused': True}
     t0 = time.monotonic()
     summary = train_direct(cfg, rd)
     return {'cfg': cfg, 'wall_s': round(time.monotonic() - t0, 1),
@@ -65,14 +75,22 @@ def rsl_peer(subset: str, seeds, steps, root: pathlib.Path, score,
              peer: str = 'rsl_rl') -> dict:
     """Train ours and rsl_rl's PPO (``PEERS[peer]``) per seed; score both alike."""
     task = PEER_TASKS[subset]
-    steps = steps or (QUAD_STEPS if subset != 'arm6' else
+    steps = steps or (default_steps(task) if subset != 'arm6' else
                       training_config([], {'run.task': task}).run.total_steps)
     per_seed = {}
     for seed in seeds:
         rd_ours, rd_rsl = root / f'unilab_{task}_s{seed}', root / f'rsl_rl_{task}_s{seed}'
         ours = _ours(task, seed, steps, rd_ours)
-        side = train_rsl(task, seed, steps, rd_rsl, train_cfg=PEERS[peer](ours['cfg']))
-        imported = import_rsl(side['checkpoint'], task, run_dir=str(rd_rsl / 'imported'))
+        side = finished_rsl(rd_rsl)
+        if side is None:
+            side = train_rsl(task, seed, steps, rd_rsl, train_cfg=PEERS[peer](ours['cfg']))
+        else:
+            side = {**side, 'reused': True}
+        # The network's input ends with the last commands when the task trains with them.
+        spec = rd_rsl / 'import_spec.yaml'
+        spec.write_text(f'action_history: {ours["cfg"].model.action_history}\n')
+        imported = import_rsl(side['checkpoint'], task, spec_path=str(spec),
+                              run_dir=str(rd_rsl / 'imported'))
         per_seed[seed] = {
             'unilab': {'run_dir': str(rd_ours), **{k: v for k, v in ours.items() if k != 'cfg'},
                        **_evaluate(task, ours['cfg'], rd_ours, score)},
@@ -89,10 +107,12 @@ def rsl_peer(subset: str, seeds, steps, root: pathlib.Path, score,
         out['rsl_rl_minus_unilab_return'] = round(
             out['rsl_rl']['eval_return']['mean'] - out['unilab']['eval_return']['mean'], 3)
     else:
+        names, keys = ('vx0.5', 'random'), ('vx_error', 'survival', 'return')
+        if task == 'go2_walk':
+            names, keys = tuple(GO2_COMMANDS), GO2_KEYS
         for who in ('unilab', 'rsl_rl'):
             out[who] = {f'{name}_{k}': mean_std([s[who][f'eval_{name}'][k]
                                                  for s in per_seed.values()])
-                        for name in ('vx0.5', 'random')
-                        for k in ('vx_error', 'survival', 'return')}
+                        for name in names for k in keys}
             out[who]['wall_s'] = mean_std([s[who]['wall_s'] for s in per_seed.values()])
     return out

@@ -107,6 +107,12 @@ def _tracking(stats: list[dict]) -> dict:
     """Return the mean tracking errors and survival share of per-episode figures."""
     if not stats:
         return {}
-    return {'vx_error': round(float(np.mean([s['vx_error'] for s in stats])), 4),
-            'yaw_error': round(float(np.mean([s['yaw_error'] for s in stats])), 4),
-            'survival': round(float(np.mean([s['survived'] for s in stats])), 4)}
+    out = {}
+    # A figure an episode could not measure (None: e.g. drift without a stand-still
+    # command) is left out of its mean; a figure no episode measured is left out.
+    for key in ('vx_error', 'vy_error', 'yaw_error', 'drift'):
+        values = [s[key] for s in stats if s.get(key) is not None]
+        if values:
+            out[key] = round(float(np.mean(values)), 4)
+    out['survival'] = round(float(np.mean([s['survived'] for s in stats])), 4)
+    return out
