@@ -3,6 +3,7 @@
 """``bench learn``: the expert baseline through the gate, curves, and tracking figures."""
 
 import argparse
+import pathlib
 
 import numpy as np
 import pytest
@@ -245,3 +246,36 @@ def test_an_unknown_peer_subset_is_refused(tmp_path):
                               run_root=str(tmp_path), png=None)
     with pytest.raises(ConfigError, match='--peer rsl_rl --subset hopper'):
         bench_learn(args)
+
+
+def test_the_go2_is_scored_per_command_beside_rsl_rl_and_finished_runs_are_reused(
+        tmp_path, monkeypatch):
+    # One update each (128 envs x 24 steps); 2 envs x 80 steps per command (suite time).
+    import unilab_bench.learn_quad as lq
+    from unilab_bench.learn import _score
+    from unilab_bench.learn_peer import rsl_peer
+    monkeypatch.setattr(lq, 'GO2_EVAL_ENVS', 2)
+    monkeypatch.setattr(lq, 'GO2_EPISODE_STEPS', 80)  # errors count after the first 1 s
+    res = rsl_peer('go2', [0], 3072, tmp_path, _score, 'rsl_rl')
+    seed = res['per_seed'][0]
+    for who in ('unilab', 'rsl_rl'):
+        for name in lq.GO2_COMMANDS:
+            figures = seed[who][f'eval_{name}']
+            assert set(lq.GO2_KEYS) <= set(figures)
+            assert 0.0 <= figures['survival'] <= 1.0
+        # An untrained policy asked for 0.5 m/s is far from it; standing records a drift.
+        assert seed[who]['eval_vx0.5']['vx_error'] > 0.2
+        assert seed[who]['eval_stand']['drift'] is not None
+    # rsl_rl's network saw the last command too (go2_walk's action history) and imports so.
+    imported = pathlib.Path(seed['rsl_rl']['run_dir'])
+    assert 'action_history: 1' in (imported.parent / 'import_spec.yaml').read_text()
+    ckpts = {who: pathlib.Path(seed[who]['run_dir']) for who in ('unilab', 'rsl_rl')}
+    stamps = {who: (p.parent if who == 'rsl_rl' else p) / 'summary.json'
+              for who, p in ckpts.items()}
+    before = {who: s.stat().st_mtime_ns for who, s in stamps.items()}
+    again = rsl_peer('go2', [0], 3072, tmp_path, _score, 'rsl_rl')
+    assert {who: s.stat().st_mtime_ns for who, s in stamps.items()} == before
+    assert again['per_seed'][0]['unilab']['reused'] and again['per_seed'][0]['rsl_rl']['reused']
+    assert again['per_seed'][0]['unilab']['eval_vx0.5'] == seed['unilab']['eval_vx0.5']
+    met = lq.go2_targets_met({n: seed['unilab'][f'eval_{n}'] for n in lq.GO2_COMMANDS})
+    assert set(met) == set(lq.GO2_TARGETS) and met['vx_error'] is False

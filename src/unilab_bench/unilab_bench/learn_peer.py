@@ -32,6 +32,7 @@ from unilab_bench.learn_quad import default_steps, GO2_COMMANDS, GO2_KEYS, score
 from unilab_bench.learn_runs import mean_std
 from unilab_bringup.direct import train_direct
 from unilab_bringup.paths import training_config
+from unilab_core.atomic import atomic_write_text
 from unilab_interop.convert import rsl_cfg_like, rsl_train_cfg
 from unilab_interop.rsl_import import import_rsl
 from unilab_interop.rsl_train import finished_rsl, train_rsl
@@ -55,7 +56,9 @@ def _ours(task: str, seed: int, steps: int, rd: pathlib.Path) -> dict:
                 'reused': True}
     t0 = time.monotonic()
     summary = train_direct(cfg, rd)
-    return {'cfg': cfg, 'wall_s': round(time.monotonic() - t0, 1),
+    summary['wall_s'] = round(time.monotonic() - t0, 1)
+    atomic_write_text(done, json.dumps(summary, indent=2))  # as `unilab train --direct`
+    return {'cfg': cfg, 'wall_s': summary['wall_s'],
             'env_steps': summary.get('steps'), 'fps': summary.get('fps'),
             'train_return_last': summary.get('return_last')}
 

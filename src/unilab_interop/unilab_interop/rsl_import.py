@@ -294,7 +294,8 @@ def import_bundle(policy: RslPolicy, info, spec: dict, where: str) -> tuple[dict
         {k.split('.')[1]: v for k, v in overrides.items() if k.startswith('model.')})
     norm = NormalizationSection.model_validate(
         {k.split('.')[1]: v for k, v in overrides.items() if k.startswith('normalization.')})
-    bundle = build_bundle(in_dim, out_dim, model, norm)
+    # The network's input is the observation and then the history (build_bundle adds it).
+    bundle = build_bundle(in_dim - model.action_history * out_dim, out_dim, model, norm)
     try:
         bundle.load_state_dict(bundle_state_from_rsl(policy.actor, critic, bundle))
     except ConvertError as exc:
