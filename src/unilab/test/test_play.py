@@ -75,7 +75,12 @@ def test_play_command_line(tiny_run, tmp_path, capsys):
     assert video.stat().st_size > 0
     for args, needle in ((['--size', '100x50'], 'multiple of 16'),
                          (['--size', 'big'], 'WIDTHxHEIGHT'),
-                         (['--episodes', '0'], '--episodes')):
+                         (['--episodes', '0'], '--episodes'),
+                         (['--task-option', 'no_equals'], 'KEY=VALUE'),
+                         (['--task-option', 'x=[1'], 'not YAML'),
+                         # arm6_reach has no such option: named, exit 2
+                         (['--task-option', 'command_schedule=[[1,0,0,0]]'],
+                          '--task-option for task arm6_reach')):
         bad = cli_here(capsys, 'play', tiny_run, '--video', tmp_path / 'x.mp4', *args)
         assert bad.returncode == 2 and needle in bad.stderr and 'Traceback' not in bad.stderr
     bad = cli_here(capsys, 'play', tmp_path)

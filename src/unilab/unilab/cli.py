@@ -34,6 +34,7 @@ from unilab_core.errors import yaml_error
 from unilab_core.robot_profile import load_profile
 from unilab_core.ros.runtime import note_stop_signal
 from unilab_datafactory.cli import add_commands as add_factory_commands
+import yaml
 
 #: Errors that say an input file cannot be used, by module and class: checked
 #: only once that module is imported (a command that never loaded torch need
@@ -235,9 +236,22 @@ def _play(args) -> int:
               file=sys.stderr)
         return 2
     video = args.video or ('' if args.frames else f'{args.run_dir.rstrip("/")}/play.mp4')
+    options = {}
+    for item in args.task_option:
+        key, sep, value = item.partition('=')
+        if not sep or not key.isidentifier():
+            print(f'unilab: --task-option {item!r}: expected KEY=VALUE (VALUE in YAML), '
+                  'e.g. command_schedule=[[5,0.6,0,0]]', file=sys.stderr)
+            return 2
+        try:
+            options[key] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            print(f'unilab: --task-option {key}: not YAML ({exc})', file=sys.stderr)
+            return 2
     try:
         out = play(PlayOptions(args.run_dir, args.episodes, video, args.frames or '',
-                               args.variant, args.seed, width, height, args.shadows))
+                               args.variant, args.seed, width, height, args.shadows,
+                               options))
     except RenderUnavailable as exc:
         print(f'unilab: {exc}', file=sys.stderr)
         return 1
@@ -448,6 +462,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help='video size, multiples of 16 (640x480)')
     pl.add_argument('--shadows', action='store_true',
                     help='render shadows (slow on a software renderer)')
+    pl.add_argument('--task-option', action='append', default=[], metavar='KEY=VALUE',
+                    help='an option of the task\'s constructor, VALUE in YAML (repeatable), '
+                    'e.g. command_schedule=[[4,0.6,0,0],[4,0,0,0.8]] for go2_walk')
     pl.set_defaults(func=_play)
 
     s = sub.add_parser('tasks', help='list available tasks')

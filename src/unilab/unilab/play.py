@@ -53,6 +53,9 @@ class PlayOptions:
     width: int = 640
     height: int = 480
     shadows: bool = False
+    #: Options for the task's constructor (``--task-option KEY=VALUE``), e.g. go2_walk's
+    #: ``command_schedule``: what the robot is asked to do in the video.
+    task_options: dict = dataclasses.field(default_factory=dict)
 
 
 def _check(opts: PlayOptions) -> None:
@@ -120,8 +123,12 @@ def play(opts: PlayOptions) -> dict:
     cfg = load_run_config([run_dir / 'config.yaml'])
     gate = make_gate(cfg, run_dir)
     returns, final_dist = [], []
-    with make_task(p.run.task, 1, seed=opts.seed,
-                   disturbances=VARIANTS[opts.variant]) as task:
+    try:
+        task = make_task(p.run.task, 1, seed=opts.seed, disturbances=VARIANTS[opts.variant],
+                         **opts.task_options)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f'--task-option for task {p.run.task}: {exc}') from None
+    with task:
         sim = getattr(task, 'sim', None)
         if sim is None:
             raise ConfigError(f'task {p.run.task}: not a UniLab MuJoCo task; play renders '

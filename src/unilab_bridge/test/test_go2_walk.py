@@ -198,3 +198,20 @@ def test_registry_builds_go2_walk_and_the_terrain_is_a_fixed_layout():
     a, b = RoughTerrain().heights(), RoughTerrain().heights()
     np.testing.assert_array_equal(a, b)
     assert a.min() == 0.0 and 0.03 < a.max() <= 0.05
+
+
+def test_a_command_schedule_replaces_the_random_commands_in_turn():
+    schedule = [[0.1, 0.5, 0.0, 0.0], [0.06, 0.0, 0.0, 0.8]]  # 5 steps, then 3 steps
+    with Go2Walk(2, seed=0, command_schedule=schedule) as t:
+        t.reset()
+        assert not t.curriculum
+        seen = [t._cmd[0].tolist()]
+        for _ in range(9):
+            t.step(np.tile(HOME, (2, 1)))
+            seen.append(t._cmd[0].tolist())
+        assert seen[:5] == [[0.5, 0.0, 0.0]] * 5
+        assert seen[5:8] == [[0.0, 0.0, 0.8]] * 3
+        assert seen[8] == [0.5, 0.0, 0.0]  # cycled
+    for bad in ([[0.0, 0.5, 0.0, 0.0]], [[1.0, 0.5]], [], [[1.0, float('nan'), 0, 0]]):
+        with pytest.raises(ValueError, match='command_schedule'):
+            Go2Walk(1, command_schedule=bad)

@@ -81,8 +81,15 @@ class Go2Walk(BatchedTask):
                  stand_share=0.1, resample_s=5.0, settle_s=1.0, curriculum=True,
                  ranges=None, max_delay_s=0.020, obs_noise=1.0, terrain=True,
                  kp=DEFAULT_KP, kd=DEFAULT_KD, reset_noise=0.1, reward_scales=None,
-                 only_positive_rewards=True, num_threads=None, auto_reset=True):
-        """Build ``num_envs`` Go2 simulations (call reset() next); see the module doc."""
+                 only_positive_rewards=True, command_schedule=None, num_threads=None,
+                 auto_reset=True):
+        """
+        Build ``num_envs`` Go2 simulations (call reset() next); see the module doc.
+
+        ``command_schedule`` (``[[seconds, v_x, v_y, yaw], ...]``) replaces the random
+        commands by these, in turn, from each episode's start (cycled): a demonstration
+        (``unilab play --task-option``) or a scripted test.
+        """
         self.name = self.TASK_NAME
         self.num_envs = n = int(num_envs)
         if n < 1:
@@ -114,7 +121,9 @@ class Go2Walk(BatchedTask):
         self.stand_share = float(stand_share)
         self.resample_steps = max(1, int(round(resample_s / self.control_dt)))
         self.settle_steps = int(round(settle_s / self.control_dt))
-        self.curriculum = bool(curriculum)
+        self._schedule = _check_schedule(command_schedule, self.control_dt)
+        self._segment = np.zeros(n, np.int64)
+        self.curriculum = bool(curriculum) and self._schedule is None
         self.curriculum_level = CURRICULUM_START if self.curriculum else 1.0
         self.obs_noise = float(obs_noise)
         self.reset_noise = float(reset_noise)
@@ -245,7 +254,10 @@ class Go2Walk(BatchedTask):
         for i in np.flatnonzero(done):
             self._finish_episode(i, bool(terminated[i]), int(ep_length[i]))
             self._reset_env(i)
-        again = ~done & (self._since_cmd >= self.resample_steps)
+        if self._schedule is not None:
+            again = ~done & (self._scheduled(self._episodes.steps) != self._segment)
+        else:
+            again = ~done & (self._since_cmd >= self.resample_steps)
         if again.any():
             self._resample(np.flatnonzero(again))
         return self._state(reward, terminated, truncated, ep_return, ep_length)
@@ -322,14 +334,19 @@ class Go2Walk(BatchedTask):
         self._err_steps[i] = 0
         self._drift_sum[i] = 0.0
         self._drift_steps[i] = 0
+        self._episodes.reset(i)
         self._resample([i])
         mujoco.mj_forward(model, data)
-        self._episodes.reset(i)
         self._batch.read_env(i)
 
     def _resample(self, envs):
         """Draw new commands for ``envs`` (the curriculum's share of the full ranges)."""
         k = len(envs)
+        if self._schedule is not None:
+            self._segment[envs] = self._scheduled(self._episodes.steps[envs])
+            self._cmd[envs] = self._schedule[1][self._segment[envs]]
+            self._since_cmd[envs] = 0
+            return
         lo, hi = self.command_ranges[:, 0], self.command_ranges[:, 1]
         mid = (lo + hi) / 2
         half = (hi - lo) / 2 * self.curriculum_level
@@ -339,6 +356,11 @@ class Go2Walk(BatchedTask):
         cmd[self._rng.random(k) < self.stand_share] = 0.0
         self._cmd[envs] = cmd
         self._since_cmd[envs] = 0
+
+    def _scheduled(self, steps):
+        """Return the schedule's segment index at episode step(s) ``steps``."""
+        ends, _ = self._schedule
+        return np.searchsorted(ends, np.asarray(steps) % ends[-1], side='right')
 
     def _update_curriculum(self, tracking):
         self._track_ema = 0.99 * self._track_ema + 0.01 * float(tracking.mean())
@@ -389,3 +411,18 @@ class Go2Walk(BatchedTask):
             episode_return=np.asarray(ep_return, dtype=np.float32),
             episode_length=np.asarray(ep_length, dtype=np.int32),
             sim_time=self._batch_steps * self.control_dt)
+
+
+def _check_schedule(schedule, control_dt):
+    """Return (segment end steps, commands [S, 3]) of a command schedule, or None."""
+    if schedule is None:
+        return None
+    rows = np.asarray(schedule, dtype=float) if len(schedule) else np.zeros((0, 4))
+    if rows.ndim != 2 or rows.shape[1] != 4 or not len(rows):
+        raise ValueError(f'command_schedule: expected [[seconds, v_x, v_y, yaw], ...], got '
+                         f'{schedule!r}')
+    if not np.all(np.isfinite(rows)) or np.any(rows[:, 0] <= 0):
+        raise ValueError(f'command_schedule: durations must be > 0 and every value finite, '
+                         f'got {schedule!r}')
+    ends = np.cumsum(np.maximum(1, np.round(rows[:, 0] / control_dt))).astype(np.int64)
+    return ends, rows[:, 1:].copy()
