@@ -70,6 +70,15 @@ def test_rows_are_independent_and_out_is_written_in_place():
     np.testing.assert_allclose(out, [[1.8, 3.0], [23.7, -45.43], [11.85, 22.715]], atol=1e-9)
 
 
+@pytest.mark.parametrize('bad', ['q_target', 'q', 'qd'])
+def test_a_non_finite_input_is_refused_by_name(bad):
+    motor = PdMotor(2, LIMITS)
+    args = {k: np.zeros((2, 2)) for k in ('q_target', 'q', 'qd')}
+    args[bad][1, 0] = np.nan
+    with pytest.raises(ValueError, match=f'{bad} has non-finite values \\(rows \\[1\\]\\)'):
+        motor.torque(args['q_target'], args['q'], args['qd'])
+
+
 def test_limits_are_checked():
     with pytest.raises(ValueError, match='knee_speed'):
         MotorLimits(np.array([1.0]), np.array([5.0]), np.array([5.0]))

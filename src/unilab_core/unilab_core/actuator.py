@@ -114,7 +114,16 @@ class PdMotor:
 
     def torque(self, q_target: np.ndarray, q: np.ndarray, qd: np.ndarray,
                out: np.ndarray | None = None) -> np.ndarray:
-        """Return the delivered torque ``[N, J]`` for targets, positions and velocities."""
+        """
+        Return the delivered torque ``[N, J]`` for targets, positions and velocities.
+
+        A non-finite input raises ValueError naming it: no NaN torque reaches a motor
+        (a NaN ``qd`` would also pass the roll-off's comparisons unbounded).
+        """
+        for name, a in (('q_target', q_target), ('q', q), ('qd', qd)):
+            if not np.isfinite(a).all():
+                raise ValueError(f'PdMotor.torque: {name} has non-finite values '
+                                 f'(rows {np.flatnonzero(~np.isfinite(a).all(axis=-1))})')
         tau = np.empty_like(self._avail) if out is None else out
         lim = self.limits
         # (1) tau_pd = kp (q_target - q) - kd qd
