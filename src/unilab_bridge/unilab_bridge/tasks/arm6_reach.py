@@ -15,9 +15,10 @@ import mujoco
 import numpy as np
 
 from unilab_bridge.sensors import ImuSensor, set_sensors_enabled
-from unilab_bridge.tasks.base import BatchedTask, EpisodeCounter, StepState
+from unilab_bridge.tasks.base import EpisodeCounter, StepState
 from unilab_bridge.tasks.joint_limits import actuated_joints, joint_limits_from_model
 from unilab_bridge.tasks.mj_batch import MjBatch
+from unilab_bridge.tasks.mj_task import MjTask
 from unilab_bridge.tasks.model_cache import load_model
 from unilab_bridge.tasks.reach_reward import combine, reach_terms, REWARD_SCALES
 from unilab_core.graph import Workspace
@@ -76,7 +77,7 @@ def target_workspace(model, site) -> Workspace:
                      tuple(float(v) for v in hi + WORKSPACE_PAD))
 
 
-class Arm6Reach(BatchedTask):
+class Arm6Reach(MjTask):
     """Batched reach task; commands are absolute joint position targets in rad (home = 0)."""
 
     NAME = 'arm6_reach'
@@ -164,18 +165,6 @@ class Arm6Reach(BatchedTask):
         """Return the task's compiled model (a variant may change its actuators)."""
         return load_model(self.ASSET)
 
-    def reset(self, seed=None):
-        """Reset every env to HOME plus small joint noise, with a new target each."""
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        for i in range(self.num_envs):
-            self._reset_env(i)
-        self._batch_steps = 0
-        self._was_reset = True
-        zeros = np.zeros(self.num_envs)
-        return self._state(zeros, zeros.astype(bool), zeros.astype(bool),
-                           np.full(self.num_envs, np.nan), zeros)
-
     def step(self, command):
         """Apply joint position targets [N, 6] for one control step, then auto-reset."""
         if not self._was_reset:
@@ -209,28 +198,9 @@ class Arm6Reach(BatchedTask):
                 self._reset_env(i)
         return self._state(reward, terminated, truncated, ep_return, ep_length)
 
-    def close(self):
-        """Stop the stepping threads."""
-        self._batch.close()
-
     def goal_positions(self):
         """Return every env's target [N, 3] (the model's world frame is ``base_link``)."""
         return self._target
-
-    @property
-    def sim(self):
-        """Return the MjBatch holding the envs' models and data."""
-        return self._batch
-
-    has_imu = True
-
-    def enable_sensors(self, enabled=True):
-        """Compute MuJoCo sensors (the wrist IMU) while stepping; off by default."""
-        set_sensors_enabled(self._batch.models, enabled)
-
-    def imu_reading(self):
-        """Return the wrist IMU's gyro, accelerometer and orientation for every env."""
-        return self.imu.read(self._batch.data)
 
     @property
     def workspace(self) -> Workspace:

@@ -29,10 +29,11 @@ import mujoco
 import numpy as np
 
 from unilab_bridge.sensors import ImuSensor, set_sensors_enabled
-from unilab_bridge.tasks.base import BatchedTask, EpisodeCounter, StepState
+from unilab_bridge.tasks.base import EpisodeCounter, StepState
 from unilab_bridge.tasks.joint_limits import actuated_joints, joint_limits_from_model
 from unilab_bridge.tasks.legged_domain import LeggedDomain, LeggedRanges
 from unilab_bridge.tasks.mj_batch import MjBatch
+from unilab_bridge.tasks.mj_task import MjTask
 from unilab_bridge.tasks.model_cache import load_model
 from unilab_bridge.tasks.quad_walk import quat_rotate_inverse
 from unilab_bridge.tasks.terrain import height_at, model_with_terrain, RoughTerrain
@@ -64,14 +65,13 @@ REWARD_SCALES = {
 EPISODE_STATS_KEPT = 4096
 MIN_HEIGHT = 0.12  # trunk centre below this above the start's ground (m): fallen
 MIN_UPRIGHT = 0.5  # cos of the trunk tilt below this (60 deg): fallen
-CURRICULUM_START, CURRICULUM_STEP, CURRICULUM_SUCCESS = 0.4, 0.1, 0.8
+CURRICULUM_START, CURRICULUM_STEP, CURRICULUM_SUCCESS = 0.7, 0.1, 0.8
 
 
-class Go2Walk(BatchedTask):
+class Go2Walk(MjTask):
     """Batched Go2 walking; commands are joint position targets in rad (model order)."""
 
     TASK_NAME = 'go2_walk'
-    has_imu = True
     command_interface = 'position'
     uses_joint_state = True
     action_mode = 'offset'
@@ -171,30 +171,6 @@ class Go2Walk(BatchedTask):
         self._was_reset = False
 
     # ------------------------------------------------------------------ interface
-    @property
-    def sim(self):
-        """Return the MjBatch holding the envs' models and data."""
-        return self._batch
-
-    def enable_sensors(self, enabled=True):
-        """Compute MuJoCo sensors (the trunk IMU) while stepping; off by default."""
-        set_sensors_enabled(self._batch.models, enabled)
-
-    def imu_reading(self):
-        """Return the trunk IMU's gyro, accelerometer and orientation for every env."""
-        return self.imu.read(self._batch.data)
-
-    def reset(self, seed=None):
-        """Reset every env near the standing pose, with a new world and command each."""
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-        for i in range(self.num_envs):
-            self._reset_env(i)
-        self._batch_steps = 0
-        self._was_reset = True
-        z = np.zeros(self.num_envs)
-        return self._state(z, z.astype(bool), z.astype(bool), np.full(self.num_envs, np.nan), z)
-
     def step(self, command):
         """Apply joint position targets [N, 12] for one control step, then auto-reset."""
         if not self._was_reset:
@@ -262,13 +238,9 @@ class Go2Walk(BatchedTask):
             self._resample(np.flatnonzero(again))
         return self._state(reward, terminated, truncated, ep_return, ep_length)
 
-    def close(self):
-        """Stop the stepping threads."""
-        self._batch.close()
-
     # ------------------------------------------------------------------ physics
     def _motor(self, qpos, qvel):
-        """The motor drivers at the physics rate: delayed targets -> PD torques [N, 12]."""
+        """Return the motor drivers' torques [N, 12] at the physics rate (delayed targets, PD)."""
         target = self.delay.step(self._target)
         tau = self.pd.torque(target, qpos, qvel, out=self._tau)
         tau *= self.domain.strength
@@ -393,7 +365,7 @@ class Go2Walk(BatchedTask):
             **self.domain.episode_params(i)})
 
     def _state(self, reward, terminated, truncated, ep_return, ep_length):
-        b, n, rng, s = self._batch, self.num_envs, self._noise_rng, self.obs_noise
+        b, rng, s = self._batch, self._noise_rng, self.obs_noise
         _, ang, grav = self._base_frame()
 
         def noisy(x, key):

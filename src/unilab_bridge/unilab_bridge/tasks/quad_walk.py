@@ -17,9 +17,10 @@ import mujoco
 import numpy as np
 
 from unilab_bridge.sensors import ImuSensor, set_sensors_enabled
-from unilab_bridge.tasks.base import BatchedTask, EpisodeCounter, StepState
+from unilab_bridge.tasks.base import EpisodeCounter, StepState
 from unilab_bridge.tasks.joint_limits import actuated_joints, joint_limits_from_model
 from unilab_bridge.tasks.mj_batch import MjBatch
+from unilab_bridge.tasks.mj_task import MjTask
 from unilab_bridge.tasks.model_cache import load_model
 
 ASSET = pathlib.Path(__file__).resolve().parents[1] / 'assets' / 'quad8.xml'
@@ -51,7 +52,7 @@ def quat_rotate_inverse(q, v):
             + 2.0 * u * np.sum(u * v, axis=1, keepdims=True))
 
 
-class QuadWalk(BatchedTask):
+class QuadWalk(MjTask):
     """Batched walking task; commands are joint position targets in rad."""
 
     #: The task's name, its model and standing pose (``Quad12Walk`` changes the three).
@@ -114,32 +115,9 @@ class QuadWalk(BatchedTask):
         self._batch_steps = 0
         self._was_reset = False
 
-    has_imu = True
-
-    @property
-    def sim(self):
-        """Return the MjBatch holding the envs' models and data."""
-        return self._batch
-
-    def enable_sensors(self, enabled=True):
-        """Compute MuJoCo sensors (the trunk IMU) while stepping; off by default."""
-        set_sensors_enabled(self._batch.models, enabled)
-
-    def imu_reading(self):
-        """Return the trunk IMU's gyro, accelerometer and orientation for every env."""
-        return self.imu.read(self._batch.data)
-
-    def reset(self, seed=None):
-        """Reset every env to the home crouch plus joint noise, with a new command each."""
-        if seed is not None:
-            self._rng = np.random.default_rng(seed)
-            self._yaw_rng = np.random.default_rng([seed, 1])
-        for i in range(self.num_envs):
-            self._reset_env(i)
-        self._batch_steps = 0
-        self._was_reset = True
-        z = np.zeros(self.num_envs)
-        return self._state(z, z.astype(bool), z.astype(bool), np.full(self.num_envs, np.nan), z)
+    def _reseed(self, seed):
+        self._rng = np.random.default_rng(seed)
+        self._yaw_rng = np.random.default_rng([seed, 1])
 
     def step(self, command):
         """Apply joint position targets [N, joints] for one control step, then auto-reset."""
@@ -183,10 +161,6 @@ class QuadWalk(BatchedTask):
                 'survived': not bool(terminated[i]), 'length': steps})
             self._reset_env(i)
         return self._state(reward, terminated, truncated, ep_return, ep_length)
-
-    def close(self):
-        """Stop the stepping threads."""
-        self._batch.close()
 
     def _base_frame(self):
         b = self._batch

@@ -34,7 +34,7 @@ class RoughTerrain:
     seed: int = 0
 
     def heights(self) -> np.ndarray:
-        """Return the [rows, cols] heights (m), 0 at the lowest point."""
+        """Return every cell's height in m, [rows, cols], 0 at the lowest point."""
         cells = int(round(2 * self.half_size_m / self.cell_m)) + 1
         rng = np.random.default_rng(self.seed)
         per_block = max(1, int(round(self.block_m / self.cell_m)))
