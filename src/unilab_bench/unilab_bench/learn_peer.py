@@ -36,6 +36,8 @@ from unilab_core.atomic import atomic_write_text
 from unilab_interop.convert import rsl_cfg_like, rsl_train_cfg
 from unilab_interop.rsl_import import import_rsl
 from unilab_interop.rsl_train import finished_rsl, train_rsl
+from unilab_policy.networks import load_trained
+import yaml
 
 #: --peer -> the runner configuration of rsl_rl's side: its published defaults, or our
 #: PPO's settings (``convert.rsl_cfg_like``: then only the implementations differ).
@@ -89,9 +91,12 @@ def rsl_peer(subset: str, seeds, steps, root: pathlib.Path, score,
             side = train_rsl(task, seed, steps, rd_rsl, train_cfg=PEERS[peer](ours['cfg']))
         else:
             side = {**side, 'reused': True}
-        # The network's input ends with the last commands when the task trains with them.
+        # The network's input as ours: the last commands at its end when the task trains
+        # with them, privileged columns the actor does not read (as the trained run says).
+        model = load_trained(rd_ours).params.model
         spec = rd_rsl / 'import_spec.yaml'
-        spec.write_text(f'action_history: {ours["cfg"].model.action_history}\n')
+        spec.write_text(yaml.safe_dump({'action_history': model.action_history,
+                                        'critic_only': list(model.critic_only)}))
         imported = import_rsl(side['checkpoint'], task, spec_path=str(spec),
                               run_dir=str(rd_rsl / 'imported'))
         per_seed[seed] = {

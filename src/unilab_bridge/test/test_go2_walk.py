@@ -6,7 +6,8 @@ import mujoco
 import numpy as np
 import pytest
 from unilab_bridge.tasks import make_task, observation
-from unilab_bridge.tasks.go2_walk import ACTION_SCALE, EXTRAS_NAMES, Go2Walk, HOME
+from unilab_bridge.tasks.go2_walk import (ACTION_SCALE, EXTRAS_NAMES, Go2Walk, HOME,
+                                          PRIVILEGED_NAMES)
 from unilab_bridge.tasks.terrain import RoughTerrain, TERRAIN
 from unilab_core.actuator import DEFAULT_KD, DEFAULT_KP
 
@@ -32,12 +33,17 @@ def task():
 def test_the_actor_observes_only_what_a_real_go2_measures(task):
     state = task.reset()
     obs = observation(state, task)
-    assert obs.shape == (16, 2 * 12 + len(EXTRAS_NAMES)) == (16, task.obs_dim)
+    assert obs.shape == (16, 2 * 12 + len(EXTRAS_NAMES) + len(PRIVILEGED_NAMES))
+    assert obs.shape == (16, task.obs_dim)
     assert task.extras_dim == len(task.extras_names) == state.extras.shape[1]
-    for name in task.extras_names:
+    # The extras the actor reads: everything before the critic's privileged columns.
+    private = task.critic_only_extras
+    assert private == len(PRIVILEGED_NAMES) and task.extras_names[-private:] == PRIVILEGED_NAMES
+    actor_names = task.extras_names[:-private]
+    for name in actor_names:
         assert name.startswith(MEASURABLE), f'{name} is not measured by a real Go2'
     for banned in ('lin_vel', 'height', 'contact', 'friction', 'payload', 'push'):
-        assert not any(banned in n for n in task.extras_names)
+        assert not any(banned in n for n in actor_names)
     # The extras are the columns they say they are: gravity points down when standing,
     # the command columns are the command.
     g = state.extras[:, 3:6]
@@ -215,3 +221,27 @@ def test_a_command_schedule_replaces_the_random_commands_in_turn():
     for bad in ([[0.0, 0.5, 0.0, 0.0]], [[1.0, 0.5]], [], [[1.0, float('nan'), 0, 0]]):
         with pytest.raises(ValueError, match='command_schedule'):
             Go2Walk(1, command_schedule=bad)
+
+
+def test_the_critic_s_privileged_columns_are_simulator_truth_the_actor_never_reads():
+    import torch
+    from unilab_bringup.graphs import policy_params
+    from unilab_bringup.paths import training_config
+    from unilab_bringup.prepare import task_info
+    from unilab_policy.networks import bundle_from_params
+    with Go2Walk(4, seed=0, terrain=False) as t:
+        state = t.reset()
+        lin, _, _ = t._base_frame()
+        np.testing.assert_allclose(state.extras[:, 9:12], lin, atol=1e-6)  # exact, no noise
+        assert np.all(state.extras[:, 12] > 0.25)  # standing height above the floor
+        assert np.all(state.extras[:, 13:17] == 1.0)  # four feet down at the start
+    info, _ = task_info('go2_walk')
+    p = policy_params(training_config([], {'run.task': 'go2_walk'}), info)
+    assert p.model.critic_only == [24 + len(EXTRAS_NAMES), len(PRIVILEGED_NAMES)]
+    ac = bundle_from_params(p, seed=0).actor_critic
+    x = torch.randn(8, ac.obs_dim)
+    y = x.clone()
+    offset, size = p.model.critic_only
+    y[:, offset:offset + size] = torch.randn(8, size) * 10
+    assert torch.equal(ac.actor(x), ac.actor(y))  # the actor never reads them
+    assert not torch.allclose(ac.value(x), ac.value(y))  # the critic does

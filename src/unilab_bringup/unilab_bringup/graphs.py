@@ -81,6 +81,11 @@ def _network(cfg: RunConfig, task: TaskInfo) -> dict:
     model = cfg.model.model_copy(update={'grid_input': grid_input}) if grid_input \
         else cfg.model
     model = resolve_action_map(model, task)
+    if task.critic_only_extras:
+        # The task's last extras columns: the critic's alone (models.ActorCritic).
+        joints = 2 * len(task.joint_names) if task.uses_joint_state else 0
+        offset = joints + task.extras_dim - task.critic_only_extras
+        model = model.model_copy(update={'critic_only': [offset, task.critic_only_extras]})
     return {'obs_dim': obs_dim, 'act_dim': task.action_dim, 'run': cfg.run, 'model': model,
             'normalization': cfg.normalization, 'gpu': cfg.gpu}
 

@@ -50,6 +50,7 @@ def task_info(name: str) -> tuple[TaskInfo, dict]:
                         action_scale=tuple(float(x) for x in task.action_scale),
                         action_offset=tuple(float(x) for x in task.action_offset),
                         action_clip=float(getattr(task, 'action_clip', 0.0)),
+                        critic_only_extras=int(getattr(task, 'critic_only_extras', 0)),
                         home=tuple(float(x) for x in getattr(task, 'home', ())),
                         workspace=task.workspace.box() if task.workspace else (),
                         workspace_frame=task.workspace.frame if task.workspace else '')

@@ -470,6 +470,11 @@ class ModelSection(Section):
                     '`perception.bev_output` is `height_map`; [] = MLP only).')
     grid_features: int = Field(32, ge=1, le=1024,
                                description='Features the grid CNN gives the MLP.')
+    critic_only: list[int] = Field(
+        default_factory=list,
+        description='[offset, size] of observation columns only the critic reads '
+                    '(privileged simulator state; set by the graph from the task\'s '
+                    '`critic_only_extras`; [] = actor and critic read everything).')
 
     @field_validator('action_scale')
     @classmethod
@@ -491,6 +496,14 @@ class ModelSection(Section):
     def _action_offset(cls, v):
         if any(not math.isfinite(x) for x in v):
             raise ValueError(f'model.action_offset must be finite, got {v}')
+        return v
+
+    @field_validator('critic_only')
+    @classmethod
+    def _critic_only(cls, v):
+        if v and (len(v) != 2 or v[0] < 0 or v[1] < 1):
+            raise ValueError(f'model.critic_only must be [] or [offset, size] with offset >= 0 '
+                             f'and size >= 1, got {v}')
         return v
 
     @field_validator('grid_input')

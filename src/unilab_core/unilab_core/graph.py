@@ -61,6 +61,8 @@ class TaskInfo:
     action_scale: tuple[float, ...] = ()
     action_offset: tuple[float, ...] = ()   # 'offset' mode: the pose actions are around
     action_clip: float = 0.0   # |action| clipped to this before the map (0: no clip)
+    # The last this many extras columns are for the critic only (privileged simulator state).
+    critic_only_extras: int = 0
     # The joint pose episodes start around (empty: the task declares none); recorded with
     # every checkpoint and export, with the workspace below.
     home: tuple[float, ...] = ()

@@ -78,9 +78,15 @@ def test_the_action_history_is_kept_as_our_actor_keeps_it(tmp_path):
     from unilab_policy.history import ActionHistory
     e = make_vec_env('go2_walk', 3, 0, tmp_path)
     try:
-        assert e.history.length == 1 and e.obs_dim == e.task.obs_dim + 12
-        obs = e.get_observations()['policy'].numpy()
+        # The actor's group: the task's observation less its privileged columns (the
+        # critic's only), then the history; the critic's group has everything.
+        private = e.task.critic_only_extras
+        assert e.history.length == 1 and e.obs_dim == e.task.obs_dim - private + 12
+        groups = e.get_observations()
+        obs = groups['policy'].numpy()
         assert obs.shape == (3, e.obs_dim)
+        assert groups['critic'].shape == (3, e.task.obs_dim + 12)
+        np.testing.assert_array_equal(obs[:, :-12], groups['critic'].numpy()[:, :-12 - private])
         np.testing.assert_allclose(obs[:, -12:], obs[:, :12])  # the fill: measured joints
         actions = np.full((3, 12), 0.4, np.float32)
         sent = np.clip(e.action_map.command(e._obs, actions), e.task.action_low,

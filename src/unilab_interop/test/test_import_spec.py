@@ -57,6 +57,11 @@ def test_the_task_s_own_spec_imports(rsl_run, tmp_path):
     # A policy trained without the last command, imported as if it had seen it.
     ({'action_history': 1}, [f'gives {ARM6.obs_dim + 6}', 'action_history 6']),
     ({'action_history': -1}, ['action_history must be an integer >= 0, got -1']),
+    # A policy whose actor read every column, imported as if 4 were the critic's only.
+    ({'critic_only': [15, 4]}, [f'takes {ARM6.obs_dim} observation values',
+                                '4 of them the critic']),
+    ({'critic_only': [20, 4]}, [f'beyond the {ARM6.obs_dim} observation values']),
+    ({'critic_only': [20]}, ['critic_only must be [offset, size]']),
 ])
 def test_a_mismatched_spec_exits_2_naming_it(rsl_run, tmp_path, capsys, changes, named):
     assert _import(rsl_run, tmp_path, '--task', 'arm6_reach',

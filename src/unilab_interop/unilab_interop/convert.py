@@ -176,8 +176,12 @@ def bundle_state_from_rsl(actor_state: dict, critic_state: dict | None,
                                f'{out["actor_critic.log_std"].numel()} actions (only '
                                'GaussianDistribution actors convert)')
         out['actor_critic.log_std'] = log_std
-    norm = rsl_normaliser(actor_state, width)
-    mean, std = norm if norm is not None else (torch.zeros(width), torch.full((width,), 0.99))
+    keep = getattr(bundle.actor_critic.actor, 'keep', None)  # model.critic_only
+    norm = rsl_normaliser(actor_state, width if keep is None else len(keep))
+    mean, std = torch.zeros(width), torch.full((width,), 0.99)
+    if norm is not None:  # the actor's columns; the critic's own ones stay as they are
+        cols = slice(None) if keep is None else keep
+        mean[cols], std[cols] = norm
     # (x - mean) / sqrt(var + 1e-8) == (x - mean) / (std + 0.01)
     out['obs_normalizer.mean'] = mean
     out['obs_normalizer.var'] = (std + RSL_NORM_EPS).square() - OUR_NORM_EPS

@@ -59,7 +59,8 @@ from unilab_policy.models import PolicyBundle
 from unilab_policy.networks import build_bundle
 
 SPEC_KEYS = {'observation', 'joint_names', 'action_mode', 'action_scale', 'action_offset',
-             'action_clip', 'activation', 'task', 'joint_range', 'action_history'}
+             'action_clip', 'activation', 'task', 'joint_range', 'action_history',
+             'critic_only'}
 
 
 @dataclasses.dataclass
@@ -148,6 +149,17 @@ def history_of(spec: dict, where: str) -> int:
     return h
 
 
+def critic_only_of(spec: dict, where: str) -> list:
+    """Return the spec's ``critic_only`` ([offset, size] the actor does not read, or [])."""
+    c = spec.get('critic_only', [])
+    if c and not (isinstance(c, list) and len(c) == 2
+                  and all(isinstance(v, int) and not isinstance(v, bool) for v in c)
+                  and c[0] >= 0 and c[1] >= 1):
+        raise ConfigError(f'{where}: critic_only must be [offset, size] (integers, size >= 1) '
+                          f'or [], got {c!r}')
+    return list(c)
+
+
 def task_layout(info, history: int = 0) -> list[tuple[str, int]]:
     """Return the network input's terms in order: (name, size); the history last."""
     j = len(info.joint_names)
@@ -187,9 +199,13 @@ def check_spec(spec: dict, info, in_dim: int, out_dim: int, where: str) -> None:
                                 f'{"%s (%d)" % g if g else "nothing"}, task {info.name} has '
                                 f'{"%s (%d)" % t if t else "nothing"}')
     width = sum(size for _, size in layout)
-    if in_dim != width:
+    private = critic_only_of(spec, where)
+    if private and private[0] + private[1] > width:
+        problems.append(f'critic_only {private}: beyond the {width} observation values')
+    elif in_dim != width - (private[1] if private else 0):
         problems.append(f'the network takes {in_dim} observation values, task {info.name} '
-                        f'gives {width} ({", ".join(f"{n} {s}" for n, s in layout)})')
+                        f'gives {width} ({", ".join(f"{n} {s}" for n, s in layout)})'
+                        + (f', {private[1]} of them the critic\'s only' if private else ''))
     if out_dim != info.action_dim:
         problems.append(f'the network gives {out_dim} actions, task {info.name} commands '
                         f'{info.action_dim} joints')
@@ -259,6 +275,7 @@ def spec_overrides(spec: dict, hidden: list[int], where: str) -> dict:
         raise ConfigError(f'{where}: activation {activation!r} is not one of {ACTIVATIONS}')
     out = {'model.hidden_sizes': list(hidden), 'model.activation': activation,
            'model.action_history': history_of(spec, where),
+           'model.critic_only': critic_only_of(spec, where),
            'normalization.observations': True, 'normalization.clip': IMPORT_CLIP}
     # A spec that says how actions map but not how they are clipped: no clip (specs from
     # before the key); without a spec the task's own map, its clip included.
@@ -284,10 +301,12 @@ def import_bundle(policy: RslPolicy, info, spec: dict, where: str) -> tuple[dict
     except ConvertError as exc:
         raise ConfigError(f'{where}: {exc}') from None
     check_spec(spec, info, in_dim, out_dim, where)
+    private = critic_only_of(spec, where)
+    width = in_dim + (private[1] if private else 0)  # the critic reads every column
     critic = policy.critic
     if critic is not None:
         c_in, c_hidden, c_out = mlp_shape(critic, 'mlp.')
-        if (c_in, c_hidden, c_out) != (in_dim, hidden, 1):
+        if (c_in, c_hidden, c_out) != (width, hidden, 1):
             critic = None  # our actor and critic share widths; the actor is what deploys
     overrides = spec_overrides(spec, hidden, where)
     model = ModelSection.model_validate(
@@ -295,7 +314,7 @@ def import_bundle(policy: RslPolicy, info, spec: dict, where: str) -> tuple[dict
     norm = NormalizationSection.model_validate(
         {k.split('.')[1]: v for k, v in overrides.items() if k.startswith('normalization.')})
     # The network's input is the observation and then the history (build_bundle adds it).
-    bundle = build_bundle(in_dim - model.action_history * out_dim, out_dim, model, norm)
+    bundle = build_bundle(width - model.action_history * out_dim, out_dim, model, norm)
     try:
         bundle.load_state_dict(bundle_state_from_rsl(policy.actor, critic, bundle))
     except ConvertError as exc:

@@ -14,8 +14,10 @@ exactly what our own PPO's actions mean, so a network trained here runs
 through our actor unchanged (``unilab_interop.convert``).
 
 rsl_rl 5.x reads a TensorDict of observation groups (``rsl_rl.env.VecEnv``):
-``policy`` and ``critic`` carry the same observation here (nothing privileged
-is simulated), mapped to the ``actor`` and ``critic`` sets by ``OBS_GROUPS``.
+``policy`` and ``critic`` carry the same observation, mapped to the ``actor`` and
+``critic`` sets by ``OBS_GROUPS``, except for a task with privileged extras
+(``critic_only_extras``, e.g. go2_walk's true trunk velocity): ``policy`` leaves those
+columns out, ``critic`` has them, as our actor-critic reads them (``model.critic_only``).
 ``extras["time_outs"]`` marks truncations (a time limit, not a failure), so
 rsl_rl bootstraps their value (``PPO.process_env_step``).
 
@@ -70,12 +72,17 @@ class UniLabVecEnv(VecEnv):
         self.history = ActionHistory(self.num_envs, self.num_actions, action_history,
                                      task.action_low, task.action_high)
         self.history_fill = history_fill
+        width = int(task.obs_dim) + self.history.length * self.num_actions
+        private = int(getattr(task, 'critic_only_extras', 0))
+        end = task.obs_dim  # the task's extras end here; the privileged ones last
+        self._actor_cols = np.array([c for c in range(width)
+                                     if not end - private <= c < end], dtype=np.intp)
         self.reset(seed)
 
     @property
     def obs_dim(self) -> int:
-        """Return the observation width (the ``policy`` group's, the history included)."""
-        return int(self.task.obs_dim) + self.history.length * self.num_actions
+        """Return the ``policy`` group's width (the history in, privileged columns out)."""
+        return len(self._actor_cols)
 
     def reset(self, seed: int | None = None) -> TensorDict:
         """Reset every env; return the first observations."""
@@ -88,8 +95,11 @@ class UniLabVecEnv(VecEnv):
 
     def get_observations(self) -> TensorDict:
         """Return the current observations as rsl_rl's groups (``policy``, ``critic``)."""
-        obs = torch.from_numpy(self.history.observe(self._obs)).to(self.device)
-        return TensorDict({'policy': obs, 'critic': obs}, batch_size=[self.num_envs],
+        full = self.history.observe(self._obs)
+        critic = torch.from_numpy(full).to(self.device)
+        actor = critic if len(self._actor_cols) == full.shape[1] else \
+            torch.from_numpy(np.ascontiguousarray(full[:, self._actor_cols])).to(self.device)
+        return TensorDict({'policy': actor, 'critic': critic}, batch_size=[self.num_envs],
                           device=self.device)
 
     def commands(self, actions: np.ndarray) -> np.ndarray:

@@ -94,6 +94,25 @@ class GridEncoder(nn.Module):
         return torch.cat([x[:, :a], x[:, b:], self.linear(self.conv(grid))], dim=1)
 
 
+class ColumnsMLP(nn.Sequential):
+    """
+    An MLP that reads only some columns of its input: the actor under ``critic_only``.
+
+    The kept column indices are a non-persistent buffer, so the layers' state-dict keys
+    are a plain MLP's (``0.weight``, ...) and checkpoints, exports and rsl_rl conversions
+    see the same layers; the input is sliced in ``forward`` (``index_select``, exportable).
+    """
+
+    def __init__(self, keep: torch.Tensor, mlp: nn.Sequential):
+        """Wrap ``mlp`` (its first layer as wide as ``keep``) behind the column selection."""
+        super().__init__(*mlp)
+        self.register_buffer('keep', keep, persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Run the MLP on the kept columns of ``x``."""
+        return super().forward(x.index_select(-1, self.keep))
+
+
 def _grid_net(grid_input, grid_features, activation, mlp: nn.Sequential) -> nn.Module:
     if not grid_input:
         return mlp
@@ -113,11 +132,16 @@ class ActorCritic(nn.Module):
     (the perception node's ``bev.output: height_map``): actor and critic then
     each put a :class:`GridEncoder` in front of their MLP, so the grid's
     features are learned with the policy.
+
+    ``critic_only = [offset, size]`` marks columns only the critic reads (privileged
+    simulator state, e.g. the trunk's true velocity): the actor's MLP reads the others
+    (:class:`ColumnsMLP`), so what deploys never depends on them.
     """
 
     def __init__(self, obs_dim: int, act_dim: int, hidden_sizes: Sequence[int] = (256, 256),
                  activation: str = 'elu', init_noise_std: float = 1.0,
-                 grid_input: Sequence[int] = (), grid_features: int = 32):
+                 grid_input: Sequence[int] = (), grid_features: int = 32,
+                 critic_only: Sequence[int] = ()):
         """Create the networks; the actor output layer uses gain 0.01 (CleanRL)."""
         super().__init__()
         if init_noise_std <= 0.0:
@@ -130,8 +154,21 @@ class ActorCritic(nn.Module):
             check_grid_input(self.grid_input, self.obs_dim)
             _, c, h, w = self.grid_input
             mlp_in = self.obs_dim - c * h * w + int(grid_features)
-        self.actor = _grid_net(self.grid_input, grid_features, activation,
-                               make_mlp(mlp_in, self.act_dim, hidden_sizes, activation, 0.01))
+        self.critic_only = tuple(int(v) for v in critic_only)
+        if self.critic_only:
+            offset, size = self.critic_only
+            if self.grid_input or offset + size > self.obs_dim or size < 1 or offset < 0:
+                raise ValueError(f'model.critic_only {list(self.critic_only)} must be '
+                                 f'[offset, size] inside the {self.obs_dim}-wide input '
+                                 'and cannot go with a grid input')
+            keep = torch.tensor([c for c in range(self.obs_dim)
+                                 if not offset <= c < offset + size], dtype=torch.long)
+            self.actor = ColumnsMLP(keep, make_mlp(len(keep), self.act_dim, hidden_sizes,
+                                                   activation, 0.01))
+        else:
+            self.actor = _grid_net(self.grid_input, grid_features, activation,
+                                   make_mlp(mlp_in, self.act_dim, hidden_sizes, activation,
+                                            0.01))
         self.critic = _grid_net(self.grid_input, grid_features, activation,
                                 make_mlp(mlp_in, 1, hidden_sizes, activation, 1.0))
         self.log_std = nn.Parameter(torch.full((self.act_dim,), math.log(init_noise_std)))
@@ -190,7 +227,8 @@ def make_actor_critic(width: int, act_dim: int, model: Any) -> ActorCritic:
     return ActorCritic(width, act_dim, hidden_sizes=tuple(m['hidden_sizes']),
                        activation=m['activation'], init_noise_std=m['init_noise_std'],
                        grid_input=tuple(m.get('grid_input') or ()),
-                       grid_features=int(m.get('grid_features', 32)))
+                       grid_features=int(m.get('grid_features', 32)),
+                       critic_only=tuple(m.get('critic_only') or ()))
 
 
 class PolicyBundle(nn.Module):

@@ -122,6 +122,10 @@ class BatchedTask(abc.ABC):
     action_offset: tuple = ()  # 'offset': the pose actions are around
     #: |action| is clipped to this before a relative or offset map (0: no clip).
     action_clip: float = 0.0
+    #: The last this many columns of ``extras`` are simulator truth for the critic only
+    #: (privileged: e.g. the trunk's true velocity); the actor never reads them
+    #: (``ModelSection.critic_only``, set by the graph from this).
+    critic_only_extras: int = 0
     #: Where the task's goals lie (``unilab_core.graph.Workspace``: a box in the robot's
     #: base frame), or None where the task has no goals. Checkpoints carry it; on a robot
     #: goals outside it are refused (docs/safety.md, "On a robot").

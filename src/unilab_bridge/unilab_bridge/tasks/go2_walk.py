@@ -13,7 +13,9 @@ ranges grown by a curriculum on the tracking reward. The actor observes what the
 interfaces give (``EXTRAS_NAMES``): joint positions and velocities (``/joint_states``), the
 IMU's angular velocity and its orientation as the gravity direction in the trunk frame
 (``/imu/data``), the command (``/cmd_vel``); the last action comes from the policy's own
-``model.action_history``. Each is read with legged_gym's noise. Rewards are legged_gym's terms
+``model.action_history``. Each is read with legged_gym's noise. The critic also sees simulator
+truth (``PRIVILEGED_NAMES``: the trunk's velocity and height, the feet's contacts), in extras
+columns the actor's network does not read (``critic_only_extras``). Rewards are legged_gym's terms
 times the control period, the sum clipped at 0 (``only_positive_rewards``). The world is
 randomised per episode (``LeggedDomain``: friction, payload, centre of mass, motor strength,
 pushes, flat or rough ground).
@@ -52,6 +54,10 @@ TRUNK_BODIES = ('base', 'Head_upper', 'Head_lower')
 EXTRAS_NAMES = ('imu_gyro_x', 'imu_gyro_y', 'imu_gyro_z',
                 'projected_gravity_x', 'projected_gravity_y', 'projected_gravity_z',
                 'command_vx', 'command_vy', 'command_yaw')
+#: Simulator truth after them, for the critic only (``critic_only_extras``): the actor's
+#: network never reads these columns (``ModelSection.critic_only``).
+PRIVILEGED_NAMES = ('base_lin_vel_x', 'base_lin_vel_y', 'base_lin_vel_z', 'base_height',
+                    'foot_contact_FL', 'foot_contact_FR', 'foot_contact_RL', 'foot_contact_RR')
 #: Uniform observation noise (+- this, times ``obs_noise``), legged_gym's noise scales.
 NOISE = {'joint_position': 0.01, 'joint_velocity': 1.5, 'imu_gyro': 0.2,
          'projected_gravity': 0.05}
@@ -106,8 +112,9 @@ class Go2Walk(MjTask):
         self._batch = MjBatch(m, n, decimation, self._qpos_adr, m.jnt_dofadr[jnt_ids], (),
                               num_threads, root_joint=m.joint('root').id)
         self.action_dim = m.nu
-        self.extras_names = EXTRAS_NAMES
-        self.extras_dim = len(EXTRAS_NAMES)
+        self.extras_names = EXTRAS_NAMES + PRIVILEGED_NAMES
+        self.extras_dim = len(self.extras_names)
+        self.critic_only_extras = len(PRIVILEGED_NAMES)
         self.control_dt = float(m.opt.timestep * decimation)
         self.max_episode_steps = int(max_episode_steps)
         limits = MotorLimits.from_model(m)
@@ -366,13 +373,15 @@ class Go2Walk(MjTask):
 
     def _state(self, reward, terminated, truncated, ep_return, ep_length):
         b, rng, s = self._batch, self._noise_rng, self.obs_noise
-        _, ang, grav = self._base_frame()
+        lin, ang, grav = self._base_frame()
 
         def noisy(x, key):
             return x + rng.uniform(-1.0, 1.0, x.shape) * (NOISE[key] * s) if s else x.copy()
 
         extras = np.concatenate([noisy(ang, 'imu_gyro'), noisy(grav, 'projected_gravity'),
-                                 self._cmd], axis=1)
+                                 self._cmd,  # then the critic's: exact, no noise
+                                 lin, (b.root_pos[:, 2] - self._ground)[:, None],
+                                 self._last_contact], axis=1)
         return StepState(
             joint_position=noisy(b.qpos, 'joint_position'),
             joint_velocity=noisy(b.qvel, 'joint_velocity'),
