@@ -57,11 +57,17 @@ def test_joint_order_is_the_model_s_and_the_default_pose_is_unitree_s_by_name(ta
     for name, offset in zip(task.joint_names, task.action_offset):
         assert offset == pytest.approx(UNITREE_DEFAULTS[name])
     assert task.action_scale == (ACTION_SCALE,) * 12 and task.action_mode == 'offset'
-    # Targets are positions: the task's command range is the joints' range.
+    # Targets are the PD's: they may lie beyond the joint's range by as far as the PD
+    # needs to reach the motor's torque limit (kp 20: 23.7 / 20 = 1.185 rad for hip and
+    # thigh, 45.43 / 20 = 2.2715 rad for the calf), and the gate's limits say so.
     m = task.model
     for k, name in enumerate(task.joint_names):
+        reach = 45.43 / 20 if 'calf' in name else 23.7 / 20
+        lo, hi = m.jnt_range[m.joint(name).id]
         np.testing.assert_allclose((task.action_low[k], task.action_high[k]),
-                                   m.jnt_range[m.joint(name).id])
+                                   (lo - reach, hi + reach))
+        assert task.joint_limits[name]['min_position'] == pytest.approx(lo - reach)
+        assert task.joint_limits[name]['max_position'] == pytest.approx(hi + reach)
 
 
 def test_torques_come_from_the_motor_pd_within_the_motor_limits():

@@ -119,9 +119,18 @@ class Go2Walk(MjTask):
         self.max_episode_steps = int(max_episode_steps)
         limits = MotorLimits.from_model(m)
         self.joint_limits = joint_limits_from_model(m, act_ids, jnt_ids, limits.no_load_speed)
-        # The policy's commands are position targets: their range is the joints' range.
-        self.action_low = m.jnt_range[jnt_ids, 0].copy()
-        self.action_high = m.jnt_range[jnt_ids, 1].copy()
+        # The policy's commands are the PD's position targets. A target beyond the joint's
+        # range asks for torque toward it, bounded by the motor: past torque_limit / kp
+        # beyond the range the PD saturates at the limit anyway. So targets may lie that far
+        # outside the joint range (legged_gym does not bound them at all); the gate's limits
+        # for them are this target range (``joint_limits``), the joint range stays the
+        # model's and the joint-limit penalty and resets use it.
+        jlo, jhi = m.jnt_range[jnt_ids, 0].copy(), m.jnt_range[jnt_ids, 1].copy()
+        reach = limits.torque_limit / np.broadcast_to(np.asarray(kp, float), jlo.shape)
+        self.action_low, self.action_high = jlo - reach, jhi + reach
+        for k, name in enumerate(self.joint_names):
+            self.joint_limits[name].update(min_position=float(self.action_low[k]),
+                                           max_position=float(self.action_high[k]))
         self.action_scale = (ACTION_SCALE,) * self.action_dim
         self.action_offset = tuple(float(x) for x in HOME)
         self.command_ranges = np.array([command_vx, command_vy, command_yaw], float)
@@ -151,7 +160,7 @@ class Go2Walk(MjTask):
                                    self.control_dt, self.ranges,
                                    np.random.default_rng(streams[2]), terrain)
         self._stand_z = float(m.key('stand').qpos[2])
-        self._joint_lo, self._joint_hi = self.action_low, self.action_high
+        self._joint_lo, self._joint_hi = jlo, jhi
         mid, half = (self._joint_lo + self._joint_hi) / 2, (self._joint_hi - self._joint_lo) / 2
         self._soft_lo, self._soft_hi = mid - 0.9 * half, mid + 0.9 * half
         self._classify_geoms()
