@@ -8,6 +8,7 @@
 #
 #   scripts/benches.sh               # the hour: every bench that fits an hour on 2 cores
 #   scripts/benches.sh learn         # the learning benches README.md quotes (about 45 min)
+#   scripts/benches.sh go2           # the Go2 beside rsl_rl (about 1.5 h: two 5 M-step runs)
 #   scripts/benches.sh gae bridge    # only these (names as in CMD below)
 #
 # Not here (hours each on 2 cores): the gymnasium tasks against SB3, sim2real, transfer,
@@ -33,12 +34,18 @@ declare -A CMD=(
   [learn_arm6]="bench learn --subset arm6 --seeds 0,1,2 --json $B/learn_arm6.json --png $I/learn_arm6.png"
   [rsl_rl_arm6]="bench learn --peer rsl_rl --subset arm6 --seeds 0,1,2 --json $B/learn_rsl_rl_arm6.json"
   [rsl_rl_quad]="bench learn --peer rsl_rl --subset quad --seeds 0 --json $B/learn_rsl_rl_quad.json"
+  [rsl_rl_go2]="bench learn --peer rsl_rl --subset go2 --seeds 0 --run-root runs/bench-go2 --json $B/learn_rsl_rl_go2.json"
+  [learn_go2]="bench learn --subset go2 --seeds 0 --run-root runs/bench-go2 --json $B/learn_go2.json --png $I/learn_go2.png"
 )
 HOUR=(bridge deploy safety robot gae transport graph scale perception train stress)
 LEARN=(learn_arm6 rsl_rl_arm6 rsl_rl_quad)
+# The Go2 (docs/go2.md): ours and rsl_rl's trained side by side first (about 45 min each on
+# 2 cores), then scored; learn_go2 scores the run rsl_rl_go2 trained (one --run-root).
+GO2=(rsl_rl_go2 learn_go2)
 case "${1:-}" in
   "") ORDER=("${HOUR[@]}") ;;
   learn) ORDER=("${LEARN[@]}") ;;
+  go2) ORDER=("${GO2[@]}") ;;
   *) ORDER=("$@") ;;
 esac
 failed=0

@@ -87,6 +87,42 @@ def learn_rsl_rl_quad() -> str:
             f'`docs/bench/learn_rsl_rl_quad.json` (commit `{str(d.get("commit"))[:10]}`).\n')
 
 
+def _fmt(x, digits=3) -> str:
+    return '-' if x is None else f'{x:.{digits}f}'
+
+
+def learn_go2() -> str:
+    """Return go2_walk per seed and command: ours (learn_go2) and rsl_rl's (learn_rsl_rl_go2)."""
+    ours = load('learn_go2.json')
+    peer = load('learn_rsl_rl_go2.json')
+    rows = []
+    for seed, r in sorted(ours['per_seed'].items(), key=lambda kv: int(kv[0])):
+        theirs = peer['per_seed'].get(seed, {}).get('rsl_rl')
+        for c in (k for k in r if isinstance(r[k], dict) and 'survival' in r[k]):
+            e = r[c]
+            row = [seed, f'`{c}`', _fmt(e['vx_error']), _fmt(e['vy_error']),
+                   _fmt(e['yaw_error']), _fmt(e['drift']), _pct(e['survival'])]
+            if theirs is not None:
+                t = theirs[f'eval_{c}']
+                row += [_fmt(t['vx_error']), _fmt(t['vy_error']), _fmt(t['yaw_error']),
+                        _pct(t['survival'])]
+            else:
+                row += ['-'] * 4
+            rows.append(row)
+    header = ['seed', 'command', 'vx error', 'vy error', 'yaw error', 'drift', 'survival',
+              'rsl_rl vx error', 'rsl_rl vy error', 'rsl_rl yaw error', 'rsl_rl survival']
+    met = ', '.join(f'seed {k}: ' + (', '.join(t for t, ok in v.items() if ok) or 'none')
+                    for k, v in sorted(ours['targets_met'].items()))
+    walls = ', '.join(f'seed {k}: ours {v["unilab"]["wall_s"]:,.0f} s, rsl_rl '
+                      f'{v["rsl_rl"]["wall_s"]:,.0f} s' for k, v in sorted(peer['per_seed'].items()))
+    return (_table(header, rows)
+            + f'\nErrors in m/s and rad/s, drift (trunk speed at a zero command) in m/s. '
+            f'{ours["task"]}, {ours["steps"]:,} env steps per run ({walls}, the two trained '
+            f'side by side on the 2-core VM). Targets met: {met}. Sources: '
+            f'`docs/bench/learn_go2.json` (commit `{str(ours.get("commit"))[:10]}`), '
+            f'`docs/bench/learn_rsl_rl_go2.json` (commit `{str(peer.get("commit"))[:10]}`).\n')
+
+
 def learn_rsl_rl_our_settings_arm6() -> str:
     """Return rsl_rl's PPO with our PPO's settings beside ours on arm6_reach, per seed."""
     return _rsl_rl_table('learn_rsl_rl_our_settings_arm6.json')
@@ -344,7 +380,7 @@ def stale() -> list[tuple[str, str, int]]:
 
 FIGURES = {'learn_arm6': learn_arm6, 'learn_rsl_rl_arm6': learn_rsl_rl_arm6,
            'learn_rsl_rl_our_settings_arm6': learn_rsl_rl_our_settings_arm6,
-           'learn_rsl_rl_quad': learn_rsl_rl_quad,
+           'learn_rsl_rl_quad': learn_rsl_rl_quad, 'learn_go2': learn_go2,
            'headline': headline, 'bench_index': bench_index, 'robot_ur5e': robot_ur5e,
            'graph_view': graph_view}
 

@@ -120,6 +120,9 @@ def quad(subset: str, seeds, steps, root: pathlib.Path) -> dict:
     per_seed, curves = {}, {}
     for seed in seeds:
         rd = root / f'{task}_s{seed}'
+        peer = root / f'unilab_{task}_s{seed}'  # the same task and seed, trained by --peer
+        if not (rd / 'summary.json').is_file() and (peer / 'summary.json').is_file():
+            rd = peer
         cfg, summary = gym_run(task, seed, steps, rd)
         per_seed[seed] = {'run_dir': str(rd), 'train_return_last': summary.get('return_last'),
                           'wall_s': summary.get('wall_s'), **score_quad(cfg, rd, task)}
