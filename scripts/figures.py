@@ -216,6 +216,8 @@ def headline() -> str:
     peer = load('learn_rsl_rl_arm6.json')
     robot = load('robot_ur5e.json')
     quad_peer = load('learn_rsl_rl_quad.json')['per_seed']['0']
+    go2 = load('learn_rsl_rl_go2.json')
+    go2_ours, go2_rsl = go2['per_seed']['0']['unilab'], go2['per_seed']['0']['rsl_rl']
     rows = [
         ['`arm6_reach` (default run, 3 seeds)',
          f'eval return {arm["eval_return"]["mean"]:.2f} ± {arm["eval_return"]["std"]:.2f}, '
@@ -225,6 +227,14 @@ def headline() -> str:
          f'velocity error {quad_peer["unilab"]["eval_vx0.5"]["vx_error"]:.3f} m/s, survival '
          f'{_pct(quad_peer["unilab"]["eval_vx0.5"]["survival"])}',
          '`docs/bench/learn_rsl_rl_quad.json`'],
+        [f'`go2_walk` (Unitree Go2, seed 0, {go2["steps"] / 1e6:.0f} M steps; does not walk '
+         'yet)',
+         f'v_x error at 0.5 / -0.5 m/s {go2_ours["eval_vx0.5"]["vx_error"]:.3f} / '
+         f'{go2_ours["eval_vx-0.5"]["vx_error"]:.3f} m/s (target 0.10), random commands '
+         f'survival {_pct(go2_ours["eval_random"]["survival"])}; rsl_rl (published defaults, '
+         f'same budget): {go2_rsl["eval_vx0.5"]["vx_error"]:.3f} / '
+         f'{go2_rsl["eval_vx-0.5"]["vx_error"]:.3f} m/s, '
+         f'{_pct(go2_rsl["eval_random"]["survival"])}', '`docs/bench/learn_rsl_rl_go2.json`'],
         ['deploy path (arm6 double, 50 Hz, quiet machine)',
          f'p50 {deploy["deploy_p50_ms"]:.2f} ms, p99 {deploy["deploy_p99_ms"]:.2f} ms '
          f'(rclpy node: {deploy["rclpy_p50_ms"]:.2f} / {deploy["rclpy_p99_ms"]:.2f} ms)',
