@@ -21,6 +21,7 @@ from __future__ import annotations
 import pathlib
 
 from unilab_bench.learn_runs import EVAL_SEED, gym_run, mean_std, read_curve
+from unilab_bringup.paths import training_config
 
 #: --subset -> task.
 QUAD_TASKS = {'quad': 'quad_walk', 'quad12': 'quad12_walk', 'go2': 'go2_walk'}
@@ -54,7 +55,6 @@ def default_steps(task: str) -> int:
     """Return a quadruped task's default budget: go2_walk's preset, else QUAD_STEPS."""
     if task != 'go2_walk':
         return QUAD_STEPS
-    from unilab_bringup.paths import training_config
     return training_config([], {'run.task': task}).run.total_steps
 
 
