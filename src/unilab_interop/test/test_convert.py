@@ -59,3 +59,11 @@ def test_rsl_rl_with_our_settings():
     assert out['actor']['distribution_cfg'] == {'class_name': 'GaussianDistribution',
                                                 'init_std': 0.5, 'std_type': 'log'}
     assert out['actor']['obs_normalization'] and out['critic']['obs_normalization']
+
+
+def test_a_policy_with_critic_only_columns_is_refused_for_rsl_rl_export():
+    # Its actor reads fewer columns than its normaliser covers: refused, not written wrong.
+    from unilab_interop.convert import rsl_cfg_for_bundle
+    bundle = build_bundle(20, 4, ModelSection(critic_only=[16, 4]), NormalizationSection())
+    with pytest.raises(ConvertError, match=r'critic alone reads columns \[16, 4\]'):
+        rsl_cfg_for_bundle(bundle, 'elu')

@@ -216,6 +216,11 @@ def rsl_cfg_for_bundle(bundle: PolicyBundle, activation: str) -> dict:
     if ac.grid_input:
         raise ConvertError('a policy with a grid encoder (model.grid_input) has no rsl_rl '
                            'MLPModel counterpart')
+    if ac.critic_only:
+        # rsl_rl's actor would need its own observation group without these columns and a
+        # normaliser of that width: not written, so refused rather than exported wrong.
+        raise ConvertError(f'a policy whose critic alone reads columns {list(ac.critic_only)} '
+                           '(model.critic_only, e.g. go2_walk) has no rsl_rl export yet')
     hidden = [m.out_features for m in ac.actor if isinstance(m, torch.nn.Linear)][:-1]
     critic_hidden = [m.out_features for m in ac.critic if isinstance(m, torch.nn.Linear)][:-1]
     cfg = rsl_train_cfg()
