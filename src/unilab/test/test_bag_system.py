@@ -85,8 +85,25 @@ def test_record_training_then_info_datasets_offline_training_and_export(
 
     info_out = cli_here(capsys, 'bag', 'info', bag, '--json')
     assert info_out.returncode == 0, info_out.stderr
-    episodes = json.loads(info_out.stdout)['episodes']
+    summary = json.loads(info_out.stdout)
+    episodes = summary['episodes']
     assert episodes['source'] == '/unilab/rollout' and episodes['count'] == 16  # 8 envs x 2
+    # Every step from the first recorded one to the last is in the bag (actions 0-255:
+    # 2048 steps / 8 envs; states and observations one more, the state the last action
+    # led to). The first ones may be missing (the training's publishers are matched by
+    # discovery only after they start), and then the bag says how many (docs/bags.md).
+    seq = {t: summary['topics'][t]['seq'] for t in ('/unilab/task_state', '/unilab/action',
+                                                    '/unilab/observation')}
+    assert seq['/unilab/action']['last'] == 255, seq
+    for cover in seq.values():
+        assert cover['missing'] == 0 and cover['last'] in (255, 256), seq
+    skipped = max(cover['first'] for cover in seq.values())
+    assert skipped < 64, seq
+    # The sensors dataset's rows: all steps but the first two of each env (history
+    # unknown); a bag that starts after step 0 also lacks the steps it missed and its first
+    # recorded step, which has no state before it in the bag (a bag cut at step 8: 72 rows
+    # fewer).
+    sensor_rows = 2048 - 16 - (8 * (skipped + 1) if skipped else 0)
 
     # The two dataset sources agree: rollout chunks vs sensors through perception.
     info, _ = task_info('arm6_reach')
@@ -98,7 +115,7 @@ def test_record_training_then_info_datasets_offline_training_and_export(
     b = d.arrays
     # The first two steps of each env have no known history; every other row is rebuilt
     # exactly as the policy node kept it (clipped commands, joint positions at a reset).
-    assert d.history_unknown == 2 * 8 and len(b['obs']) == 2048 - 16
+    assert d.history_unknown == 2 * 8 and len(b['obs']) == sensor_rows, seq
     rows = {tuple(np.round(o, 5)): i for i, o in enumerate(a['obs'])}
     match = [rows.get(tuple(np.round(o, 5))) for o in b['obs']]
     assert None not in match
@@ -116,7 +133,8 @@ def test_record_training_then_info_datasets_offline_training_and_export(
               'iql_return', 'bc_return', 'behaviour_return'):
         assert s[k] is not None, k
     assert s['steps'] == 200
-    assert s['dataset']['transitions'] == 2048 - 16 and s['dataset']['history_unknown'] == 16
+    assert s['dataset']['transitions'] == sensor_rows
+    assert s['dataset']['history_unknown'] == 16
     assert len((tmp_path / 'off' / 'metrics.csv').read_text().splitlines()) == 3  # 2 evals
     assert (tmp_path / 'off' / 'checkpoints' / 'latest.pt').is_file()
     exported = cli_here(capsys, 'export', tmp_path / 'off', '--format', 'onnx')

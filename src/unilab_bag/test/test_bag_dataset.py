@@ -5,7 +5,7 @@
 import numpy as np
 import pytest
 from unilab_bag.dataset import build_dataset, HistorySpec
-from unilab_bag.info import bag_info
+from unilab_bag.info import bag_info, format_info
 from unilab_bag.storage import BagError
 from unilab_bag.testing import TB, tensor_batch_bytes, write_bag
 
@@ -56,6 +56,18 @@ def test_info_counts_and_episodes(tmp_path):
     assert info['topics'] == {'/unilab/rollout': {'type': TB, 'count': 3}}
     assert info['episodes']['count'] == 2
     assert info['episodes']['return_mean'] == pytest.approx(6.5)
+
+
+def test_info_reports_the_steps_a_recording_holds_and_the_ones_missing(tmp_path):
+    # Actions of steps 3-9 without 6 (a recorder that joined late and lost one message).
+    steps = [3, 4, 5, 7, 8, 9]
+    bag = write_bag(tmp_path / 'bag', [
+        ('/unilab/action', TB, 10 + s, tensor_batch_bytes('action', s, {'action': [[0.0]]}))
+        for s in steps])
+    info = bag_info(bag)
+    assert info['topics']['/unilab/action']['seq'] == {'first': 3, 'last': 9, 'steps': 6,
+                                                       'missing': 1}
+    assert '(steps 3-9, 1 missing)' in format_info(info)
 
 
 def test_bag_without_rollout_topic_is_a_clear_error(tmp_path):

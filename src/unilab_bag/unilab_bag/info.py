@@ -6,6 +6,12 @@
 Counts are what can be read (every record of the files is checked,
 ``unilab_bag.scan``), not what the metadata claims; a damaged bag is reported
 with what is readable and what was lost, and where.
+
+The graph's per-step topics (``STEP_TOPICS``) carry the control step's sequence number:
+their first and last step in the bag and the steps missing between them are reported
+(``seq``). A recorder started before a graph can still miss its first steps (the graph's
+publishers are matched by DDS discovery only after they start publishing): ``first``
+above the graph's first step (0 for a training) says how many.
 """
 
 from __future__ import annotations
@@ -44,6 +50,24 @@ def _episode_returns(reader: BagReader) -> tuple[str, list[float], list[float]]:
     return '', [], []
 
 
+#: Topics with one message per control step, numbered by ``seq``.
+STEP_TOPICS = (topics.TASK_STATE, topics.OBSERVATION, topics.ACTION, topics.SAFE_COMMAND)
+
+
+def _step_coverage(reader: BagReader) -> dict[str, dict]:
+    """Return {topic: {first, last, steps, missing}} of the per-step topics in the bag."""
+    out = {}
+    for topic in STEP_TOPICS:
+        if topic not in reader.topics:
+            continue
+        seqs = {int(msg.seq) for _, msg in reader.decoded([topic])}
+        if seqs:
+            first, last = min(seqs), max(seqs)
+            out[topic] = {'first': first, 'last': last, 'steps': len(seqs),
+                          'missing': last - first + 1 - len(seqs)}
+    return out
+
+
 def bag_info(path) -> dict:
     """Summarise one bag as plain data (``damaged`` present when it is)."""
     with BagReader(path, allow_damaged=True) as reader:
@@ -64,6 +88,8 @@ def bag_info(path) -> dict:
                 return_mean=float(r.mean()), return_std=float(r.std()),
                 return_min=float(r.min()), return_max=float(r.max()),
                 length_mean=float(np.nanmean(lengths)) if np.isfinite(lengths).any() else None)
+        for t, cover in _step_coverage(reader).items():
+            info['topics'][t]['seq'] = cover
         for t, n in h.lost.items():
             info['topics'].setdefault(t, {'type': '', 'count': 0})['lost'] = n
         if h.damaged:
@@ -82,7 +108,9 @@ def format_info(info: dict) -> str:
     for t, d in sorted(info['topics'].items()):
         flag = '  (unknown type)' if t in info['unknown_types'] else ''
         lost = f'  ({d["lost"]} lost)' if d.get('lost') else ''
-        lines.append(f'  {t:{width}}  {d["count"]:>8}  {d["type"]}{flag}{lost}')
+        q = d.get('seq')
+        steps = (f'  (steps {q["first"]}-{q["last"]}, {q["missing"]} missing)' if q else '')
+        lines.append(f'  {t:{width}}  {d["count"]:>8}  {d["type"]}{flag}{lost}{steps}')
     e = info['episodes']
     if e['count']:
         length = 'n/a' if e['length_mean'] is None else f'{e["length_mean"]:.1f}'

@@ -119,18 +119,24 @@ class Go2Walk(MjTask):
         self.max_episode_steps = int(max_episode_steps)
         limits = MotorLimits.from_model(m)
         self.joint_limits = joint_limits_from_model(m, act_ids, jnt_ids, limits.no_load_speed)
-        # The policy's commands are the PD's position targets. A target beyond the joint's
-        # range asks for torque toward it, bounded by the motor: past torque_limit / kp
-        # beyond the range the PD saturates at the limit anyway. So targets may lie that far
-        # outside the joint range (legged_gym does not bound them at all); the gate's limits
-        # for them are this target range (``joint_limits``), the joint range stays the
-        # model's and the joint-limit penalty and resets use it.
+        # The policy's commands are the PD's position targets, and the gate's limits
+        # (``joint_limits``) are a target's, not the joint's (legged_gym bounds neither):
+        # - range: a target beyond the joint's range asks for torque toward it, bounded by
+        #   the motor; past torque_limit / kp (the PD's saturation span) beyond the range
+        #   the PD saturates anyway, so targets may lie that far outside it;
+        # - slew: the joint's speed is the motor's to limit (the PD's torque limits and
+        #   torque-speed curve), not the target's; a target step of more than the saturation
+        #   span per control step only reverses a saturated torque, so that is the target's
+        #   change limit (max_velocity = span / dt). The joint's own velocity limit (0.31
+        #   rad per step on the calf) clamped about half of a trained policy's rows.
+        # The joint range stays the model's; the joint-limit penalty and resets use it.
         jlo, jhi = m.jnt_range[jnt_ids, 0].copy(), m.jnt_range[jnt_ids, 1].copy()
         reach = limits.torque_limit / np.broadcast_to(np.asarray(kp, float), jlo.shape)
         self.action_low, self.action_high = jlo - reach, jhi + reach
         for k, name in enumerate(self.joint_names):
             self.joint_limits[name].update(min_position=float(self.action_low[k]),
-                                           max_position=float(self.action_high[k]))
+                                           max_position=float(self.action_high[k]),
+                                           max_velocity=float(reach[k] / self.control_dt))
         self.action_scale = (ACTION_SCALE,) * self.action_dim
         self.action_offset = tuple(float(x) for x in HOME)
         self.command_ranges = np.array([command_vx, command_vy, command_yaw], float)
