@@ -107,11 +107,13 @@ class BridgeNode(Node):
         self.task_pub = TensorPublisher(
             self, topics.TASK_STATE, batch_capacity({'extras': (n, e), 'step': (n, 5)}), qos=qos)
         self.clock_pub = self.create_publisher(Clock, topics.CLOCK, 10)
-        # depth 4: a watchdog fallback (ignored here) published right after the step's
-        # command must not replace it in a queue of one (the step would then wait for
-        # ``state_timeout_s``).
+        # Every message in order (``reliable``), depth 4: the safety's watchdog fallbacks
+        # (published while a long step runs; a simulation ignores them) are read and
+        # counted as ``fallback_commands``, never skipped: a 'latest' read counted each
+        # as a transport loss (4-6 % of a training's messages) and could let one replace
+        # the step's command.
         self.command_sub = TensorSubscription(
-            self, topics.SAFE_COMMAND, self._on_command, qos=qos, depth=4,
+            self, topics.SAFE_COMMAND, self._on_command, qos=qos, depth=4, policy='reliable',
             on_error=lambda exc: self._bad(f'malformed command message: {exc}'))
         self.state = self.task.reset(seed=seed)
         sim = getattr(self.task, 'sim', None)
