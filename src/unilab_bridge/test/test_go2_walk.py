@@ -212,6 +212,21 @@ def test_registry_builds_go2_walk_and_the_terrain_is_a_fixed_layout():
     assert a.min() == 0.0 and 0.03 < a.max() <= 0.05
 
 
+def test_go2_forward_is_go2_walk_with_forward_commands_only_on_flat_ground():
+    with make_task('go2_forward', 32, seed=1) as f, make_task('go2_walk', 32, seed=1) as w:
+        assert f.name == 'go2_forward' and isinstance(f, Go2Walk)
+        # The same spaces: a policy trained on one continues on the other.
+        assert (f.obs_dim, f.action_dim, f.extras_names, f.joint_names) == \
+            (w.obs_dim, w.action_dim, w.extras_names, w.joint_names)
+        assert f.action_offset == w.action_offset and f.joint_limits == w.joint_limits
+        f.reset()
+        for _ in range(3):
+            assert np.all((f._cmd[:, 0] >= 0.5) & (f._cmd[:, 0] <= 1.0))
+            assert np.all(f._cmd[:, 1:] == 0.0)
+            f._resample(np.arange(32))
+        assert not f.domain.rough.any() and f.model.nhfield == 0
+
+
 def test_a_command_schedule_replaces_the_random_commands_in_turn():
     schedule = [[0.1, 0.5, 0.0, 0.0], [0.06, 0.0, 0.0, 0.8]]  # 5 steps, then 3 steps
     with Go2Walk(2, seed=0, command_schedule=schedule) as t:

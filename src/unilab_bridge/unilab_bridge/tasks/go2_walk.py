@@ -422,3 +422,24 @@ def _check_schedule(schedule, control_dt):
                          f'got {schedule!r}')
     ends = np.cumsum(np.maximum(1, np.round(rows[:, 0] / control_dt))).astype(np.int64)
     return ends, rows[:, 1:].copy()
+
+
+class Go2Forward(Go2Walk):
+    """
+    go2_forward: go2_walk's robot, observations and rewards, forward commands only.
+
+    v_x 0.5-1.0 m/s, no sideways or turning commands, no stand-still share, flat ground
+    (the rest of the world randomised as in go2_walk). The same observation and action
+    spaces as go2_walk, so a policy trained here is a warm start for it (``train --task
+    go2_walk --resume``); and a short run on it is the quick check that the recipe
+    learns to walk forward.
+    """
+
+    TASK_NAME = 'go2_forward'
+
+    def __init__(self, num_envs, seed=0, **options):
+        """Build go2_walk with forward-only defaults (any option may still override)."""
+        defaults = {'command_vx': (0.5, 1.0), 'command_vy': (0.0, 0.0),
+                    'command_yaw': (0.0, 0.0), 'stand_share': 0.0, 'curriculum': False,
+                    'terrain': False}
+        super().__init__(num_envs, seed=seed, **{**defaults, **options})

@@ -4,7 +4,7 @@
 
 from unilab_bridge.tasks.arm6_reach import Arm6Reach
 from unilab_bridge.tasks.arm6_reach_velocity import Arm6ReachVelocity
-from unilab_bridge.tasks.go2_walk import Go2Walk
+from unilab_bridge.tasks.go2_walk import Go2Forward, Go2Walk
 from unilab_bridge.tasks.gym_adapter import gym_mujoco_ids, GymBatchedTask, is_gym_mujoco_id
 from unilab_bridge.tasks.quad12_walk import Quad12Walk
 from unilab_bridge.tasks.quad_walk import QuadWalk
@@ -16,6 +16,7 @@ DEFAULT_TASK = 'arm6_reach'
 _TASKS = {
     'arm6_reach': Arm6Reach,
     'arm6_reach_velocity': Arm6ReachVelocity,
+    'go2_forward': Go2Forward,
     'go2_walk': Go2Walk,
     'quad_walk': QuadWalk,
     'quad12_walk': Quad12Walk,
