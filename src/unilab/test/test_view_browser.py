@@ -55,22 +55,26 @@ def _open(driver, port: int, view) -> None:
 
 
 def _joint_values(driver) -> list[str]:
-    from selenium.webdriver.common.by import By
-    return [e.get_attribute('value') for e in driver.find_elements(By.TAG_NAME, 'input')
-            if (e.get_attribute('value') or '').startswith(('+', '-'))]
+    # One script reads every value: the page redraws its elements as values change, and
+    # element-by-element reads of a redrawn page raise "stale element" (caught and
+    # retried, so on a loaded machine a wait could retry until it timed out).
+    values = driver.execute_script(
+        "return Array.from(document.getElementsByTagName('input'), e => e.value);")
+    return [v for v in values or () if (v or '').startswith(('+', '-'))]
 
 
 def _gate(driver) -> tuple[str, str]:
-    from selenium.webdriver.common.by import By
-    found = driver.find_elements(By.CLASS_NAME, 'unilab-gate')
-    if not found:
-        return '', ''
-    return found[0].get_attribute('data-state'), found[0].value_of_css_property('background-color')
+    # State and colour of the gate panel in one script (see _joint_values): the panel's
+    # text holds live percentages, so it is redrawn with every diagnostics message.
+    found = driver.execute_script(
+        "const e = document.querySelector('.unilab-gate');"
+        "return e ? [e.dataset.state, getComputedStyle(e).backgroundColor] : ['', ''];")
+    return tuple(found)
 
 
 def _rgb(hex_colour: str) -> str:
     r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
-    return f'rgba({r}, {g}, {b}, 1)'
+    return f'rgb({r}, {g}, {b})'  # getComputedStyle's form of an opaque colour
 
 
 def _button_labels(driver) -> set[str]:
