@@ -227,10 +227,10 @@ def headline() -> str:
          f'velocity error {quad_peer["unilab"]["eval_vx0.5"]["vx_error"]:.3f} m/s, survival '
          f'{_pct(quad_peer["unilab"]["eval_vx0.5"]["survival"])}',
          '`docs/bench/learn_rsl_rl_quad.json`'],
-        [f'`go2_walk` (Unitree Go2, seed 0, {go2["steps"] / 1e6:.0f} M steps; does not walk '
-         'yet)',
+        [f'`go2_walk` (Unitree Go2, seed 0, {go2["steps"] / 1e6:.0f} M steps)',
          f'v_x error at 0.5 / -0.5 m/s {go2_ours["eval_vx0.5"]["vx_error"]:.3f} / '
-         f'{go2_ours["eval_vx-0.5"]["vx_error"]:.3f} m/s (target 0.10), random commands '
+         f'{go2_ours["eval_vx-0.5"]["vx_error"]:.3f} m/s (target 0.10), turn in place (0.8 '
+         f'rad/s) error {go2_ours["eval_yaw0.8"]["yaw_error"]:.3f} rad/s, random commands '
          f'survival {_pct(go2_ours["eval_random"]["survival"])}; rsl_rl (published defaults, '
          f'same budget): {go2_rsl["eval_vx0.5"]["vx_error"]:.3f} / '
          f'{go2_rsl["eval_vx-0.5"]["vx_error"]:.3f} m/s, '
