@@ -54,9 +54,10 @@ class CommandSection(Section):
 class TaskInputsSection(Section):
     """Where the observation's task inputs come from on the robot."""
 
-    kind: Literal['none', 'reach', 'walk'] = Field(
+    kind: Literal['none', 'reach', 'walk', 'legged'] = Field(
         'none', description='reach: goal from goal_topic, tool position by forward '
-        'kinematics of the measured joints; walk: IMU, odometry and a velocity command.')
+        'kinematics of the measured joints; walk: IMU, odometry and a velocity command; '
+        'legged: IMU and a velocity command (v_x, v_y, yaw rate), no odometry.')
     goal_topic: str = Field('/goal_pose', description='geometry_msgs/PoseStamped goals.')
     goal_frame: str = Field(
         'base_link', min_length=1, description='The frame goals must be given in: the '
@@ -66,6 +67,52 @@ class TaskInputsSection(Section):
                            'position is the tool position.')
     cmd_vel_topic: str = Field('/cmd_vel', description='geometry_msgs/Twist velocity command.')
     odom_topic: str = Field('/odom', description='nav_msgs/Odometry of the base (walk).')
+
+
+class LeggedSection(Section):
+    """
+    A legged robot's supervisor on the gate: stand-up, blend-in, lie-down, fall stop, motor PD.
+
+    Set on a legged robot's profile (``legged:``); absent (None) on arms. docs/legged.md.
+    """
+
+    motor_rate_hz: float = Field(
+        500.0, ge=100.0, le=2000.0, description='Rate of the supervisor loop: PD torques '
+        '(effort) or targets (position) sent to the driver.')
+    kp: float = Field(20.0, gt=0.0, description='PD stiffness at the motor (N m/rad): the '
+                      'gains of training (effort: the gate applies them; position: the '
+                      'driver must declare them).')
+    kd: float = Field(0.5, ge=0.0, description='PD damping at the motor (N m s/rad).')
+    damping_kd: float = Field(1.0, gt=0.0, description='Damping (N m s/rad) in passive and '
+                              'fault: tau = -damping_kd * qd.')
+    stand_pose: list[float] = Field(
+        default_factory=list, description='Standing pose (rad, joint_names order): stand-up '
+        'ends here and the policy is blended in from here.')
+    lie_pose: list[float] = Field(
+        default_factory=list, description='Lying pose (rad, joint_names order): lie-down on '
+        'disarm ends here, then damping.')
+    stand_time_s: float = Field(2.0, gt=0.0, description='Stand-up: measured pose to '
+                                'stand_pose in this time.')
+    lie_time_s: float = Field(2.0, gt=0.0, description='Lie-down: to lie_pose in this time.')
+    blend_steps: int = Field(50, ge=1, description='Policy steps over which the policy\'s '
+                             'targets are blended in from stand_pose.')
+    max_tilt_rad: float = Field(0.7, gt=0.0, lt=1.5708, description='Fall stop: roll or '
+                                'pitch beyond this (rad).')
+    max_joint_velocity: list[float] = Field(
+        default_factory=list, description='Fault stop: a joint faster than this (rad/s; one '
+        'value or one per joint; [] = the motors\' no-load speeds from model_file).')
+    state_timeout_s: float = Field(0.05, gt=0.0, description='Fault stop: joint states or '
+                                   'IMU older than this (s).')
+    saturation_time_s: float = Field(0.5, gt=0.0, description='Fault stop: a joint\'s '
+                                     'torque at its limit for this long (s).')
+
+    @field_validator('stand_pose', 'lie_pose', 'max_joint_velocity')
+    @classmethod
+    def _finite(cls, v):
+        import math
+        if any(not math.isfinite(x) for x in v):
+            raise ValueError(f'values must be finite, got {v}')
+        return v
 
 
 class RobotProfile(Section):
@@ -97,6 +144,8 @@ class RobotProfile(Section):
     imu_topic: str = Field('', description='sensor_msgs/Imu topic ("" = none).')
     points_topic: str = Field('', description='sensor_msgs/PointCloud2 topic ("" = none).')
     task_inputs: TaskInputsSection = Field(default_factory=TaskInputsSection)
+    legged: LeggedSection | None = Field(
+        None, description='A legged robot\'s supervisor and motor PD (None: an arm).')
 
     @field_validator('joint_names')
     @classmethod
@@ -113,6 +162,21 @@ class RobotProfile(Section):
                              f'joint_names {self.joint_names}')
         if not self.joint_limits_file and not self.urdf_file:
             raise ValueError('set joint_limits_file or urdf_file (the gate needs limits)')
+        legged = self.legged
+        if legged is not None:
+            j = len(self.joint_names)
+            for key in ('stand_pose', 'lie_pose'):
+                if len(getattr(legged, key)) != j:
+                    raise ValueError(f'legged.{key} needs {j} values (one per joint name), '
+                                     f'got {len(getattr(legged, key))}')
+            if len(legged.max_joint_velocity) not in (0, 1, j):
+                raise ValueError(f'legged.max_joint_velocity needs 1 or {j} values')
+            if self.command.interface == 'velocity':
+                raise ValueError('legged robots take `effort` (the gate runs the PD) or '
+                                 '`position` (the driver runs it with legged.kp / kd)')
+            if self.command.type != 'forward_command':
+                raise ValueError('legged robots take commands through forward_command '
+                                 'controllers (command.type: forward_command)')
         return self
 
     @property
