@@ -97,7 +97,9 @@ def check_model_fits(model: DeployModel, profile: RobotProfile, source: str) -> 
     if len(profile.joint_names) != task.action_dim:
         problems.append(f'the policy commands {task.action_dim} joints, the profile names '
                         f'{len(profile.joint_names)} ({profile.joint_names})')
-    if profile.command.interface != task.command_interface:
+    # A legged robot's supervisor takes position targets whatever its controller takes.
+    interface = 'position' if profile.legged is not None else profile.command.interface
+    if interface != task.command_interface:
         problems.append(f'the policy commands `{task.command_interface}`, the controller '
                         f'takes `{profile.command.interface}`')
     if not math.isclose(profile.control_dt, task.control_dt, rel_tol=1e-3):

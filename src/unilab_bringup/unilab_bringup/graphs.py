@@ -17,7 +17,8 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
-from unilab_bridge.params import BridgeNodeParams, RobotDoubleParams, ScenarioParams
+from unilab_bridge.params import (BridgeNodeParams, LeggedDoubleParams, RobotDoubleParams,
+                                  ScenarioParams)
 from unilab_core import topics
 from unilab_core.config import RunConfig
 from unilab_core.graph import Graph, holds_joint_positions, NodeSpec, TaskInfo
@@ -200,9 +201,13 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
     pol = policy.model_copy(update={
         'mode': 'deploy', 'weights_file': str(weights), 'runtime': cfg.run.deploy_runtime,
         'rollout': policy.rollout.model_copy(update={'num_envs': 1})})
+    # A legged robot: the gate takes the policy's position targets; the supervisor behind
+    # it drives the controller's interface (effort: the PD at the motor rate).
+    legged = profile.legged
     robot_task = dataclasses.replace(task, joint_names=tuple(profile.joint_names),
                                      control_dt=profile.control_dt,
-                                     command_interface=profile.command.interface)
+                                     command_interface='position' if legged is not None
+                                     else profile.command.interface)
     spec = safety_spec(cfg, robot_task, limits_file, 1, lockstep=False, run_dir=run_dir)
     # At one command per control period, a watchdog of one period would trip on jitter.
     watchdog = max(cfg.safety.watchdog_timeout_s, DEPLOY_WATCHDOG_PERIODS * profile.control_dt)
@@ -215,6 +220,12 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
         'tool_model_file': profile.model_file if tool else '',
         'tool_site': profile.task_inputs.tool_site if tool else '',
         'armed': armed, 'state_timeout_s': profile.joint_state_timeout_s,
+        **({} if legged is None else {
+            'legged_interface': profile.command.interface, 'legged': legged,
+            'imu_topic': ns(profile.imu_topic), 'motor_model_file': profile.model_file,
+            # PD targets lie away from the measured joints by design (tau / kp): the
+            # tracking bound is an arm's rule; the supervisor bounds a legged robot.
+            'robot_rules': False}),
         'output': OutputSection(type=profile.command.type, topic=ns(profile.command.topic),
                                 stamp=profile.command.stamp,
                                 joints=profile.controller_joints),
@@ -235,17 +246,25 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
 # ---------------------------------------------------------------- robot side (robot double)
 ROBOT_DOUBLE = NodeSpec('robot_double', 'unilab_bridge', 'robot_double_node',
                         'unilab_bridge.robot_double_node', 'RobotDoubleNode')
+#: A legged robot (a profile with ``legged:``): its own 1 kHz simulation, not the task's.
+LEGGED_DOUBLE = NodeSpec('legged_double', 'unilab_bridge', 'legged_double_node',
+                         'unilab_bridge.legged_double_node', 'LeggedDoubleNode')
 SCENARIO = NodeSpec('scenario', 'unilab_bridge', 'scenario_node',
                     'unilab_bridge.scenario_node', 'ScenarioNode')
 
 
-def robot_sim_graph(double: RobotDoubleParams, scenario: ScenarioParams | None = None) -> Graph:
+def robot_sim_graph(double: RobotDoubleParams | LeggedDoubleParams,
+                    scenario: ScenarioParams | None = None) -> Graph:
     """
     Return the robot side a deploy graph talks to: the robot double, optionally a scenario.
+
+    A legged robot's double (``LeggedDoubleParams``) runs alone: no scenario scores it yet.
 
     The scenario shares the double's profile, fleet size and time scale; with it the
     graph ends when every goal is scored (``end_node='scenario'``).
     """
+    if isinstance(double, LeggedDoubleParams):
+        return Graph('robot_sim', (LEGGED_DOUBLE,), {'legged_double': double})
     params = {'robot_double': double}
     nodes = (ROBOT_DOUBLE,)
     if scenario is not None:

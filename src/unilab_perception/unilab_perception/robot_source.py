@@ -23,8 +23,8 @@ import numpy as np
 from sensor_msgs.msg import Imu
 
 from unilab_perception.ingest import InvalidMessage, read_imu
-from unilab_perception.task_inputs import (GOAL_REFUSALS, GoalRefused, MissingInput,
-                                           ReachInputs, WalkInputs)
+from unilab_perception.task_inputs import (GOAL_REFUSALS, GoalRefused, LeggedInputs,
+                                           MissingInput, ReachInputs, WalkInputs)
 
 
 class RobotStep(NamedTuple):
@@ -56,6 +56,10 @@ class RobotSource:
             self.inputs = WalkInputs()
             node.create_subscription(Imu, p.imu.topic, self._on_imu, qos)
             node.create_subscription(Odometry, ti.odom_topic, self._on_odom, qos)
+            node.create_subscription(Twist, ti.cmd_vel_topic, self._on_cmd, qos)
+        elif ti.kind == 'legged':
+            self.inputs = LeggedInputs(p.extras_dim)
+            node.create_subscription(Imu, p.imu.topic, self._on_imu, qos)
             node.create_subscription(Twist, ti.cmd_vel_topic, self._on_cmd, qos)
         else:
             self.inputs = None
@@ -98,6 +102,9 @@ class RobotSource:
 
     def _on_cmd(self, msg: Twist) -> None:
         try:
+            if isinstance(self.inputs, LeggedInputs):
+                self.inputs.set_command(msg.linear.x, msg.linear.y, msg.angular.z)
+                return
             self.inputs.set_command(msg.linear.x, msg.angular.z)
         except ValueError as exc:
             self._refused('cmd_vel', exc)

@@ -15,7 +15,11 @@ order and units, from what a robot and its operator provide:
   command (2), base height (1)]``): body-frame velocity and height from
   ``nav_msgs/Odometry`` (twist in the child frame, pose z), angular velocity
   and orientation from ``sensor_msgs/Imu``, the command (forward speed, yaw
-  rate) from ``geometry_msgs/Twist``.
+  rate) from ``geometry_msgs/Twist``;
+- ``LeggedInputs`` (``go2_walk``: ``[gyro (3), gravity_body (3), command v_x, v_y,
+  yaw rate (3), critic-only columns]``): what a legged robot's IMU and its operator
+  give, no odometry; the critic-only columns (simulator truth the actor's network
+  never reads, ``model.critic_only``) are zero on a robot.
 
 Until every input has arrived there is no observation (``extras`` returns
 None and says what is missing): the policy does not act, and the safety gate's
@@ -159,3 +163,40 @@ class WalkInputs:
         gravity = _rotate_inverse(quat, np.array([0.0, 0.0, -1.0]))
         return _finite32('walk extras', np.concatenate(
             [v_body, gyro, gravity, self.command, [z]]))[None, :]
+
+
+class LeggedInputs:
+    """IMU angular velocity and gravity, the velocity command: ``go2_walk``'s actor extras."""
+
+    ACTOR = 9
+
+    def __init__(self, width: int):
+        """``width`` is the task's extras width; columns past the actor's nine are zeros."""
+        if width < self.ACTOR:
+            raise ValueError(f'legged task inputs give {self.ACTOR} extras, the task has '
+                             f'{width}')
+        self.width = int(width)
+        self.imu: tuple[np.ndarray, np.ndarray] | None = None   # (quat xyzw, gyro)
+        self.command = np.zeros(3)                             # stand still until told
+        self.episode = 0
+        self._out = np.zeros((1, self.width), np.float32)
+
+    def set_imu(self, quat_xyzw, gyro) -> None:
+        """Take an IMU sample (orientation x, y, z, w and angular velocity, body frame)."""
+        self.imu = (_finite32('imu orientation', quat_xyzw).astype(np.float64),
+                    _finite32('imu angular velocity', gyro).astype(np.float64))
+
+    def set_command(self, vx, vy, yaw_rate) -> None:
+        """Take the commanded velocity: v_x, v_y (m/s, body frame) and yaw rate (rad/s)."""
+        self.command = _finite32('velocity command', [vx, vy, yaw_rate]).astype(np.float64)
+
+    def extras(self, q: np.ndarray) -> np.ndarray:
+        """Return the ``[1, width]`` float32 extras; the joint positions are not needed."""
+        if self.imu is None:
+            raise MissingInput('no imu yet')
+        quat, gyro = self.imu
+        gravity = _rotate_inverse(quat, np.array([0.0, 0.0, -1.0]))
+        out = self._out.copy()
+        out[0, :self.ACTOR] = _finite32('legged extras', np.concatenate(
+            [gyro, gravity, self.command]))
+        return out

@@ -18,6 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from unilab_core import topics
 from unilab_core.config import SafetySection, Section
 from unilab_core.health import HealthParams
+from unilab_core.robot_profile import LeggedSection
 
 
 class OutputSection(Section):
@@ -73,6 +74,16 @@ class SafetySpec(Section):
     tool_site: str = Field('', description='Site (or body) of tool_model_file that is the '
                            'tool.')
     output: OutputSection = Field(default_factory=OutputSection)
+    legged_interface: Literal['', 'effort', 'position'] = Field(
+        '', description='A legged robot (legged.py): the gated position targets go to the '
+        'supervisor, which sends torques (effort: the PD at the motor rate) or targets '
+        '(position: the driver\'s PD) to the output; "" = an arm, the gate\'s output as is.')
+    legged: LeggedSection = Field(default_factory=LeggedSection,
+                                  description='The legged supervisor\'s settings.')
+    imu_topic: str = Field('', description='sensor_msgs/Imu of a legged robot (its tilt).')
+    motor_model_file: str = Field(
+        '', description='MJCF model whose motors give the torque limits and torque-speed '
+        'curve of a legged robot\'s PD.')
     safety: SafetySection = Field(default_factory=SafetySection)
     health: HealthParams = Field(default_factory=HealthParams)
 
@@ -86,6 +97,21 @@ class SafetySpec(Section):
             if o.joints and sorted(o.joints) != sorted(self.joint_names):
                 raise ValueError(f'output.joints {o.joints} must name the joints of '
                                  f'joint_names {self.joint_names}')
+        return self
+
+    @model_validator(mode='after')
+    def _legged(self):
+        if not self.legged_interface:
+            return self
+        if self.interface != 'position' or self.output.type != 'forward_command':
+            raise ValueError('a legged robot gates position targets (interface: position) '
+                             'and drives a forward_command controller')
+        if not self.imu_topic or not self.motor_model_file:
+            raise ValueError('a legged robot needs imu_topic (its tilt) and motor_model_file '
+                             '(its motors)')
+        j = len(self.joint_names)
+        if len(self.legged.stand_pose) != j or len(self.legged.lie_pose) != j:
+            raise ValueError(f'legged.stand_pose and legged.lie_pose need {j} values each')
         return self
 
     @model_validator(mode='after')

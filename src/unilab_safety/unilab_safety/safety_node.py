@@ -29,6 +29,11 @@ callback and the loop thread take turns on one lock instead):
   thread publishes an ``estop`` hold of the last safe command, and every later
   action is answered the same way.
 
+A legged robot (``legged_interface`` set, legged_io.py): the gated targets go to the
+legged supervisor instead of the controller; its own motor-rate thread publishes the
+PD's torques (or the targets) on the controller's topic, and arm / disarm / reset_estop
+also stand the robot up, lay it down and clear its latched fall stop.
+
 Counters go to /diagnostics and to ``<run_dir>/safety_stats.json``.
 """
 
@@ -58,6 +63,7 @@ from unilab_core.ros.tensor_topic import close_endpoints, TensorSubscription
 
 from unilab_safety.build import build_loop
 from unilab_safety.command_output import CommandOutput
+from unilab_safety.legged_io import LeggedIO
 from unilab_safety.limits import LimitsError
 from unilab_safety.loop import ActionIn
 from unilab_safety.params import SafetySpec
@@ -121,6 +127,14 @@ class SafetyNode(Node):
         # Through the zero-copy transport; publish(TensorBatch) is thread-safe there.
         # The gated commands: the graph's tensor topic, or the robot controller's own type.
         self.pub = CommandOutput(self, spec, qos)
+        self.legged = None
+        if spec.legged_interface:
+            try:
+                self.legged = LeggedIO(self, spec, self._publish_legged, qos)
+            except ValueError as exc:
+                self.rt.stop()
+                self.rt.close()
+                raise ConfigError(f'safety: {exc}') from None
         # /diagnostics on this node's timer (safety.diagnostics_period_s), judged by
         # unilab_core.health like every node's.
         self.health = NodeDiagnostics(self, spec.health, self.health_counters,
@@ -177,6 +191,12 @@ class SafetyNode(Node):
         self._pub_thread = threading.Thread(target=self._publish_loop, daemon=True,
                                             name='unilab_safety_pub')
         self._pub_thread.start()
+        if self.legged is not None:
+            self.legged.start()
+            self.get_logger().info(
+                f'legged robot: {spec.legged_interface} at {spec.legged.motor_rate_hz:g} Hz '
+                f'(kp {spec.legged.kp:g}, kd {spec.legged.kd:g}); passive until ~/arm stands '
+                'it up')
         self.get_logger().info(
             f'gating {len(joint_names)} joints ({spec.interface}) from '
             f'{self.resolve_topic_name(topics.ACTION)} to {self.pub.topic_name} '
@@ -219,8 +239,13 @@ class SafetyNode(Node):
             entry = self.rt.pop()
             if entry is None:
                 return None
-            self.pub.publish(entry.kind, entry.seq, entry.version, entry.stamp_ns,
-                             entry.command)
+            if self.legged is not None:
+                # A legged robot: the gated target goes to the supervisor, whose motor-rate
+                # loop is the only publisher on the controller's topic.
+                self.legged.target(entry.command)
+            else:
+                self.pub.publish(entry.kind, entry.seq, entry.version, entry.stamp_ns,
+                                 entry.command)
             self.published[entry.kind] += 1
             self._last_safe = (entry.seq, entry.version, entry.stamp_ns, entry.command)
             if entry.t_ns:
@@ -269,6 +294,9 @@ class SafetyNode(Node):
     def _publish_dead_hold(self, seq: int, version: int, stamp_ns: int) -> None:
         # Only an output of the gate is ever held: the last published command (position),
         # or zeros (velocity / effort: a stop). Nothing before the first command.
+        if self.legged is not None:
+            self.legged.sup.force_fault(time.monotonic_ns(), 'the safety loop stopped')
+            return
         if self._last_safe is None:
             return
         command = self._last_safe[3]
@@ -353,12 +381,16 @@ class SafetyNode(Node):
 
     def _on_joint_state(self, batch: Batch) -> None:
         try:
-            positions = self._js_input.fields(batch)['position']
+            fields = self._js_input.fields(batch)
+            positions = fields['position']
         except (ValueError, KeyError) as exc:
             self._bad_joint_state(exc)
             return
         self.rt.put_state(positions)
         self.joint_states += 1
+        if self.legged is not None:
+            velocity = fields.get('velocity')
+            self.legged.joint_state(positions[0], None if velocity is None else velocity[0])
         if self.episode_starts is not None:
             self.episode_starts.joint_state(batch.stamp_ns, positions)
 
@@ -392,6 +424,8 @@ class SafetyNode(Node):
 
     def _on_arm(self, response, armed: bool):
         """Let commands reach the actuators (arm) or stop them (disarm)."""
+        if self.legged is not None:
+            return self._on_arm_legged(response, armed)
         self.rt.set_armed(armed)
         deadline = time.monotonic() + max(0.5, 20 * self.rt.period_ns * 1e-9)
         while bool(self.rt.counters()['armed']) != armed and self.rt.alive \
@@ -405,7 +439,28 @@ class SafetyNode(Node):
         self.get_logger().warning(f'{"arm" if armed else "disarm"}: {response.message}')
         return response
 
+    def _on_arm_legged(self, response, armed: bool):
+        # Arm: the supervisor stands the robot up, then takes the gated policy targets;
+        # disarm: it lays the robot down (the gate stops passing targets).
+        ok, text = self.legged.arm(armed)
+        if ok:
+            self.rt.set_armed(armed)
+        response.success, response.message = ok, text
+        # (one call site per severity: rclpy's logger refuses a site that changes it)
+        if ok:
+            self.get_logger().warning(f'{"arm" if armed else "disarm"}: {text}')
+        else:
+            self.get_logger().error(f'{"arm" if armed else "disarm"} refused: {text}')
+        return response
+
     def _on_reset(self, request, response):
+        if self.legged is not None:
+            ok, text = self.legged.reset()
+            if not ok:
+                response.success, response.message = False, text
+                self.get_logger().error(f'reset_estop: {text}')
+                return response
+            self.rt.set_armed(False)  # moving again takes an explicit arm
         was = self.rt.estopped
         rid = self.rt.request_reset()
         deadline = time.monotonic() + max(0.5, 20 * self.rt.period_ns * 1e-9)
@@ -447,6 +502,8 @@ class SafetyNode(Node):
         for feature, answer in (self.rt.granted or {}).items():
             out[f'rt_{feature}'] = answer
         out['rt_mode'] = self.rt_mode
+        if self.legged is not None:
+            out.update(self.legged.stats())
         out['rt_loop'] = ('running' if self.rt.alive else 'stopped' if self.rt.error is None
                           else f'failed: {self.rt.error}')
         return out
@@ -467,6 +524,8 @@ class SafetyNode(Node):
             self._log_once('loop', f'safety loop stopped: {self.rt.error}')
         if self.rt.counters()['estopped']:
             errors.append('E-STOP latched (call ~/reset_estop)')
+        if self.legged is not None:
+            errors += self.legged.errors()
         return errors
 
     def _overload(self, stats: dict) -> list[str]:
@@ -528,6 +587,8 @@ class SafetyNode(Node):
             self.rt.close()
             return
         self._closing = True
+        if self.legged is not None:
+            self.legged.stop()
         self.rt.stop()  # wakes the publisher thread (thread: eventfd; process: exit)
         self._pub_thread.join(2.0)
         self.rt.close()
@@ -544,6 +605,9 @@ class SafetyNode(Node):
         # A forward command controller keeps the last command it got: on a velocity or
         # effort interface the last word of a stopping gate is zeros (position: the last
         # command is already the hold). Not possible once the context is gone.
+        if self.legged is not None:
+            self._final_stop_legged()
+            return
         if self.gate.interface == 'position' or self._last_safe is None:
             return
         seq, version, stamp_ns, command = self._last_safe
@@ -553,6 +617,20 @@ class SafetyNode(Node):
                 self.published['fallback'] += 1
         except Exception as exc:  # noqa: B902 - the context is going away (shutdown)
             self._log_once('final_stop', f'could not publish the final stop: {exc}')
+
+    def _final_stop_legged(self) -> None:
+        # Effort: no torque (a held damping torque would push on a stopped robot);
+        # position: the measured pose, which the driver's PD holds.
+        command = self.legged.final_command()
+        try:
+            if command is not None and self.context.ok():
+                self._publish_legged(command)
+                self.published['fallback'] += 1
+        except Exception as exc:  # noqa: B902 - the context is going away (shutdown)
+            self._log_once('final_stop', f'could not publish the final stop: {exc}')
+
+    def _publish_legged(self, command: np.ndarray) -> None:
+        self.pub.publish('command', 0, 0, 0, command)
 
     def destroy_node(self):
         """Stop the threads and the transport before the node's handles go away."""

@@ -1,0 +1,169 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+The legged supervisor inside the safety node: its inputs, its motor-rate loop, its output.
+
+- inputs: the measured joint positions and velocities (the safety node's joint-state
+  subscription hands them over, mapped by name), the IMU's orientation
+  (``sensor_msgs/Imu`` on ``imu_topic``; refused when not finite or not a unit quaternion,
+  counted), the gate's outputs (the gated policy targets, ``target``);
+- a deadline-scheduled thread (``rt.RtLoop``) at ``legged.motor_rate_hz`` runs
+  ``LeggedSupervisor.tick`` on the wall clock and publishes each command through the
+  node's ``CommandOutput`` (``forward_command``: ``Float64MultiArray`` in the controller's
+  joint order), so the PD's torques reach an effort controller at the motor rate;
+- operator calls: arm (stand up), disarm (lie down), reset (clear a latched fall stop).
+
+The motors' limits come from the robot model (``MotorLimits.from_model``), each motor found
+by its joint's name, so a model in another joint order maps right.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from sensor_msgs.msg import Imu
+from unilab_core.actuator import MotorLimits
+
+from unilab_safety.legged import LeggedSupervisor, Mode
+from unilab_safety.params import SafetySpec
+from unilab_safety.rt import RtLoop
+
+
+def motor_limits(model_file: str, joint_names: list[str]) -> MotorLimits:
+    """Return the motor limits of ``joint_names`` from an MJCF model, found by joint name."""
+    import mujoco
+    model = mujoco.MjModel.from_xml_path(model_file)
+    full = MotorLimits.from_model(model)
+    by_joint = {model.joint(int(model.actuator_trnid[a, 0])).name: a
+                for a in range(model.nu)}
+    missing = [n for n in joint_names if n not in by_joint]
+    if missing:
+        raise ValueError(f'{model_file}: no motor drives joint(s) {missing}')
+    idx = [by_joint[n] for n in joint_names]
+    return MotorLimits(torque_limit=full.torque_limit[idx], knee_speed=full.knee_speed[idx],
+                       no_load_speed=full.no_load_speed[idx])
+
+
+class LeggedIO:
+    """Run a LeggedSupervisor for the safety node (module doc)."""
+
+    def __init__(self, node: Node, spec: SafetySpec, publish, qos: QoSProfile):
+        """Build the supervisor; ``publish(command [1, J])`` sends one command out."""
+        self.spec = spec
+        limits = motor_limits(spec.motor_model_file, list(spec.joint_names))
+        self.sup = LeggedSupervisor(spec.legged, limits, spec.legged_interface)
+        self._publish = publish
+        self.published = 0
+        self.imu_refused = 0
+        self.publish_errors = 0
+        self.auto_arm = bool(spec.armed)
+        self.auto_armed = False
+        self._logger = node.get_logger()
+        self._node = node
+        node.create_subscription(Imu, spec.imu_topic, self._on_imu, qos)
+        self.loop = RtLoop(self._tick, spec.legged.motor_rate_hz, name='unilab_legged')
+
+    def start(self):
+        """Start the motor-rate loop; return its real-time answers."""
+        return self.loop.start()
+
+    def stop(self) -> None:
+        """Stop the motor-rate loop (nothing is published after this returns)."""
+        self.loop.stop()
+
+    # -- inputs -----------------------------------------------------------------------
+    def joint_state(self, q: np.ndarray, qd: np.ndarray | None) -> None:
+        """Take one robot's measured positions and velocities (velocities required)."""
+        now = time.monotonic_ns()
+        if qd is None:
+            qd = np.full_like(q, np.nan)   # no velocities: a fault when active, said so
+        self.sup.joint_state(q, qd, now)
+        self._maybe_auto_arm(now)
+
+    def _on_imu(self, msg: Imu) -> None:
+        o = msg.orientation
+        quat = np.array([o.x, o.y, o.z, o.w], np.float64)
+        norm = float(np.linalg.norm(quat)) if np.isfinite(quat).all() else math.nan
+        if not abs(norm - 1.0) <= 1e-3 or float(msg.orientation_covariance[0]) == -1.0:
+            self.imu_refused += 1
+            if self.imu_refused == 1:
+                self._logger.error(f'legged: refusing IMU samples without a finite unit '
+                                   f'orientation (norm {norm:.4g}); a fall cannot be seen '
+                                   'without one')
+            return
+        self.sup.imu(quat, time.monotonic_ns())
+
+    def target(self, command: np.ndarray) -> None:
+        """Take the gate's output for the robot (row 0 of ``[1, J]``)."""
+        self.sup.target(command[0])
+
+    def _maybe_auto_arm(self, now: int) -> None:
+        # `deploy --armed`: stand up as soon as the inputs are there (once).
+        if self.auto_arm and not self.auto_armed and self.sup._imu is not None:
+            ok, text = self.sup.request_arm(now)
+            self.auto_armed = True
+            self._logger.warning(f'legged: armed at start: {text}')
+            if not ok:
+                self._logger.error('legged: armed at start was refused; call ~/arm')
+
+    # -- operator calls ---------------------------------------------------------------
+    def arm(self, armed: bool) -> tuple[bool, str]:
+        """Stand up and hand over to the policy (armed) or lie down (disarmed)."""
+        now = time.monotonic_ns()
+        return self.sup.request_arm(now) if armed else self.sup.request_disarm(now)
+
+    def reset(self) -> tuple[bool, str]:
+        """Clear a latched fall stop (into passive) if every bound holds."""
+        return self.sup.clear_fault(time.monotonic_ns())
+
+    def final_command(self) -> np.ndarray | None:
+        """Return the last word of a stopping node: no torque, or the measured pose."""
+        js = self.sup._js
+        if self.spec.legged_interface == 'effort':
+            return np.zeros((1, self.sup.n_joints))
+        if js is None or not np.isfinite(js[0]).all():
+            return None
+        return js[0][None].copy()
+
+    # -- the motor-rate loop ----------------------------------------------------------
+    def _tick(self, _deadline_ns: int) -> None:
+        out = self.sup.tick(time.monotonic_ns())
+        if out.command is None:
+            return
+        try:
+            self._publish(out.command[None])
+        except Exception as exc:  # noqa: B902 - context going away; never kill the loop
+            self.publish_errors += 1
+            if self.publish_errors == 1:
+                self._logger.error(f'legged: could not publish a command: {exc}')
+            return
+        self.published += 1
+
+    def stats(self) -> dict:
+        """Return the supervisor's status and this loop's counters."""
+        out = self.sup.status()
+        summary = self.loop.stats.summary()
+        out.update({'legged_published': self.published,
+                    'legged_imu_refused': self.imu_refused,
+                    'legged_publish_errors': self.publish_errors,
+                    'legged_rate_hz': round(1e9 / self.loop.period_ns, 3),
+                    'legged_loop_cycles': self.loop.cycles,
+                    'legged_deadline_misses': self.loop.deadline_misses,
+                    'legged_loop': 'running' if self.loop.alive else
+                    f'stopped: {self.loop.error}'})
+        out.update({f'legged_{k}': v for k, v in summary.items()})
+        return out
+
+    def errors(self) -> list[str]:
+        """Return the health errors: a latched fall stop, a dead loop."""
+        errors = []
+        if self.sup.mode == Mode.FAULT:
+            errors.append(f'FALL STOP latched: {self.sup.fault} (call ~/reset_estop, then '
+                          '~/arm)')
+        if not self.loop.alive and self.loop.error is not None:
+            errors.append(f'legged motor loop stopped: {self.loop.error}')
+        return errors
