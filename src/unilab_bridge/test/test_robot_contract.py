@@ -89,3 +89,63 @@ def test_the_robot_double_passes_check_robot(context):
     assert not by_key['joint_states'].problems or all(
         p.startswith('rate') for p in by_key['joint_states'].problems)  # a busy machine
     assert 'robot double is running' in format_report(results, snap)
+
+
+GO2_POS = load_profile(profile_file('go2_position'))
+GO2 = load_profile(profile_file('go2'))
+
+
+def _go2_urdf(kp, kd, skip=()):
+    """Return a URDF whose <ros2_control> block declares kp / kd for each Go2 joint."""
+    joints = ''.join(
+        f'<joint name="{n}"><command_interface name="position"/>'
+        + (f'<param name="kp">{kp}</param><param name="kd">{kd}</param>' if n not in skip
+           else '') + '</joint>' for n in GO2_POS.joint_names)
+    return (f'<robot name="go2"><ros2_control name="go2" type="system">{joints}'
+            '</ros2_control></robot>')
+
+
+def _go2_graph(urdf):
+    js, cmd, imu = '/joint_states', '/forward_position_controller/commands', '/imu/data'
+    return GraphSnapshot(
+        types={js: ['sensor_msgs/msg/JointState'], cmd: [F64], imu: ['sensor_msgs/msg/Imu'],
+               '/robot_description': ['std_msgs/msg/String']},
+        publishers={js: ['/driver'], imu: ['/driver'], '/robot_description': ['/driver']},
+        subscribers={cmd: ['/forward_position_controller']},
+        rates_hz={js: 500.0, imu: 500.0}, names={js: list(GO2_POS.controller_joints)},
+        nodes=['/driver'], window_s=2.0, robot_description=urdf)
+
+
+def _gain_problems(urdf, profile=GO2_POS):
+    results = check_contract(profile_contract(profile), _go2_graph(urdf), profile)
+    failing = {r.item.key: r.problems for r in results if not r.met}
+    return failing, contract_ok(results)
+
+
+def test_a_position_driver_with_the_training_gains_passes():
+    failing, ok = _gain_problems(_go2_urdf(20.0, 0.5))
+    assert ok and failing == {}
+
+
+def test_check_robot_refuses_a_driver_with_other_gains_or_none_declared():
+    failing, ok = _gain_problems(_go2_urdf(40.0, 0.5))
+    assert not ok
+    assert 'FL_hip_joint: driver kp 40, trained with 20' in failing['gains'][0]
+    failing, ok = _gain_problems(_go2_urdf(20.0, 0.5, skip=('RR_calf_joint',)))
+    assert not ok and any('RR_calf_joint: the driver declares no kp' in p
+                          for p in failing['gains'])
+    # Without a robot_description the gains cannot be confirmed: required, refused.
+    failing, ok = _gain_problems('')
+    assert not ok and 'cannot be checked' in failing['gains'][0]
+    report = format_report(check_contract(profile_contract(GO2_POS), _go2_graph(
+        _go2_urdf(40.0, 0.5)), GO2_POS), _go2_graph(''))
+    assert 'WRONG   /robot_description gains' in report
+
+
+def test_an_effort_driver_needs_no_declared_gains():
+    # The gate runs the PD itself: the driver's own gains are not involved.
+    graph = _go2_graph('')
+    graph.types['/forward_effort_controller/commands'] = [F64]
+    graph.subscribers['/forward_effort_controller/commands'] = ['/forward_effort_controller']
+    results = check_contract(profile_contract(GO2), graph, GO2)
+    assert contract_ok(results) and 'gains' not in {r.item.key for r in results}

@@ -13,7 +13,11 @@ When the robot publishes its URDF and the profile computes the tool position
 from its model (``task_inputs.kind: reach``), the model's convention is checked
 too: the frames both name must agree within 1 mm at a set of joint poses
 (``unilab_core.kinematics.compare_with_urdf``), or the policy would be told a
-tool position the robot does not have.
+tool position the robot does not have. A legged robot whose driver runs the PD
+itself (``legged`` profile, ``position`` interface) must declare its gains in the
+URDF's ``<ros2_control>`` block (``<param name="kp">`` / ``kd`` of each joint), and
+they must be the training's (``legged.kp`` / ``kd``): other gains make another robot
+than the one the policy learned on (``check_gains``).
 Pure: the check works on a ``GraphSnapshot`` (topic types, publisher/subscriber
 nodes, measured rates, sampled joint names), which ``robot_probe.py`` fills from a
 live ROS graph and tests fabricate by hand.
@@ -22,6 +26,8 @@ live ROS graph and tests fabricate by hand.
 from __future__ import annotations
 
 import dataclasses
+import math
+import xml.etree.ElementTree as ET
 
 from unilab_core.kinematics import compare_with_urdf
 from unilab_core.robot_profile import namespaced, RobotProfile
@@ -103,10 +109,59 @@ def profile_contract(profile: RobotProfile, namespace: str = '') -> list[Contrac
         items.append(ContractItem(
             'odom', topic(profile.task_inputs.odom_topic), 'nav_msgs/msg/Odometry', 'publish',
             True, profile.control_rate_hz, note='base pose and twist (twist in the base frame)'))
+    gains = declares_gains(profile)
     items.append(ContractItem(
         'robot_description', topic('robot_description'), 'std_msgs/msg/String', 'publish',
-        False, note='URDF (transient local) for robot_state_publisher / RViz'))
+        gains, note='URDF (transient local) for robot_state_publisher / RViz'
+        + ('; its <ros2_control> block declares the driver\'s kp / kd' if gains else '')))
     return items
+
+
+def declares_gains(profile: RobotProfile) -> bool:
+    """Return whether the robot's driver runs the PD (its gains must then be checked)."""
+    return profile.legged is not None and profile.command.interface == 'position'
+
+
+def driver_gains(urdf_text: str) -> dict[str, dict[str, float]]:
+    """Return ``{joint: {kp, kd}}`` from a URDF's ``<ros2_control>`` joints' params."""
+    root = ET.fromstring(urdf_text)
+    out = {}
+    for joint in root.iter('joint'):
+        params = {p.get('name'): p.text for p in joint.findall('param')}
+        found = {}
+        for key in ('kp', 'kd'):
+            if key in params:
+                try:
+                    found[key] = float(params[key])
+                except (TypeError, ValueError):
+                    found[key] = math.nan
+        if found and joint.get('name'):
+            out[joint.get('name')] = found
+    return out
+
+
+def check_gains(profile: RobotProfile, urdf_text: str, namespace: str = '') -> ItemResult:
+    """Check that the driver declares the training's kp / kd for every profile joint."""
+    leg = profile.legged
+    item = ContractItem('gains', namespaced(namespace, 'robot_description'),
+                        'std_msgs/msg/String', 'publish', True,
+                        note=f'driver PD gains = training\'s (kp {leg.kp:g}, kd {leg.kd:g})')
+    try:
+        declared = driver_gains(urdf_text)
+    except ET.ParseError as exc:
+        return ItemResult(item, (f'the robot_description is not readable XML: {exc}',))
+    problems = []
+    for name in profile.joint_names:
+        got = declared.get(name, {})
+        for key, want in (('kp', leg.kp), ('kd', leg.kd)):
+            if key not in got:
+                problems.append(f'{name}: the driver declares no {key} (<ros2_control> '
+                                f'<joint name="{name}"><param name="{key}">)')
+            elif not math.isclose(got[key], want, rel_tol=1e-6, abs_tol=1e-9):
+                problems.append(f'{name}: driver {key} {got[key]:g}, trained with {want:g}')
+    if len(problems) > 4:
+        problems = problems[:4] + [f'... {len(problems) - 4} more']
+    return ItemResult(item, tuple(problems))
 
 
 def _fmt_hz(hz: float) -> str:
@@ -174,6 +229,15 @@ def check_contract(items: list[ContractItem], snap: GraphSnapshot,
         ns = next((i.topic[:-len('/robot_description')] for i in items
                    if i.key == 'robot_description'), '')
         results.append(check_convention(profile, snap.robot_description, ns))
+    if profile is not None and declares_gains(profile):
+        ns = next((i.topic[:-len('/robot_description')] for i in items
+                   if i.key == 'robot_description'), '')
+        results.append(check_gains(profile, snap.robot_description, ns) if
+                       snap.robot_description else ItemResult(ContractItem(
+                           'gains', namespaced(ns, 'robot_description'),
+                           'std_msgs/msg/String', 'publish', True, note='driver PD gains'),
+                           ('no robot_description received: the driver\'s gains cannot be '
+                            'checked against the training\'s',)))
     return results
 
 
@@ -186,13 +250,14 @@ def format_report(results: list[ItemResult], snap: GraphSnapshot) -> str:
     """Return the human-readable report the check command prints."""
     lines = []
     for r in results:
-        status = 'ok     ' if r.met else ('WRONG  ' if r.item.key == 'kinematics' else
+        wrong = r.item.key in ('kinematics', 'gains')
+        status = 'ok     ' if r.met else ('WRONG  ' if wrong else
                                           'MISSING' if r.item.required else 'absent ')
         kind = 'required' if r.item.required else 'optional'
         rate = snap.rates_hz.get(r.item.topic)
         measured = f', measured {_fmt_hz(rate)}' if rate else ''
-        if r.item.key == 'kinematics':
-            lines.append(f'{status} {r.item.topic} kinematics [{r.item.note}]')
+        if r.item.key in ('kinematics', 'gains'):
+            lines.append(f'{status} {r.item.topic} {r.item.key} [{r.item.note}]')
         else:
             lines.append(f'{status} {r.item.topic} [{r.item.msg_type}, {r.item.role}, {kind}'
                          f'{measured}]')
