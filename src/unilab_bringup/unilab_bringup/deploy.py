@@ -105,6 +105,14 @@ def check_model_fits(model: DeployModel, profile: RobotProfile, source: str) -> 
     if not math.isclose(profile.control_dt, task.control_dt, rel_tol=1e-3):
         problems.append(f'the policy was trained at {1.0 / task.control_dt:g} Hz, the profile '
                         f'runs at {profile.control_rate_hz:g} Hz')
+    leg = profile.legged
+    if leg is not None and task.motor_kp:
+        # The robot's PD (the gate's, or the driver's: check-robot confirms it declares the
+        # same) must be the one the policy learned with.
+        for key, want, got in (('kp', task.motor_kp, leg.kp), ('kd', task.motor_kd, leg.kd)):
+            if not all(math.isclose(got, w, rel_tol=1e-6) for w in want):
+                problems.append(f'the policy was trained with motor {key} '
+                                f'{sorted(set(want))}, the profile sets legged.{key} {got:g}')
     if profile.task != task.name:
         problems.append(f'the policy was trained on `{task.name}`, the profile is for '
                         f'`{profile.task}`')

@@ -31,6 +31,15 @@ class PreparedRun:
     joint_limits_file: pathlib.Path
 
 
+def _motor_gains(task) -> dict:
+    """Return the task's motor PD gains as TaskInfo fields (none for tasks without a PD)."""
+    pd = getattr(task, 'pd', None)
+    if pd is None:
+        return {}
+    return {'motor_kp': tuple(float(x) for x in pd.kp),
+            'motor_kd': tuple(float(x) for x in pd.kd)}
+
+
 def task_info(name: str) -> tuple[TaskInfo, dict]:
     """Instantiate the task once (one env) to read its dimensions and joint limits."""
     try:
@@ -53,7 +62,8 @@ def task_info(name: str) -> tuple[TaskInfo, dict]:
                         critic_only_extras=int(getattr(task, 'critic_only_extras', 0)),
                         home=tuple(float(x) for x in getattr(task, 'home', ())),
                         workspace=task.workspace.box() if task.workspace else (),
-                        workspace_frame=task.workspace.frame if task.workspace else '')
+                        workspace_frame=task.workspace.frame if task.workspace else '',
+                        **_motor_gains(task))
         return info, dict(task.joint_limits)
     finally:
         task.close()

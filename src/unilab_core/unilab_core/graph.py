@@ -70,6 +70,10 @@ class TaskInfo:
     # ``workspace_frame`` (empty: the task declares none). Goals outside are refused on a robot.
     workspace: tuple[float, ...] = ()
     workspace_frame: str = ''
+    # The PD at the motor the task trains with (legged tasks; unilab_core.actuator): per-joint
+    # kp, kd. Empty: the task declares none. A legged robot's profile must carry the same.
+    motor_kp: tuple[float, ...] = ()
+    motor_kd: tuple[float, ...] = ()
 
 
 class Workspace(NamedTuple):
