@@ -246,3 +246,21 @@ def test_status_names_mode_and_fault():
     s = sup.status()
     assert s['legged_mode'] == 'fault' and 'roll' in s['legged_fault']
     assert s['legged_faults'] == 1 and 'policy -> fault' in s['legged_last_transition']
+
+
+def test_tilt_stop_time_counts_from_the_first_sample_past_the_bound():
+    sup, t = stood_up()
+    feed(sup, t + MS, q=STAND, quat=quat_roll(0.75))    # first sample past 0.7
+    sup.imu(quat_roll(0.8), t + 2 * MS)                   # a later one: not the start
+    sup.tick(t + 3 * MS)
+    assert sup.mode == Mode.FAULT and sup.tilt_stop_ms == pytest.approx(2.0)
+    assert sup.status()['legged_tilt_stop_ms'] == pytest.approx(2.0)
+
+
+def test_policy_and_stand_ticks_count_their_saturated_share():
+    sup = make(stand_time_s=0.01)
+    feed(sup, 0)
+    sup.request_arm(0)
+    feed(sup, 2 * MS)
+    sup.tick(2 * MS)       # lying, the target far: calves and thighs saturate
+    assert sup.counters['stand_ticks'] == 1 and sup.counters['stand_saturated_ticks'] == 1

@@ -128,12 +128,17 @@ class LeggedSupervisor:
         self._tau = np.zeros((1, j))
         self.counters = {'ticks': 0, 'ticks_silent': 0, 'arms': 0, 'arms_refused': 0,
                          'disarms': 0, 'stand_ups': 0, 'lie_downs': 0, 'policy_targets': 0,
-                         'saturated_ticks': 0, 'faults': 0, 'fault_clears': 0,
+                         'saturated_ticks': 0, 'policy_ticks': 0, 'policy_saturated_ticks': 0,
+                         'stand_ticks': 0, 'stand_saturated_ticks': 0,
+                         'faults': 0, 'fault_clears': 0,
                          'fault_clears_refused': 0,
                          **{f'faults_{k}': 0 for k in FAULT_KINDS}}
         #: (t_ns, from, to, reason) of the last transitions (diagnostics, tests).
         self.transitions: list[tuple[int, str, str, str]] = []
         self.fault_t_ns = 0        # when the latched fault was detected
+        #: ms from the arrival of the first IMU sample past the tilt bound to the latch
+        self.tilt_stop_ms = None
+        self._tilt_seen_ns = None
 
     @staticmethod
     def _per_joint(name, values, j):
@@ -151,6 +156,11 @@ class LeggedSupervisor:
         """Take the IMU's orientation (x, y, z, w), received at t_ns."""
         roll, pitch = tilt(quat_xyzw)
         self._imu = (roll, pitch, int(t_ns))
+        beyond = not (abs(roll) <= self.cfg.max_tilt_rad and abs(pitch) <= self.cfg.max_tilt_rad)
+        if not beyond:
+            self._tilt_seen_ns = None
+        elif self._tilt_seen_ns is None:
+            self._tilt_seen_ns = int(t_ns)
 
     def target(self, q_target) -> None:
         """Take a gated policy target [J] (used in POLICY only; counted there for blending)."""
@@ -276,6 +286,10 @@ class LeggedSupervisor:
         # The PD's unclipped torque at or past what the motor gives, per joint, for how long.
         raw = self.cfg.kp * (target - q) - self.cfg.kd * qd
         sat = np.abs(raw) > np.abs(self._tau[0]) + 1e-9
+        if self.mode in (Mode.POLICY, Mode.STAND):
+            key = self.mode.name.lower()
+            self.counters[f'{key}_ticks'] += 1
+            self.counters[f'{key}_saturated_ticks'] += bool(sat.any())
         if sat.any():
             self.counters['saturated_ticks'] += 1
         self._sat_since[~sat] = -1
@@ -321,6 +335,8 @@ class LeggedSupervisor:
         self.counters['faults'] += 1
         if kind is not None:
             self.counters[f'faults_{kind}'] += 1
+        if kind == 'tilt' and self._tilt_seen_ns is not None:
+            self.tilt_stop_ms = (now_ns - self._tilt_seen_ns) / 1e6
         self._sat_since[:] = -1
         self._transition(now_ns, Mode.FAULT, text)
 
@@ -341,6 +357,8 @@ class LeggedSupervisor:
             out = {f'legged_{k}': v for k, v in self.counters.items()}
             out['legged_mode'] = self.mode.name.lower()
             out['legged_fault'] = self.fault
+            if self.tilt_stop_ms is not None:
+                out['legged_tilt_stop_ms'] = round(self.tilt_stop_ms, 3)
             if self.transitions:
                 t = self.transitions[-1]
                 out['legged_last_transition'] = f'{t[1].lower()} -> {t[2].lower()}: {t[3]}'
