@@ -258,9 +258,13 @@ def test_tilt_stop_time_counts_from_the_first_sample_past_the_bound():
 
 
 def test_policy_and_stand_ticks_count_their_saturated_share():
-    sup = make(stand_time_s=0.01)
+    sup = make(stand_time_s=1.0)
     feed(sup, 0)
     sup.request_arm(0)
-    feed(sup, 2 * MS)
-    sup.tick(2 * MS)       # lying, the target far: calves and thighs saturate
+    t = 900 * MS
+    feed(sup, t, q=LIE - 2.0)   # the robot 2 rad behind the ramp: the PD saturates
+    sup.tick(t)
     assert sup.counters['stand_ticks'] == 1 and sup.counters['stand_saturated_ticks'] == 1
+    feed(sup, t + MS, q=LIE + 0.9 * (STAND - LIE))   # on the ramp: not saturated
+    sup.tick(t + MS)
+    assert sup.counters['stand_ticks'] == 2 and sup.counters['stand_saturated_ticks'] == 1
