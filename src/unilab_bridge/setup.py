@@ -27,6 +27,7 @@ setup(
     entry_points={
         'console_scripts': [
             'bridge_node = unilab_bridge.bridge_node:main',
+            'legged_double_node = unilab_bridge.legged_double_node:main',
             'robot_double_node = unilab_bridge.robot_double_node:main',
             'scenario_node = unilab_bridge.scenario_node:main',
         ],

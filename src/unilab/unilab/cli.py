@@ -434,8 +434,9 @@ def build_parser() -> argparse.ArgumentParser:
                         'standard topics (robot double), optionally scored by a scenario')
     rs.add_argument('--robot', default='arm6', metavar='PROFILE',
                     help='robot profile: shipped name (arm6, quad8, quad12, ur5e) or YAML file')
-    rs.add_argument('--variant', choices=tuple(VARIANTS), default='nominal',
-                    help='real: held-out dynamics and imperfections of `bench sim2real`')
+    rs.add_argument('--variant', default='nominal', metavar='NAME',
+                    help='nominal, real (held-out dynamics and imperfections of `bench '
+                    'sim2real`), payload; a legged robot (go2): nominal, real, slippery')
     rs.add_argument('--robots', type=int, default=1, metavar='K',
                     help='robots; K > 1: robot k under /robot<k> (k from 0)')
     rs.add_argument('--time-scale', type=float, default=1.0, metavar='S',

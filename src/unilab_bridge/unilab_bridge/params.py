@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, model_validator
-from unilab_bridge.variants import VARIANTS
+from unilab_bridge.variants import LEGGED_VARIANTS, VARIANTS
 from unilab_core.config import BridgeSection, DisturbancesSection, RunSection, Section
 from unilab_core.health import HealthParams
 
@@ -92,3 +92,45 @@ class ScenarioParams(Section):
     wait_for_subscribers: bool = Field(
         True, description='Publish the first goal only once every robot\'s goal topic has a '
         'subscriber (the deploy graph is up) and its joint states arrive.')
+
+
+class LeggedDoubleParams(Section):
+    """Parameters of the legged robot double (``unilab_bridge.legged_double_node``)."""
+
+    profile: str = Field('', min_length=1, description='Robot profile YAML with a `legged:` '
+                         'section (the robot it simulates).')
+    variant: Literal[tuple(LEGGED_VARIANTS)] = Field(
+        'nominal', description='nominal: the model as is, no latency; real: floor friction '
+        '0.8, 5-20 ms command latency, motors at 95%, 1 kg payload; slippery: real on a '
+        'floor of friction 0.3 (unilab_bridge.variants.LEGGED_VARIANTS).')
+    seed: int = Field(0, ge=0, description='Seed of the latency draw.')
+    start: Literal['lie', 'stand', 'tilt'] = Field(
+        'lie', description='Start pose: lie (legged.lie_pose, at rest on the floor), stand '
+        '(legged.stand_pose) or tilt (the stand pose rolled by tilt_rad, falling).')
+    tilt_rad: float = Field(0.9, ge=-3.2, le=3.2, description='start: tilt: the trunk\'s '
+                            'roll (rad).')
+    latency_s: float = Field(-1.0, ge=-1.0, le=0.5, description='Command latency (s); -1 = '
+                             'drawn from the variant\'s range with the seed.')
+    friction: float = Field(0.0, ge=0.0, le=5.0, description='Floor friction; 0 = the '
+                            'variant\'s.')
+    kp: float = Field(-1.0, ge=-1.0, description='Position interface: the driver\'s PD '
+                      'stiffness (N m/rad), declared in robot_description; -1 = legged.kp.')
+    kd: float = Field(-1.0, ge=-1.0, description='Position interface: the driver\'s PD '
+                      'damping (N m s/rad); -1 = legged.kd.')
+    pushes: list[float] = Field(default_factory=list, description='Pushes on a timetable: '
+                                'flat triples t_s, dvx, dvy (sim s, m/s world frame).')
+    time_scale: float = Field(1.0, gt=0.0, le=10.0, description='Simulated seconds per '
+                              'wall-clock second.')
+    max_lag_s: float = Field(0.05, gt=0.0, description='Simulated seconds the physics may '
+                             'fall behind the scaled clock; beyond, the clock slips '
+                             '(slipped_s) instead of stepping in bursts.')
+    joint_state_rate_hz: float = Field(0.0, ge=0.0, le=1000.0, description='JointState and '
+                                       'Imu rate in simulated time (0 = the profile\'s '
+                                       'joint_state_rate_hz).')
+    odom_rate_hz: float = Field(100.0, gt=0.0, le=1000.0, description='Ground-truth '
+                                'Odometry rate on /odom (simulated time).')
+    publish_description: bool = Field(
+        True, description='Publish the URDF with its <ros2_control> block on '
+        'robot_description (transient local).')
+    stats_file: str = Field('', description='Write the counters as JSON here on exit '
+                            '("" = do not).')

@@ -198,3 +198,27 @@ def _add_link_contents(robot, model, b, link_name, offset) -> None:
         _origin(el, model.site_pos[s] - offset, model.site_quat[s])
         ET.SubElement(el, 'parent', link=link_name)
         ET.SubElement(el, 'child', link=site)
+
+
+def add_ros2_control(urdf: str, name: str, joints, command_interface: str,
+                     joint_params: dict | None = None, plugin: str = 'unilab/RobotDouble') -> str:
+    """
+    Return ``urdf`` with a ``<ros2_control>`` block: how its driver exposes the joints.
+
+    As ros2_control's URDF tag (control.ros.org, "ros2_control tag"): one ``<joint>`` per
+    joint in ``joints`` (the driver's order) with its ``<command_interface>``, the state
+    interfaces position, velocity and effort, and ``<param name=...>`` per entry of
+    ``joint_params`` (e.g. the gains of a driver that runs the PD itself: kp, kd).
+    """
+    robot = ET.fromstring(urdf)
+    block = ET.SubElement(robot, 'ros2_control', name=name, type='system')
+    ET.SubElement(ET.SubElement(block, 'hardware'), 'plugin').text = plugin
+    for joint in joints:
+        el = ET.SubElement(block, 'joint', name=joint)
+        ET.SubElement(el, 'command_interface', name=command_interface)
+        for state in ('position', 'velocity', 'effort'):
+            ET.SubElement(el, 'state_interface', name=state)
+        for key, value in (joint_params or {}).items():
+            ET.SubElement(el, 'param', name=key).text = _fmt([value])
+    ET.indent(robot)
+    return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding='unicode') + '\n'

@@ -8,6 +8,8 @@ of the robot double's ``--variant real``: dynamics and imperfections no
 training run used, so a policy that survives it was not fitted to it.
 """
 
+from typing import NamedTuple
+
 # The held-out "real" robot: masses +25-30% (trained up to +20%), friction x0.3-0.4 (trained
 # 0.5-1.25), IMU bias walk 100x the ADIS16448's, 1% packet loss, command delay 1-3 steps
 # (inside the randomised training range 0-3: covering the robot's delays is the method).
@@ -37,3 +39,34 @@ PAYLOAD_VARIANT = {
 
 #: Variants by name (``unilab robot-sim --variant NAME``); ``nominal`` is the model as is.
 VARIANTS = {'nominal': None, 'real': REAL_VARIANT, 'payload': PAYLOAD_VARIANT}
+
+
+class LeggedVariant(NamedTuple):
+    """
+    One legged robot double (``unilab_bridge.legged_double``): the robot it stands in for.
+
+    Not a disturbance set: the legged double is its own simulation, not the training task.
+    """
+
+    #: Floor friction (sliding coefficient of every floor contact); None = the model's.
+    friction: float | None
+    #: Command latency (s): drawn per start uniformly in [lo, hi] from the seed.
+    latency_s: tuple[float, float]
+    #: Share of each motor's torque limit the motors deliver (1 = the model's).
+    motor_strength: float
+    #: Extra mass on the trunk (kg), at the trunk's centre of mass.
+    payload_kg: float
+
+
+#: Legged doubles by name (``unilab robot-sim --robot go2 --variant NAME``). Sources:
+#: friction 0.8 is mujoco_menagerie unitree_go2's foot friction (go2.xml cites it);
+#: 0.3 (slippery) is an ASSUMPTION, about wet tiles or a polished floor; latency 5-20 ms is
+#: the delay deployers report on a Go2 (bus, driver period, the policy's own computation;
+#: DESIGN.md and unilab_core.actuator's 0-20 ms, less the 0-5 ms a fast loop avoids);
+#: motor strength 0.95 and a 1 kg payload are ASSUMPTIONS (a warm motor, a battery / sensor
+#: head heavier than the URDF), small enough that a trained policy must tolerate them.
+LEGGED_VARIANTS = {
+    'nominal': LeggedVariant(None, (0.0, 0.0), 1.0, 0.0),
+    'real': LeggedVariant(0.8, (0.005, 0.020), 0.95, 1.0),
+    'slippery': LeggedVariant(0.3, (0.005, 0.020), 0.95, 1.0),
+}

@@ -16,7 +16,7 @@ import tempfile
 import time
 
 from pydantic import ValidationError
-from unilab_bridge.params import RobotDoubleParams, ScenarioParams
+from unilab_bridge.params import LeggedDoubleParams, RobotDoubleParams, ScenarioParams
 from unilab_bringup.paths import profile_path
 from unilab_core.config import ConfigError, format_errors
 from unilab_core.robot_profile import load_profile
@@ -26,9 +26,24 @@ def robot_sim_params(robot: str, variant: str = 'nominal', robots: int = 1,
                      time_scale: float = 1.0, seed: int = 0, goals: int = 0,
                      goal_timeout_s: float | None = None, results: str = '',
                      stats: str = ''):
-    """Return (double, scenario or None) parameters; errors name the option."""
+    """
+    Return (double, scenario or None) parameters; errors name the option.
+
+    A legged profile (``legged:`` set) gets the legged double (``LeggedDoubleParams``), its
+    own 1 kHz simulation with its own variants, alone.
+    """
     path = profile_path(robot).resolve()
-    load_profile(path)  # a bad profile is a configuration error before any node starts
+    # A bad profile is a configuration error before any node starts.
+    profile = load_profile(path)
+    if profile.legged is not None:
+        if robots != 1 or goals:
+            raise ConfigError(f'robot-sim --robot {robot}: the legged double runs one robot '
+                              'and no scenario (leave out --robots and --goals)')
+        try:
+            return LeggedDoubleParams(profile=str(path), variant=variant, seed=seed,
+                                      time_scale=time_scale, stats_file=stats), None
+        except ValidationError as exc:
+            raise ConfigError(format_errors(exc, 'robot-sim')) from None
     try:
         double = RobotDoubleParams(profile=str(path), variant=variant, robots=robots,
                                    time_scale=time_scale, seed=seed, stats_file=stats)
@@ -56,8 +71,9 @@ def run_robot_sim(double, scenario=None, duration_s: float = 0.0) -> dict:
 
     def collect(nodes):
         for n in nodes:
-            out['robot_double' if n.get_name() == 'robot_double' else 'scenario'] = \
-                n.stats() if n.get_name() == 'robot_double' else n.report()
+            double = n.get_name() in ('robot_double', 'legged_double')
+            out['robot_double' if double else 'scenario'] = \
+                n.stats() if double else n.report()
 
     with tempfile.TemporaryDirectory(prefix='unilab-robot-sim-') as tmp:
         params_file = graph.write_params(pathlib.Path(tmp) / 'robot_sim_params.yaml')

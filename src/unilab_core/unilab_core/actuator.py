@@ -97,6 +97,49 @@ class MotorLimits:
         return cls(torque_limit=np.abs(model.actuator_ctrlrange).min(axis=1), **speeds)
 
 
+class TorqueEnvelope:
+    """
+    What a motor delivers of a commanded torque at its speed, eq. (2)-(3), per ``[N, J]``.
+
+    The clip alone: ``PdMotor`` applies it to its PD torque, a robot double driven on the
+    effort interface to the torque it was sent (``unilab_bridge.legged_double``).
+    """
+
+    def __init__(self, num_envs: int, limits: MotorLimits):
+        """Allocate ``[N, J]`` scratch once."""
+        self.limits = limits
+        self._span = limits.no_load_speed - limits.knee_speed
+        shape = (num_envs, limits.torque_limit.shape[0])
+        self._avail = np.empty(shape)
+        self._lo = np.empty(shape)
+        self._hi = np.empty(shape)
+
+    def clip(self, tau: np.ndarray, qd: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """
+        Return ``tau`` ``[N, J]`` clipped to the torque the motors deliver at speeds ``qd``.
+
+        ``out`` may be ``tau`` itself. A non-finite input raises ValueError naming it (a NaN
+        ``qd`` would pass the roll-off's comparisons unbounded).
+        """
+        for name, a in (('tau', tau), ('qd', qd)):
+            if not np.isfinite(a).all():
+                raise ValueError(f'TorqueEnvelope.clip: {name} has non-finite values')
+        lim = self.limits
+        # (3) tau_avail = tau_max * clip((qd_nl - |qd|) / (qd_nl - qd_knee), 0, 1)
+        np.abs(qd, out=self._avail)
+        np.subtract(lim.no_load_speed, self._avail, out=self._avail)
+        self._avail /= self._span
+        np.clip(self._avail, 0.0, 1.0, out=self._avail)
+        self._avail *= lim.torque_limit
+        # (2), (3): the roll-off bounds only the side that drives the motion.
+        np.copyto(self._hi, np.broadcast_to(lim.torque_limit, self._hi.shape))
+        np.copyto(self._hi, self._avail, where=qd > 0)
+        np.copyto(self._lo, np.broadcast_to(-lim.torque_limit, self._lo.shape))
+        np.negative(self._avail, out=self._avail)
+        np.copyto(self._lo, self._avail, where=qd < 0)
+        return np.clip(tau, self._lo, self._hi, out=out)
+
+
 class PdMotor:
     """The joint torque a motor driver produces for position targets, eq. (1)-(3)."""
 
@@ -106,11 +149,9 @@ class PdMotor:
         joints = limits.torque_limit.shape[0]
         self.kp = np.broadcast_to(np.asarray(kp, np.float64), (joints,)).copy()
         self.kd = np.broadcast_to(np.asarray(kd, np.float64), (joints,)).copy()
-        self._span = limits.no_load_speed - limits.knee_speed
-        shape = (num_envs, joints)
-        self._avail = np.empty(shape)
-        self._lo = np.empty(shape)
-        self._hi = np.empty(shape)
+        self.envelope = TorqueEnvelope(num_envs, limits)
+        self._tau = np.empty((num_envs, joints))
+        self._damp = np.empty((num_envs, joints))
 
     def torque(self, q_target: np.ndarray, q: np.ndarray, qd: np.ndarray,
                out: np.ndarray | None = None) -> np.ndarray:
@@ -124,26 +165,14 @@ class PdMotor:
             if not np.isfinite(a).all():
                 raise ValueError(f'PdMotor.torque: {name} has non-finite values '
                                  f'(rows {np.flatnonzero(~np.isfinite(a).all(axis=-1))})')
-        tau = np.empty_like(self._avail) if out is None else out
-        lim = self.limits
+        tau = np.empty_like(self._tau) if out is None else out
         # (1) tau_pd = kp (q_target - q) - kd qd
         np.subtract(q_target, q, out=tau)
         tau *= self.kp
-        np.multiply(self.kd, qd, out=self._lo)
-        tau -= self._lo
-        # (3) tau_avail = tau_max * clip((qd_nl - |qd|) / (qd_nl - qd_knee), 0, 1)
-        np.abs(qd, out=self._avail)
-        np.subtract(lim.no_load_speed, self._avail, out=self._avail)
-        self._avail /= self._span
-        np.clip(self._avail, 0.0, 1.0, out=self._avail)
-        self._avail *= lim.torque_limit
-        # (2), (3): the roll-off bounds only the side that drives the motion.
-        np.copyto(self._hi, np.broadcast_to(lim.torque_limit, self._hi.shape))
-        np.copyto(self._hi, self._avail, where=qd > 0)
-        np.copyto(self._lo, np.broadcast_to(-lim.torque_limit, self._lo.shape))
-        np.negative(self._avail, out=self._avail)
-        np.copyto(self._lo, self._avail, where=qd < 0)
-        return np.clip(tau, self._lo, self._hi, out=tau)
+        np.multiply(self.kd, qd, out=self._damp)
+        tau -= self._damp
+        # (2), (3)
+        return self.envelope.clip(tau, qd, out=tau)
 
 
 class CommandDelay:
