@@ -406,6 +406,9 @@ def bench_robot(args) -> dict:
     """Train (or take ``--run``) a reach policy, deploy it on the real double, score it."""
     from unilab_bench.learn_runs import train_graph
     robot = args.robot or DEFAULT_ROBOT
+    if load_profile(profile_path(robot)).legged is not None:
+        from unilab_bench.robot_legged import bench_robot_legged
+        return bench_robot_legged(args, robot)
     goals = getattr(args, 'goals', None) or DEFAULT_GOALS
     steps = args.steps or DEFAULT_STEPS
     task = load_profile(profile_path(robot)).task
