@@ -75,8 +75,8 @@ TEST_EXCEPTIONS = {
 HEAVY = {
     'ament_flake8', 'ament_index_python', 'ament_pep257', 'cupy', 'cupyx',
     'diagnostic_msgs', 'geometry_msgs', 'gymnasium', 'iceoryx2', 'imageio', 'imageio_ffmpeg',
-    'launch', 'launch_ros', 'matplotlib', 'mujoco', 'onnx', 'onnxruntime', 'open3d', 'PIL',
-    'rclpy', 'rich', 'rosbags', 'selenium', 'sensor_msgs', 'stable_baselines3', 'std_msgs',
+    'launch', 'launch_ros', 'matplotlib', 'mujoco', 'nav_msgs', 'onnx', 'onnxruntime', 'open3d',
+    'PIL', 'rclpy', 'rich', 'rosbags', 'selenium', 'sensor_msgs', 'stable_baselines3', 'std_msgs',
     'std_srvs', 'tensorboard', 'torch', 'trajectory_msgs', 'rsl_rl', 'tensordict'}
 #: Function-level imports of light UniLab modules or light libraries, per source file
 #: (``_function_level_count``): what is left to move to the top. A count may only fall.

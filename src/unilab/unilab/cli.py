@@ -222,7 +222,8 @@ def _check_robot(args) -> int:
 def _robot_sim(args) -> int:
     double, scenario = robot_sim_params(
         args.robot, args.variant, args.robots, args.time_scale, args.seed, args.goals,
-        args.goal_timeout, args.results or '', args.stats or '')
+        args.goal_timeout, args.results or '', args.stats or '', args.start or '',
+        args.tilt_rad)
     print_summary(run_robot_sim(double, scenario, args.duration))
     return 0
 
@@ -448,6 +449,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help='simulated seconds per goal (default 4)')
     rs.add_argument('--results', metavar='FILE.json', help='per-goal results (scenario)')
     rs.add_argument('--stats', metavar='FILE.json', help='the double\'s counters on exit')
+    rs.add_argument('--start', metavar='POSE', help='a legged robot\'s start: lie (default), '
+                    'stand, or tilt (the stand pose rolled by --tilt-rad, falling)')
+    rs.add_argument('--tilt-rad', type=float, metavar='RAD', help='--start tilt: the roll')
     rs.add_argument('--duration', type=float, default=0.0, metavar='S',
                     help='stop after S wall-clock seconds (0: Ctrl-C or scenario end)')
     rs.set_defaults(func=_robot_sim)

@@ -48,6 +48,7 @@ import time
 
 import numpy as np
 from unilab_bench.procs import start, stop
+from unilab_bench.robot_legged import bench_robot_legged
 from unilab_bridge.scenario import sample_reach_goals
 from unilab_bringup.paths import profile_path
 from unilab_core.config import load_run_config
@@ -407,7 +408,6 @@ def bench_robot(args) -> dict:
     from unilab_bench.learn_runs import train_graph
     robot = args.robot or DEFAULT_ROBOT
     if load_profile(profile_path(robot)).legged is not None:
-        from unilab_bench.robot_legged import bench_robot_legged
         return bench_robot_legged(args, robot)
     goals = getattr(args, 'goals', None) or DEFAULT_GOALS
     steps = args.steps or DEFAULT_STEPS

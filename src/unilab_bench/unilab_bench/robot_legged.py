@@ -33,6 +33,7 @@ import json
 import math
 import pathlib
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -43,6 +44,8 @@ from unilab_bench.procs import start, stop
 from unilab_bringup.paths import profile_path
 from unilab_core.config import ConfigError, load_run_config
 from unilab_core.robot_profile import load_profile
+from unilab_policy.envelope import checkpoint_envelope, joint_range
+from unilab_safety.legged_io import motor_limits
 
 #: (segment, seconds, v_x m/s, v_y m/s, yaw rad/s)
 SCHEDULE = (('stand', 4.0, 0.0, 0.0, 0.0), ('forward', 8.0, 0.5, 0.0, 0.0),
@@ -53,13 +56,15 @@ SHOVES = (('forward', 4.0, 0.0, 0.5), ('stop', 2.0, 0.5, 0.0))
 SETTLE_S = 1.5
 STEP_M = 0.1
 FALL_HEIGHT_M, FALL_TILT_RAD = 0.12, math.radians(60)
-TILT_START_RAD = 0.5
+TILT_START_RAD = 0.9
+#: The kick (m/s, world x, y) that knocks the walking robot over after the schedule.
+KNOCK_MPS = (0.0, 3.0)
 DOUBLE_SEED = 10_007
 START_S = 120.0
 TARGETS = {'vx_error_mps': ('<=', 0.15), 'yaw_error_radps': ('<=', 0.15),
            'falls': ('<=', 0), 'torque_clamp_share': ('<=', 0.05),
            'joints_outside_trained_range': ('<=', 0), 'stand_up_peak_torque_ratio': ('<=', 1.0),
-           'tilt_stop_external_ms': ('<=', 50.0)}
+           'fall_stop_damping_ms': ('<=', 50.0)}
 
 
 def _tilt_of(qx, qy, qz, qw) -> float:
@@ -87,6 +92,9 @@ class _Operator:
         self.odom = []                        # (t, x, y, vx, vy, wz, z, tilt)
         self.q = []                           # (t, q [J] policy order)
         self.qd_driver = None
+        self.q_driver = None
+        self.effort = profile.command.interface == 'effort'
+        self.not_damping_after_bound = 0      # commands after the bound that drive
         self.commands = []                    # (t, tau [J] driver order)
         self.imu_past_bound_t = None
         self.damping_after_bound_t = None
@@ -124,6 +132,7 @@ class _Operator:
             self.q.append((time.monotonic(), np.array([msg.position[index[n]]
                                                        for n in self.names])))
             self.qd_driver = np.array([msg.velocity[index[n]] for n in self.driver])
+            self.q_driver = np.array([msg.position[index[n]] for n in self.driver])
 
     def _on_imu(self, msg) -> None:
         o = msg.orientation
@@ -135,15 +144,30 @@ class _Operator:
 
     def _on_cmd(self, msg) -> None:
         t = time.monotonic()
-        tau = np.array(msg.data)
+        cmd = np.array(msg.data)
         with self.lock:
-            self.commands.append((t, tau))
-            if self.imu_past_bound_t is not None and self.damping_after_bound_t is None \
-                    and self.qd_driver is not None and tau.shape == self.qd_driver.shape:
-                # Damping: tau = -damping_kd qd (the velocities it used may be a sample
-                # older than the latest here: a tolerance of a few tenths of a N m).
-                if np.allclose(tau, -self.damping_kd * self.qd_driver, atol=0.3, rtol=0.1):
+            self.commands.append((t, cmd))
+            if self.imu_past_bound_t is None or self.qd_driver is None \
+                    or cmd.shape != self.qd_driver.shape:
+                return
+            if self.is_damping(cmd):
+                if self.damping_after_bound_t is None:
                     self.damping_after_bound_t = t
+            elif self.damping_after_bound_t is not None:
+                self.not_damping_after_bound += 1
+
+    def is_damping(self, cmd) -> bool:
+        """
+        Return whether a command is the supervisor's damping for the latest joint state.
+
+        Effort: tau = -damping_kd qd; position: the measured pose (the driver's PD then
+        only damps). The supervisor may have used the sample before the latest here: a
+        tolerance of a few tenths of a N m, or 0.05 rad.
+        """
+        if self.effort:
+            return bool(np.allclose(cmd, -self.damping_kd * self.qd_driver, atol=0.3,
+                                    rtol=0.1))
+        return bool(np.allclose(cmd, self.q_driver, atol=0.05, rtol=0.0))
 
     def command(self, vx, vy, yaw) -> None:
         msg = self._twist()
@@ -175,7 +199,6 @@ def _wait(ready, procs: dict, what: str, timeout_s: float = START_S) -> float:
 
 
 def _timed(cmd: list[str], log) -> tuple[float, int]:
-    import subprocess
     t = time.monotonic()
     rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=300).returncode
     return time.monotonic() - t, rc
@@ -206,12 +229,10 @@ def _summary(deploy_dir: pathlib.Path) -> dict:
 
 def walk_run(run: pathlib.Path, robot: str, tmp: pathlib.Path, variant: str = 'real') -> dict:
     """Export, double, check-robot, armed deploy, first step, the schedule: the figures."""
-    from unilab_policy.envelope import checkpoint_envelope, joint_range
     profile = load_profile(profile_path(robot))
     cfg = load_run_config([run / 'config.yaml'])
     envelope = joint_range(checkpoint_envelope(run / 'checkpoints' / 'latest.pt'),
                            cfg.safety.envelope_margin_rad)
-    from unilab_safety.legged_io import motor_limits
     limits = motor_limits(profile.model_file, profile.controller_joints).torque_limit
     cli = [sys.executable, '-m', 'unilab.cli']
     deploy_dir = tmp / 'deploy'
@@ -225,7 +246,7 @@ def walk_run(run: pathlib.Path, robot: str, tmp: pathlib.Path, variant: str = 'r
         if rc:
             raise RuntimeError(f'bench robot: export failed ({rc}); see {tmp / "user.log"}')
         double = start(cli + ['robot-sim', '--robot', robot, '--variant', variant, '--seed',
-                              str(DOUBLE_SEED)], dlog)
+                              str(DOUBLE_SEED), '--stats', str(tmp / 'double.json')], dlog)
         op = deploy = None
         try:
             op = _Operator(profile, limits, profile.legged.damping_kd)
@@ -282,6 +303,15 @@ def walk_run(run: pathlib.Path, robot: str, tmp: pathlib.Path, variant: str = 'r
                     time.sleep(0.05)
                 segments.append((name, t0, time.monotonic(), vx, vy, yaw))
             t_end = time.monotonic()
+            # A shove that knocks the walking robot over: the fall stop must catch it.
+            op.command(0.0, 0.0, 0.0)
+            op.push(*KNOCK_MPS)
+            try:
+                _wait(lambda: op.damping_after_bound_t is not None, procs,
+                      'damping after the knock-over', timeout_s=5.0)
+            except RuntimeError as exc:
+                print(f'bench robot: {exc}', file=sys.stderr)
+            time.sleep(0.5)
         finally:
             if op is not None:
                 op.close()
@@ -296,7 +326,11 @@ def walk_run(run: pathlib.Path, robot: str, tmp: pathlib.Path, variant: str = 'r
     out['vx_error_mps'] = per['forward'].get('vx_error_mps')
     out['vy_error_mps'] = per['sideways'].get('vy_error_mps')
     out['yaw_error_radps'] = per['turn'].get('yaw_error_radps')
-    out['falls'] = _falls([r for r in odom if r[0] >= t_policy])
+    out['falls'] = _falls([r for r in odom if t_policy <= r[0] <= t_end])
+    knock = {'kick_mps': list(KNOCK_MPS), 'imu_past_bound': op.imu_past_bound_t is not None,
+             'damping_after_bound_ms': None if op.damping_after_bound_t is None else
+             round((op.damping_after_bound_t - op.imu_past_bound_t) * 1e3, 2),
+             'commands_driving_after_damping': op.not_damping_after_bound}
     lo, hi = (np.asarray(a) for a in envelope) if envelope else (None, None)
     outside = [q for t, q in qs if t_policy <= t <= t_end and lo is not None
                and (np.any(q < lo) or np.any(q > hi))]
@@ -306,13 +340,18 @@ def walk_run(run: pathlib.Path, robot: str, tmp: pathlib.Path, variant: str = 'r
     out['torque_clamp_share'] = round(int(safety.get('legged_policy_saturated_ticks', 0))
                                       / ticks, 4) if ticks else None
     out['supervisor'] = {k: v for k, v in safety.items() if k.startswith('legged_')}
+    knock.update({'fall_stop_latched': int(safety.get('legged_faults_tilt', 0)) > 0,
+                  'tilt_stop_detect_ms': safety.get('legged_tilt_stop_ms')})
+    out['knock_over'] = knock
+    stats = tmp / 'double.json'
+    out['double'] = json.loads(stats.read_text()) if stats.is_file() else {}
+    out['wall_s'] = round(t_end - t_user, 1)
     return out
 
 
 def tilt_run(run: pathlib.Path, robot: str, tmp: pathlib.Path) -> dict:
     """Armed deploy first, then the double starting tilted and falling: the fall stop."""
     profile = load_profile(profile_path(robot))
-    from unilab_safety.legged_io import motor_limits
     limits = motor_limits(profile.model_file, profile.controller_joints).torque_limit
     cli = [sys.executable, '-m', 'unilab.cli']
     deploy_dir = tmp / 'deploy_tilt'
@@ -347,8 +386,9 @@ def tilt_run(run: pathlib.Path, robot: str, tmp: pathlib.Path) -> dict:
         ext = round((op.damping_after_bound_t - op.imu_past_bound_t) * 1e3, 2)
     return {'start_roll_rad': TILT_START_RAD, 'bound_rad': profile.legged.max_tilt_rad,
             'fall_stop_latched': int(safety.get('legged_faults_tilt', 0)) > 0,
-            'tilt_stop_detect_ms': safety.get('legged_tilt_stop_ms'),
-            'tilt_stop_external_ms': ext,
+            'damping_after_bound_ms': ext,
+            'commands_driving_after_damping': op.not_damping_after_bound,
+            'stand_ups': safety.get('legged_stand_ups'),
             'supervisor_mode_at_end': safety.get('legged_mode'),
             'fault': safety.get('legged_fault')}
 
@@ -373,7 +413,11 @@ def bench_robot_legged(args, robot: str) -> dict:
         print(f'bench robot: failed; logs kept in {tmp}', file=sys.stderr)
         raise
     shutil.rmtree(tmp, ignore_errors=True)
-    out['tilt_stop_external_ms'] = out['tilted_start']['tilt_stop_external_ms']
+    out['fall_stop_damping_ms'] = max(
+        (v for v in (out['tilted_start']['damping_after_bound_ms'],
+                     out['knock_over']['damping_after_bound_ms']) if v is not None),
+        default=None) if out['tilted_start']['fall_stop_latched'] and \
+        out['knock_over']['fall_stop_latched'] else None
     out['targets'] = {k: f'{op} {v}' for k, (op, v) in TARGETS.items()}
     out['target_met'] = {k: out.get(k) is not None and (out[k] >= v if op == '>=' else
                                                         out[k] <= v)

@@ -25,12 +25,13 @@ from unilab_core.robot_profile import load_profile
 def robot_sim_params(robot: str, variant: str = 'nominal', robots: int = 1,
                      time_scale: float = 1.0, seed: int = 0, goals: int = 0,
                      goal_timeout_s: float | None = None, results: str = '',
-                     stats: str = ''):
+                     stats: str = '', start: str = '', tilt_rad: float | None = None):
     """
     Return (double, scenario or None) parameters; errors name the option.
 
     A legged profile (``legged:`` set) gets the legged double (``LeggedDoubleParams``), its
-    own 1 kHz simulation with its own variants, alone.
+    own 1 kHz simulation with its own variants, alone; ``start`` (lie, stand, tilt) and
+    ``tilt_rad`` set its start pose (other robots have none: an error).
     """
     path = profile_path(robot).resolve()
     # A bad profile is a configuration error before any node starts.
@@ -39,11 +40,17 @@ def robot_sim_params(robot: str, variant: str = 'nominal', robots: int = 1,
         if robots != 1 or goals:
             raise ConfigError(f'robot-sim --robot {robot}: the legged double runs one robot '
                               'and no scenario (leave out --robots and --goals)')
+        pose = {'start': start} if start else {}
+        if tilt_rad is not None:
+            pose['tilt_rad'] = tilt_rad
         try:
             return LeggedDoubleParams(profile=str(path), variant=variant, seed=seed,
-                                      time_scale=time_scale, stats_file=stats), None
+                                      time_scale=time_scale, stats_file=stats, **pose), None
         except ValidationError as exc:
             raise ConfigError(format_errors(exc, 'robot-sim')) from None
+    if start or tilt_rad is not None:
+        raise ConfigError(f'robot-sim --robot {robot}: --start and --tilt-rad are for legged '
+                          'robots (a profile with `legged:`)')
     try:
         double = RobotDoubleParams(profile=str(path), variant=variant, robots=robots,
                                    time_scale=time_scale, seed=seed, stats_file=stats)

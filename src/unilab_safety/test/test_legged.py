@@ -145,7 +145,7 @@ def test_disarm_lies_down_then_damping():
 @pytest.mark.parametrize('kind,inputs', [
     ('tilt', dict(quat=quat_roll(0.8))),                      # past max_tilt_rad 0.7
     ('tilt', dict(quat=(math.sin(-0.4), 0.0, 0.0, math.cos(-0.4)))),  # roll -0.8
-    ('joint_velocity', dict(qd=np.r_[np.zeros(11), 16.0])),  # calf past 15.7 rad/s
+    ('joint_velocity', dict(qd=np.r_[np.zeros(11), 24.0])),  # calf past 23.5 rad/s
 ])
 def test_each_bound_latches_a_fault_into_damping(kind, inputs):
     sup, t = stood_up()
@@ -268,3 +268,12 @@ def test_policy_and_stand_ticks_count_their_saturated_share():
     feed(sup, t + MS, q=LIE + 0.9 * (STAND - LIE))   # on the ramp: not saturated
     sup.tick(t + MS)
     assert sup.counters['stand_ticks'] == 2 and sup.counters['stand_saturated_ticks'] == 1
+
+
+def test_an_arm_standing_order_on_a_tilted_robot_latches_the_fall_stop():
+    sup = make()
+    feed(sup, 0, quat=quat_roll(0.9))
+    ok, text = sup.request_arm(MS, latch_tilt=True)
+    assert not ok and 'fall stop latched' in text
+    assert sup.mode == Mode.FAULT and sup.counters['faults_tilt'] == 1
+    assert sup.tilt_stop_ms == pytest.approx(1.0)

@@ -174,8 +174,14 @@ class LeggedSupervisor:
                 self.counters['policy_targets'] += 1
 
     # -- operator requests (executor thread) -------------------------------------------
-    def request_arm(self, now_ns: int) -> tuple[bool, str]:
-        """Stand up (then the policy); refused while a fault is latched or inputs are bad."""
+    def request_arm(self, now_ns: int, latch_tilt: bool = False) -> tuple[bool, str]:
+        """
+        Stand up (then the policy); refused while a fault is latched or inputs are bad.
+
+        ``latch_tilt``: a robot tilted past the bound latches the fall stop instead of a
+        plain refusal (an arm standing order, ``deploy --armed``, met a fallen robot: the
+        operator must look, reset and arm).
+        """
         with self._lock:
             if self.mode == Mode.FAULT:
                 self.counters['arms_refused'] += 1
@@ -186,6 +192,9 @@ class LeggedSupervisor:
             problem = self._check(now_ns)
             if problem is not None:
                 self.counters['arms_refused'] += 1
+                if latch_tilt and problem[0] == 'tilt':
+                    self._latch(now_ns, *problem)
+                    return False, f'fall stop latched: {problem[1]}'
                 return False, f'not standing up: {problem[1]}'
             start = self._last_target if self.mode == Mode.LIE else self._js[0]
             self._begin(Mode.STAND, now_ns, 'arm', start)

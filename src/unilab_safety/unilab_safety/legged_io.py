@@ -32,6 +32,9 @@ from unilab_safety.legged import LeggedSupervisor, Mode
 from unilab_safety.params import SafetySpec
 from unilab_safety.rt import RtLoop
 
+#: ``deploy --armed`` stands the robot up once its inputs have streamed this long (s).
+AUTO_ARM_AFTER_S = 0.5
+
 
 def motor_limits(model_file: str, joint_names: list[str]) -> MotorLimits:
     """Return the motor limits of ``joint_names`` from an MJCF model, found by joint name."""
@@ -62,6 +65,7 @@ class LeggedIO:
         self.publish_errors = 0
         self.auto_arm = bool(spec.armed)
         self.auto_armed = False
+        self._streaming_since = None
         self._logger = node.get_logger()
         self._node = node
         node.create_subscription(Imu, spec.imu_topic, self._on_imu, qos)
@@ -102,9 +106,15 @@ class LeggedIO:
         self.sup.target(command[0])
 
     def _maybe_auto_arm(self, now: int) -> None:
-        # `deploy --armed`: stand up as soon as the inputs are there (once).
-        if self.auto_arm and not self.auto_armed and self.sup._imu is not None:
-            ok, text = self.sup.request_arm(now)
+        # `deploy --armed`: stand up once joint states and IMU have streamed for
+        # AUTO_ARM_AFTER_S (a driver's first samples come in bursts), once; a robot found
+        # tilted past the bound latches the fall stop.
+        if not self.auto_arm or self.auto_armed or self.sup._imu is None:
+            return
+        if self._streaming_since is None:
+            self._streaming_since = now
+        if now - self._streaming_since >= AUTO_ARM_AFTER_S * 1e9:
+            ok, text = self.sup.request_arm(now, latch_tilt=True)
             self.auto_armed = True
             self._logger.warning(f'legged: armed at start: {text}')
             if not ok:
