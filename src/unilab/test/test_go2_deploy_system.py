@@ -4,12 +4,12 @@
 The Go2 deployed on its double over DDS: stand-up, arm, policy, shove, fall stop, re-arm.
 
 Separate processes as on a robot: the legged double (``unilab robot-sim --robot
-go2_position``: its own 1 kHz simulation, the driver's PD with the declared gains) and
+go2``: its own 1 kHz simulation, the driver's PD with the declared gains) and
 ``unilab deploy`` (perception, policy, safety with the legged supervisor); this process is
 the operator (services, ``/cmd_vel``, the double's push) and reads the double's ground
 truth (``/odom``). The policy is a freshly initialised ``go2_walk`` network: its targets
 stay near the default pose, so the robot stands; walking needs a trained policy and is
-measured by ``unilab bench robot --robot go2`` (docs/legged.md). What is checked here is
+measured by ``unilab bench robot --robot go2_effort`` (docs/legged.md). What is checked here is
 the supervisor on a robot: nothing but damping before arming, a stand-up from lying
 within the torque limits, the policy blended in, a small shove survived, a big one caught
 by the latched fall stop, arming refused until a reset.
@@ -35,7 +35,7 @@ from unilab_bringup.paths import profile_path
 from unilab_core.robot_profile import load_profile
 import yaml
 
-GO2 = load_profile(profile_path('go2_position'))
+GO2 = load_profile(profile_path('go2'))
 
 
 class Go2Operator:
@@ -101,9 +101,9 @@ def _stats(run_dir):
 def test_go2_stands_up_takes_the_policy_and_latches_the_fall_stop(tmp_path):
     run = _fresh_run(tmp_path / 'run', 'go2_walk')
     op = Go2Operator()
-    double = Process('robot-sim', '--robot', 'go2_position', '--variant', 'nominal')
+    double = Process('robot-sim', '--robot', 'go2', '--variant', 'nominal')
     deploy_dir = tmp_path / 'd'
-    deploy = Process('deploy', run, '--robot', 'go2_position', '--run-dir', deploy_dir)
+    deploy = Process('deploy', run, '--robot', 'go2', '--run-dir', deploy_dir)
     try:
         # Disarmed: the supervisor is passive; a position driver is sent the measured pose.
         op.wait(lambda: len(op.commands) >= 20 and op.q is not None, WAIT_S, double, deploy,

@@ -13,8 +13,8 @@ from unilab_core.actuator import PdMotor
 from unilab_core.config import ConfigError
 from unilab_core.robot_profile import load_profile
 
-GO2 = load_profile(profile_file('go2'))
-GO2_POSITION = load_profile(profile_file('go2_position'))
+GO2 = load_profile(profile_file('go2_effort'))
+GO2_POSITION = load_profile(profile_file('go2'))
 STAND = np.array(GO2.legged.stand_pose)
 LIE = np.array(GO2.legged.lie_pose)
 

@@ -15,7 +15,7 @@ from std_msgs.msg import Float64MultiArray, String
 from unilab_bridge.legged_double_node import DESCRIPTION_QOS, LeggedDoubleNode
 from unilab_core.robot_profile import load_profile
 
-GO2 = load_profile(profile_file('go2'))
+GO2 = load_profile(profile_file('go2_effort'))
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def graph(context):
     g.close()
 
 
-def start(graph, robot='go2', **params):
+def start(graph, robot='go2_effort', **params):
     """Start a legged double and a probe node; return (double, probe)."""
     double = graph.add(LeggedDoubleNode(context=graph.context, parameter_overrides=overrides(
         profile=profile_file(robot), **params)))
@@ -73,7 +73,7 @@ def test_driver_topics_commands_refusals_and_pushes(graph, tmp_path):
 
 
 def test_robot_description_carries_the_drivers_gains(graph):
-    _, probe = start(graph, robot='go2_position', kp=35.0, kd=0.8, start='stand')
+    _, probe = start(graph, robot='go2', kp=35.0, kd=0.8, start='stand')
     got = listen(probe, '/robot_description', String, DESCRIPTION_QOS)
     assert graph.spin_until(lambda: got)
     block = ET.fromstring(got[0].data).find('ros2_control')

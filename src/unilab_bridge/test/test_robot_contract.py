@@ -91,8 +91,8 @@ def test_the_robot_double_passes_check_robot(context):
     assert 'robot double is running' in format_report(results, snap)
 
 
-GO2_POS = load_profile(profile_file('go2_position'))
-GO2 = load_profile(profile_file('go2'))
+GO2_POS = load_profile(profile_file('go2'))
+GO2 = load_profile(profile_file('go2_effort'))
 
 
 def _go2_urdf(kp, kd, skip=()):
