@@ -270,7 +270,7 @@ class Arm6Reach(MjTask):
     def _next_goal(self, i):
         """Start env ``i``'s next episode where the arm is: a new target, nothing moved."""
         self._target[i] = self.sample_targets(1)[0]
-        self._batch.env_data(i).mocap_pos[self._mocap] = self._target[i]
+        self._batch.state_field('mocap_pos')[i, self._mocap] = self._target[i]
         self._episodes.reset(i)
 
     def _state(self, reward, terminated, truncated, ep_return, ep_length):
