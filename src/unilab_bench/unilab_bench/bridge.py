@@ -261,6 +261,23 @@ def peer_throughput(steps: int, envs=PEER_ENVS, threads=PEER_THREADS,
     return out
 
 
+def _gym_loop(steps: int) -> float:
+    import gymnasium
+    env = gymnasium.make('Hopper-v5')
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    for _ in range(50):
+        env.step(env.action_space.sample())
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        _, _, term, trunc, _ = env.step(env.action_space.sample())
+        if term or trunc:
+            env.reset()
+    rate = steps / (time.perf_counter() - t0)
+    env.close()
+    return rate
+
+
 #: Our tasks whose env steps/s the bench reports (64 envs by default, 1 and 2 threads).
 TASKS = ('arm6_reach', 'ur5e_reach', 'quad_walk', 'quad12_walk', 'go2_walk')
 #: Targets of issue 54: ours against envpool with 2 threads, what the second thread buys,
