@@ -111,7 +111,7 @@ class EglCamera:
     def render(self, i, gyro=None):
         """Return env ``i``'s image [H, W, 3] uint8, blurred by ``gyro`` (IMU frame, rad/s)."""
         self._ctx.make_current()
-        model, data = self.sim.models[i], self.sim.view(i)
+        model, data = self.sim.models[i], self.sim.data[i]
         mujoco.mjv_updateScene(model, data, self._opt, None, self._cam,
                                mujoco.mjtCatBit.mjCAT_ALL, self._scn)
         mujoco.mjr_render(self._rect, self._scn, self._con)
