@@ -235,12 +235,25 @@ def bridge_peers() -> str:
                   'mujoco.rollout', 'ours / envpool', 'ours: 2nd thread', 'envpool: 2nd thread'],
                  rows)
     tasks = d['tasks_env_steps_per_s']
-    out += '\n' + _table(['task', f'env steps/s, {d["tasks_num_envs"]} envs, 1 thread',
-                           '2 threads'],
-                          [[f'`{k}`', f'{v["1"]:,.0f}', f'{v["2"]:,.0f}'] for k, v in tasks.items()])
+    task_rows = [[f'`{k}`', f'{v["1"]:,.0f}', f'{v["2"]:,.0f}'] for k, v in tasks.items()]
+    out += '\n' + _table(
+        ['task', f'env steps/s, {d["tasks_num_envs"]} envs, 1 thread', '2 threads'], task_rows)
     return (out + f'\nSource: `docs/bench/bridge.json` (commit `{str(d.get("commit"))[:10]}`, '
             f'load average {d["loadavg_before"][0]:.2f} before and {d["loadavg_after"][0]:.2f} '
             f'after the run on {d["cpu_count"]} cores).\n')
+
+
+def bridge_before_after() -> str:
+    """Return our tasks' env steps/s on an earlier commit and on this tree, alternated."""
+    d = load('bridge_before_after.json')
+    rows = [[f'`{r["task"]}`', str(r['threads']), f'{r["before"]:,.0f}', f'{r["after"]:,.0f}',
+             f'{r["after_vs_before"]:.2f}'] for r in d['rows']]
+    return (_table(['task', 'threads', f'before (`{d["before_commit"][:7]}`)', 'after',
+                    'after / before'], rows)
+            + f'\nSource: `docs/bench/bridge_before_after.json` ({d["num_envs"]} envs, best of '
+              f'{d["repeats"]} alternated runs of {d["steps"]} steps, commit '
+              f'`{str(d.get("commit"))[:10]}`, load average {d["loadavg_before"][0]:.2f} '
+              f'before and {d["loadavg_after"][0]:.2f} after on {d["cpu_count"]} cores).\n')
 
 
 def _mean_std(x: dict) -> str:
@@ -434,7 +447,8 @@ FIGURES = {'learn_arm6': learn_arm6, 'learn_rsl_rl_arm6': learn_rsl_rl_arm6,
            'learn_rsl_rl_our_settings_arm6': learn_rsl_rl_our_settings_arm6,
            'learn_rsl_rl_quad': learn_rsl_rl_quad, 'learn_go2': learn_go2,
            'headline': headline, 'bench_index': bench_index, 'robot_ur5e': robot_ur5e,
-           'graph_view': graph_view, 'bridge_peers': bridge_peers}
+           'graph_view': graph_view, 'bridge_peers': bridge_peers,
+           'bridge_before_after': bridge_before_after}
 
 
 def pages() -> list[pathlib.Path]:
