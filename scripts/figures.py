@@ -204,6 +204,58 @@ def graph_view() -> str:
                    'rounds\' ratios)', 'to the screen-rate view (same)', 'source'], rows)
 
 
+def _bridge_vs_envpool(d: dict) -> str:
+    """Return the bridge's headline result: ours / envpool with 2 threads, thread gain, quad12."""
+    rows = [r for r in d['peers']['rows'] if r['threads'] == 2]
+    t = d['targets']
+    quad12 = f'`quad12_walk` {t["quad12_walk_env_steps_per_s"]:,.0f} env steps/s (target ' \
+             f'{t["quad12_walk_target"]:,.0f})'
+    gains = [r['ours_thread_gain'] for r in rows]
+    gain = f'second thread {min(gains):.2f}-{max(gains):.2f}x (target {t["thread_gain_target"]})'
+    if rows[0]['ours_vs_envpool'] is None:
+        return f'envpool not installed; {gain}; {quad12}'
+    vs = [r['ours_vs_envpool'] for r in rows]
+    return (f'ours / envpool {min(vs):.2f}-{max(vs):.2f}x (target {t["ours_vs_envpool_target"]}); '
+            f'{gain}; {quad12}; load {d["loadavg_before"][0]:.2f} on '
+            f'{d["cpu_count"]} cores')
+
+
+def bridge_peers() -> str:
+    """Return ``bench bridge``'s side-by-side table and our tasks' env steps/s."""
+    d = load('bridge.json')
+    rows = []
+    for r in d['peers']['rows']:
+        ep = 'not installed' if r['envpool'] is None else f'{r["envpool"]:,.0f}'
+        vs = '' if r['ours_vs_envpool'] is None else f'{r["ours_vs_envpool"]:.2f}'
+        gain = f'{r["ours_thread_gain"]:.2f}' if 'ours_thread_gain' in r else ''
+        egain = f'{r["envpool_thread_gain"]:.2f}' if 'envpool_thread_gain' in r else ''
+        rows.append([r['model'], str(r['num_envs']), str(r['threads']), f'{r["ours"]:,.0f}', ep,
+                     f'{r["rollout"]:,.0f}', vs, gain, egain])
+    out = _table(['model', 'envs', 'threads', 'ours', f'envpool {d["peers"]["envpool"]}',
+                  'mujoco.rollout', 'ours / envpool', 'ours: 2nd thread', 'envpool: 2nd thread'],
+                 rows)
+    tasks = d['tasks_env_steps_per_s']
+    task_rows = [[f'`{k}`', f'{v["1"]:,.0f}', f'{v["2"]:,.0f}'] for k, v in tasks.items()]
+    out += '\n' + _table(
+        ['task', f'env steps/s, {d["tasks_num_envs"]} envs, 1 thread', '2 threads'], task_rows)
+    return (out + f'\nSource: `docs/bench/bridge.json` (commit `{str(d.get("commit"))[:10]}`, '
+            f'load average {d["loadavg_before"][0]:.2f} before and {d["loadavg_after"][0]:.2f} '
+            f'after the run on {d["cpu_count"]} cores).\n')
+
+
+def bridge_before_after() -> str:
+    """Return our tasks' env steps/s on an earlier commit and on this tree, alternated."""
+    d = load('bridge_before_after.json')
+    rows = [[f'`{r["task"]}`', str(r['threads']), f'{r["before"]:,.0f}', f'{r["after"]:,.0f}',
+             f'{r["after_vs_before"]:.2f}'] for r in d['rows']]
+    return (_table(['task', 'threads', f'before (`{d["before_commit"][:7]}`)', 'after',
+                    'after / before'], rows)
+            + f'\nSource: `docs/bench/bridge_before_after.json` ({d["num_envs"]} envs, best of '
+              f'{d["repeats"]} alternated runs of {d["steps"]} steps, commit '
+              f'`{str(d.get("commit"))[:10]}`, load average {d["loadavg_before"][0]:.2f} '
+              f'before and {d["loadavg_after"][0]:.2f} after on {d["cpu_count"]} cores).\n')
+
+
 def _mean_std(x: dict) -> str:
     return f'{x["mean"]:.2f} ± {x["std"]:.2f}'
 
@@ -258,6 +310,9 @@ def headline() -> str:
          f'{robot["tracking_error_p99_rad"]:.3f} rad (target 0.1), clamp share '
          f'{robot["clamp_share"]:.3f} (target 0.10)',
          '`docs/bench/robot_ur5e.json`'],
+        ['batched bridge beside envpool (Hopper / HalfCheetah / Ant-v5, 64 and 256 envs, '
+         '2 threads, same run)', _bridge_vs_envpool(load('bridge.json')),
+         '`docs/bench/bridge.json`'],
         ['safety loop, 1 kHz under load',
          f'p99 {safety["unilab_p99_us"] / 1000:.2f} ms, max '
          f'{safety["unilab_max_us"] / 1000:.1f} ms (target 0.05 / 0.5 ms: '
@@ -392,7 +447,8 @@ FIGURES = {'learn_arm6': learn_arm6, 'learn_rsl_rl_arm6': learn_rsl_rl_arm6,
            'learn_rsl_rl_our_settings_arm6': learn_rsl_rl_our_settings_arm6,
            'learn_rsl_rl_quad': learn_rsl_rl_quad, 'learn_go2': learn_go2,
            'headline': headline, 'bench_index': bench_index, 'robot_ur5e': robot_ur5e,
-           'graph_view': graph_view}
+           'graph_view': graph_view, 'bridge_peers': bridge_peers,
+           'bridge_before_after': bridge_before_after}
 
 
 def pages() -> list[pathlib.Path]:

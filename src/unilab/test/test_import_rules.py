@@ -73,8 +73,8 @@ TEST_EXCEPTIONS = {
 }
 #: Third-party modules heavy or optional enough to import inside a function.
 HEAVY = {
-    'ament_flake8', 'ament_index_python', 'ament_pep257', 'cupy', 'cupyx',
-    'diagnostic_msgs', 'geometry_msgs', 'gymnasium', 'iceoryx2', 'imageio', 'imageio_ffmpeg',
+    'ament_flake8', 'ament_index_python', 'ament_pep257', 'cupy', 'cupyx', 'diagnostic_msgs',
+    'envpool', 'geometry_msgs', 'gymnasium', 'iceoryx2', 'imageio', 'imageio_ffmpeg',
     'launch', 'launch_ros', 'matplotlib', 'mujoco', 'nav_msgs', 'onnx', 'onnxruntime', 'open3d',
     'PIL', 'rclpy', 'rich', 'rosbags', 'selenium', 'sensor_msgs', 'stable_baselines3', 'std_msgs',
     'std_srvs', 'tensorboard', 'torch', 'trajectory_msgs', 'rsl_rl', 'tensordict'}

@@ -54,7 +54,10 @@ class ImuSensor:
 
     def read(self, datas):
         """Return {'gyro' [N,3] rad/s, 'accel' [N,3] m/s^2, 'quat' [N,4] wxyz or None}."""
-        sd = np.stack([d.sensordata for d in datas])
+        return self.read_sensordata(np.stack([d.sensordata for d in datas]))
+
+    def read_sensordata(self, sd):
+        """Return ``read``'s dict from every env's sensordata [N, nsensordata]."""
         return {'gyro': sd[:, self._gyro], 'accel': sd[:, self._accel],
                 'quat': None if self._quat is None else sd[:, self._quat]}
 

@@ -12,6 +12,7 @@ import itertools
 import pathlib
 
 import mujoco
+from mujoco.batch import Batch
 import numpy as np
 
 from unilab_bridge.sensors import ImuSensor, set_sensors_enabled
@@ -145,6 +146,7 @@ class Arm6Reach(MjTask):
         self._site = self.model.site('ee_site').id
         self._mocap = self.model.body('target').mocapid[0]
         self._fk_data = mujoco.MjData(self.model)
+        self._fk = None  # the commands' forward kinematics (``_command_tool_speed``)
         self._workspace = None  # built on first read (the ``workspace`` property)
         self._rng = np.random.default_rng(seed)
         n = self.num_envs
@@ -243,11 +245,18 @@ class Arm6Reach(MjTask):
         """
         if not self.reward_scales.get('command_tool_speed'):
             return None
-        data = self._fk_data
-        for i in range(self.num_envs):
-            data.qpos[self._qpos_adr] = cmd[i]
-            mujoco.mj_kinematics(self.model, data)
-            self._cmd_tool[i] = data.site_xpos[self._site]
+        if self._fk is None:
+            # Every env's kinematics in one call, on the stepping batch's threads; the
+            # position stage's site poses are mj_kinematics' (bit for bit).
+            self._fk = Batch(self.model, self.num_envs, self._batch.num_threads)
+            self._fk.set_models(self.model)
+            self._fk.reset(stage=int(mujoco.mjtStage.mjSTAGE_NONE))
+            # Bound before the first call: an output bound later reads zeros until the next.
+            self._fk_io = (self._fk.bind('qpos'), self._fk.bind('site_xpos'))
+        qpos, site_xpos = self._fk_io
+        qpos[:, self._qpos_adr] = cmd
+        self._fk.forward(stage=int(mujoco.mjtStage.mjSTAGE_POS))
+        self._cmd_tool[:] = site_xpos[:, self._site]
         return np.linalg.norm(self._cmd_tool - self._prev_cmd_tool, axis=1) / self.control_dt
 
     def _reset_env(self, i):
@@ -270,7 +279,7 @@ class Arm6Reach(MjTask):
     def _next_goal(self, i):
         """Start env ``i``'s next episode where the arm is: a new target, nothing moved."""
         self._target[i] = self.sample_targets(1)[0]
-        self._batch.env_data(i).mocap_pos[self._mocap] = self._target[i]
+        self._batch.state_field('mocap_pos')[i, self._mocap] = self._target[i]
         self._episodes.reset(i)
 
     def _state(self, reward, terminated, truncated, ep_return, ep_length):

@@ -202,7 +202,7 @@ class DisturbedTask(BatchedTask):
         sim = self.sim
         if sim is None:
             return np.zeros((len(envs), self.action_dim))
-        return np.stack([sim.data[i].ctrl for i in envs])
+        return sim.state_field('ctrl')[np.asarray(envs, dtype=int)].copy()
 
     def _log_episodes(self, envs, raw):
         for i in envs:

@@ -170,6 +170,7 @@ class Go2Walk(MjTask):
         mid, half = (self._joint_lo + self._joint_hi) / 2, (self._joint_hi - self._joint_lo) / 2
         self._soft_lo, self._soft_hi = mid - 0.9 * half, mid + 0.9 * half
         self._classify_geoms()
+        self._batch.keep_contacts()  # feet and trunk contacts are read after each step
         self._ground = np.zeros(n)  # the ground's height under each env's start (m)
         self._cmd = np.zeros((n, 3))
         self._since_cmd = np.zeros(n, np.int64)
@@ -286,7 +287,8 @@ class Go2Walk(MjTask):
         feet = np.zeros((n, len(FEET)), bool)
         trunk = np.zeros(n, bool)
         legs = np.zeros(n, np.int64)
-        for i, d in enumerate(self._batch.data):
+        for i in range(n):
+            d = self._batch.contact_data(i)
             if not d.ncon:
                 continue
             kinds = self._geom_kind[d.contact.geom[:d.ncon]].max(axis=1)

@@ -86,9 +86,10 @@ class LeggedDomain:
             return np.zeros(len(episode_steps), dtype=bool)
         due = (episode_steps > 0) & (episode_steps % self.push_every == 0)
         v = self.ranges.push_velocity
+        qvel = self.sim.state_field('qvel')
         for i in np.flatnonzero(due):
             d = self._base_dof  # a free joint's first dofs: world-frame x, y velocity
-            self.sim.data[i].qvel[d:d + 2] += self.rng.uniform(-v, v, 2)
+            qvel[i, d:d + 2] += self.rng.uniform(-v, v, 2)
             self.pushes[i] += 1
         return due
 

@@ -90,13 +90,13 @@ class MjDomain:
             return np.zeros(len(episode_steps), dtype=bool)
         due = (episode_steps > 0) & (episode_steps % self.push_every == 0)
         v = self.dynamics.push_velocity
+        rows = self.sim.state_field('qvel')
         for i in np.flatnonzero(due):
             kick = self.rng_dyn.uniform(-v, v, len(self._push_dofs))
-            qvel = self.sim.data[i].qvel
             if len(self._push_dofs) == 2:
-                qvel[self._push_dofs] = kick  # legged_gym sets the base velocity
+                rows[i, self._push_dofs] = kick  # legged_gym sets the base velocity
             else:
-                qvel[self._push_dofs] += kick
+                rows[i, self._push_dofs] += kick
             self.pushes[i] += 1
         return due
 

@@ -32,7 +32,7 @@ class MjTask(BatchedTask):
 
     def imu_reading(self):
         """Return the IMU's gyro, accelerometer and orientation for every env."""
-        return self.imu.read(self._batch.data)
+        return self.imu.read_sensordata(self._batch.sensordata)
 
     def reset(self, seed=None):
         """Reset every env (``_reset_env``); a seed restarts the task's random streams."""
