@@ -180,6 +180,53 @@ def robot_ur5e() -> str:
             f'; policy: {d["model"]}).\n')
 
 
+def _go2_row(d: dict) -> list[str]:
+    """Return one interface's column of the Go2-on-its-double table."""
+    seg, walk = d['segments'], d['time_to_walk']
+    knock, tilt = d['knock_over'], d['tilted_start']
+
+    def ms(v):
+        return 'none' if v is None else f'{v:.1f} ms'
+    return [
+        f'{seg["forward"]["vx_mean_mps"]:.2f} m/s (error {d["vx_error_mps"]:.2f})',
+        f'{seg["sideways"]["vy_mean_mps"]:.2f} m/s (error {d["vy_error_mps"]:.2f})',
+        f'{seg["turn"]["yaw_mean_radps"]:.2f} rad/s (error {d["yaw_error_radps"]:.2f})',
+        f'{d["falls"]}',
+        'none' if d['torque_clamp_share'] is None else f'{d["torque_clamp_share"]:.3f}',
+        f'{d["joints_outside_trained_range"]}',
+        f'{d["stand_up_peak_torque_ratio"]:.2f}',
+        f'{"latched" if knock["fall_stop_latched"] else "**not latched**"}, damping after '
+        f'{ms(knock["damping_after_bound_ms"])}',
+        f'{"latched" if tilt["fall_stop_latched"] else "**not latched**"}, '
+        f'{tilt["stand_ups"]} stand-ups, damping after {ms(tilt["damping_after_bound_ms"])}',
+        f'{walk["total_s"]:.0f} s (export {walk["export_s"]:.1f}, check-robot '
+        f'{walk["check_robot_s"]:.1f}, deploy to first command '
+        f'{walk["deploy_to_first_command_s"]:.1f}, stand-up {walk["stand_up_s"]:.1f}, first '
+        f'step {walk["first_step_s"] if walk["first_step_s"] is not None else "none"} s)',
+        f'{d["supervisor"].get("legged_period_error_p99_us", 0) / 1000:.1f} ms, '
+        f'{d["supervisor"].get("legged_deadline_misses", 0)} of '
+        f'{d["supervisor"].get("legged_loop_cycles", 0)} missed']
+
+
+def robot_go2() -> str:
+    """Return ``bench robot`` on the Go2 double: position (driver's PD) beside effort."""
+    pos, eff = load('robot_go2.json'), load('robot_go2_effort.json')
+    names = ['v_x at 0.5 m/s (target error <= 0.15)', 'v_y at 0.3 m/s',
+             'yaw at 0.8 rad/s, in place (target error <= 0.15)', 'falls (target 0)',
+             'torque clamp share, policy ticks (target <= 0.05)',
+             'joint samples outside the trained range (target 0)',
+             'stand-up peak torque / limit (target <= 1)',
+             'knock-over (3 m/s kick): fall stop',
+             'start tilted 0.9 rad: fall stop (target: damping within 50 ms)',
+             'from a trained run to the first step', 'supervisor loop (500 Hz): period error p99']
+    rows = [[n, a, b] for n, a, b in zip(names, _go2_row(pos), _go2_row(eff))]
+    return (_table(['', '`go2` (position: the driver\'s PD)', '`go2_effort` (the gate\'s PD)'],
+                   rows)
+            + f'\nSources: `docs/bench/robot_go2.json`, `docs/bench/robot_go2_effort.json` '
+            f'(commit `{str(pos.get("commit"))[:10]}`; policy `{pathlib.Path(pos["model"]).name}`'
+            f', variant {pos["variant"]}).\n')
+
+
 def graph_view() -> str:
     """Return ``bench graph --view``'s rounds: training with and without the live view."""
     rows = []
@@ -256,6 +303,16 @@ def bridge_before_after() -> str:
               f'before and {d["loadavg_after"][0]:.2f} after on {d["cpu_count"]} cores).\n')
 
 
+def _go2_headline(pos: dict, eff: dict) -> str:
+    """Return the Go2 double's headline: forward speed, falls, time to walking."""
+    def one(d):
+        return (f'v_x {d["segments"]["forward"]["vx_mean_mps"]:.2f} m/s at 0.5, '
+                f'{d["falls"]} falls')
+    return (f'{one(pos)} / {one(eff)}; trained run to first step '
+            f'{pos["time_to_walk"]["total_s"]:.0f} s; fall stop on a 3 m/s kick: damping '
+            f'after {pos["knock_over"]["damping_after_bound_ms"]} ms')
+
+
 def _mean_std(x: dict) -> str:
     return f'{x["mean"]:.2f} ± {x["std"]:.2f}'
 
@@ -310,6 +367,9 @@ def headline() -> str:
          f'{robot["tracking_error_p99_rad"]:.3f} rad (target 0.1), clamp share '
          f'{robot["clamp_share"]:.3f} (target 0.10)',
          '`docs/bench/robot_ur5e.json`'],
+        ['`go2_walk` on the Go2 double (1 kHz, real variant; driver\'s PD / gate\'s PD)',
+         _go2_headline(load('robot_go2.json'), load('robot_go2_effort.json')),
+         '`docs/bench/robot_go2.json`'],
         ['batched bridge beside envpool (Hopper / HalfCheetah / Ant-v5, 64 and 256 envs, '
          '2 threads, same run)', _bridge_vs_envpool(load('bridge.json')),
          '`docs/bench/bridge.json`'],
@@ -447,6 +507,7 @@ FIGURES = {'learn_arm6': learn_arm6, 'learn_rsl_rl_arm6': learn_rsl_rl_arm6,
            'learn_rsl_rl_our_settings_arm6': learn_rsl_rl_our_settings_arm6,
            'learn_rsl_rl_quad': learn_rsl_rl_quad, 'learn_go2': learn_go2,
            'headline': headline, 'bench_index': bench_index, 'robot_ur5e': robot_ur5e,
+           'robot_go2': robot_go2,
            'graph_view': graph_view, 'bridge_peers': bridge_peers,
            'bridge_before_after': bridge_before_after}
 

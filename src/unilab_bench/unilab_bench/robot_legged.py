@@ -29,6 +29,7 @@ time from the first such sample this process received to the first damping comma
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import pathlib
@@ -57,6 +58,8 @@ SETTLE_S = 1.5
 STEP_M = 0.1
 FALL_HEIGHT_M, FALL_TILT_RAD = 0.12, math.radians(60)
 TILT_START_RAD = 0.9
+#: Joint states (500 Hz) among which the one behind a damping command is looked for.
+DAMPING_SAMPLES = 8
 #: The kick (m/s, world x, y) that knocks the walking robot over after the schedule.
 KNOCK_MPS = (0.0, 3.0)
 DOUBLE_SEED = 10_007
@@ -93,6 +96,7 @@ class _Operator:
         self.q = []                           # (t, q [J] policy order)
         self.qd_driver = None
         self.q_driver = None
+        self.recent = collections.deque(maxlen=DAMPING_SAMPLES)   # (q, qd), driver order
         self.effort = profile.command.interface == 'effort'
         self.not_damping_after_bound = 0      # commands after the bound that drive
         self.commands = []                    # (t, tau [J] driver order)
@@ -133,6 +137,7 @@ class _Operator:
                                                        for n in self.names])))
             self.qd_driver = np.array([msg.velocity[index[n]] for n in self.driver])
             self.q_driver = np.array([msg.position[index[n]] for n in self.driver])
+            self.recent.append((self.q_driver, self.qd_driver))
 
     def _on_imu(self, msg) -> None:
         o = msg.orientation
@@ -158,16 +163,20 @@ class _Operator:
 
     def is_damping(self, cmd) -> bool:
         """
-        Return whether a command is the supervisor's damping for the latest joint state.
+        Return whether a command is the supervisor's damping for a recent joint state.
 
         Effort: tau = -damping_kd qd; position: the measured pose (the driver's PD then
-        only damps). The supervisor may have used the sample before the latest here: a
-        tolerance of a few tenths of a N m, or 0.05 rad.
+        only damps). The supervisor used one of the last joint states (its age unknown
+        here): per joint, the command must lie within what the last DAMPING_SAMPLES states
+        give, widened by a few tenths of a N m or 0.05 rad.
         """
         if self.effort:
-            return bool(np.allclose(cmd, -self.damping_kd * self.qd_driver, atol=0.3,
-                                    rtol=0.1))
-        return bool(np.allclose(cmd, self.q_driver, atol=0.05, rtol=0.0))
+            ref = -self.damping_kd * np.array([qd for _, qd in self.recent])
+            tol = 0.3
+        else:
+            ref = np.array([q for q, _ in self.recent])
+            tol = 0.05
+        return bool(np.all((cmd >= ref.min(axis=0) - tol) & (cmd <= ref.max(axis=0) + tol)))
 
     def command(self, vx, vy, yaw) -> None:
         msg = self._twist()
