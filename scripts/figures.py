@@ -217,7 +217,7 @@ def robot_go2() -> str:
              'joint samples outside the trained range (target 0)',
              'stand-up peak torque / limit (target <= 1)',
              'knock-over (3 m/s kick): fall stop',
-             'start tilted 0.9 rad: fall stop (target: damping within 50 ms)',
+             'start tilted 1.4 rad (on its side), armed: fall stop (target: damping within 50 ms)',
              'from a trained run to the first step', 'supervisor loop (500 Hz): period error p99']
     rows = [[n, a, b] for n, a, b in zip(names, _go2_row(pos), _go2_row(eff))]
     return (_table(['', '`go2` (position: the driver\'s PD)', '`go2_effort` (the gate\'s PD)'],

@@ -57,7 +57,7 @@ SHOVES = (('forward', 4.0, 0.0, 0.5), ('stop', 2.0, 0.5, 0.0))
 SETTLE_S = 1.5
 STEP_M = 0.1
 FALL_HEIGHT_M, FALL_TILT_RAD = 0.12, math.radians(60)
-TILT_START_RAD = 0.9
+TILT_START_RAD = 1.4
 #: Joint states (500 Hz) among which the one behind a damping command is looked for.
 DAMPING_SAMPLES = 8
 #: The kick (m/s, world x, y) that knocks the walking robot over after the schedule.
