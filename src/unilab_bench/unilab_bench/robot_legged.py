@@ -67,7 +67,7 @@ START_S = 120.0
 TARGETS = {'vx_error_mps': ('<=', 0.15), 'yaw_error_radps': ('<=', 0.15),
            'falls': ('<=', 0), 'torque_clamp_share': ('<=', 0.05),
            'joints_outside_trained_range': ('<=', 0), 'stand_up_peak_torque_ratio': ('<=', 1.0),
-           'fall_stop_damping_ms': ('<=', 50.0)}
+           'fall_stop_damping_ms': ('<=', 50.0), 'tilted_start_stand_ups': ('<=', 0)}
 
 
 def _tilt_of(qx, qy, qz, qw) -> float:
@@ -422,11 +422,15 @@ def bench_robot_legged(args, robot: str) -> dict:
         print(f'bench robot: failed; logs kept in {tmp}', file=sys.stderr)
         raise
     shutil.rmtree(tmp, ignore_errors=True)
-    out['fall_stop_damping_ms'] = max(
-        (v for v in (out['tilted_start']['damping_after_bound_ms'],
-                     out['knock_over']['damping_after_bound_ms']) if v is not None),
-        default=None) if out['tilted_start']['fall_stop_latched'] and \
-        out['knock_over']['fall_stop_latched'] else None
+    # The fall stop on a walking robot knocked over: from the first IMU sample past the
+    # bound this process received to the first damping command it received.
+    knock = out['knock_over']
+    out['fall_stop_damping_ms'] = knock['damping_after_bound_ms'] \
+        if knock['fall_stop_latched'] else None
+    # An armed start on a robot lying on its side: damping only (it was never stood up),
+    # and the arm order latched the fall stop.
+    tilt = out['tilted_start']
+    out['tilted_start_stand_ups'] = tilt['stand_ups'] if tilt['fall_stop_latched'] else None
     out['targets'] = {k: f'{op} {v}' for k, (op, v) in TARGETS.items()}
     out['target_met'] = {k: out.get(k) is not None and (out[k] >= v if op == '>=' else
                                                         out[k] <= v)
