@@ -277,3 +277,15 @@ def test_an_arm_standing_order_on_a_tilted_robot_latches_the_fall_stop():
     assert not ok and 'fall stop latched' in text
     assert sup.mode == Mode.FAULT and sup.counters['faults_tilt'] == 1
     assert sup.tilt_stop_ms == pytest.approx(1.0)
+
+
+def test_the_stand_up_peak_torque_ratio_is_what_the_pd_asked_for():
+    sup = make(stand_time_s=1.0)
+    feed(sup, 0)
+    sup.request_arm(0)
+    feed(sup, 500 * MS, q=LIE)          # half-way, the robot has not moved
+    sup.tick(500 * MS)
+    raw = CFG.kp * (0.5 * (STAND - LIE))  # qd 0
+    assert sup.stand_peak == pytest.approx(np.max(np.abs(raw) / LIMITS.torque_limit))
+    assert sup.status()['legged_stand_peak_torque_ratio'] == pytest.approx(sup.stand_peak,
+                                                                           abs=1e-4)

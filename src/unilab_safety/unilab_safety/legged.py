@@ -138,6 +138,8 @@ class LeggedSupervisor:
         self.fault_t_ns = 0        # when the latched fault was detected
         #: ms from the arrival of the first IMU sample past the tilt bound to the latch
         self.tilt_stop_ms = None
+        #: the largest |PD torque| / torque limit any stand-up asked for (unclipped)
+        self.stand_peak = 0.0
         self._tilt_seen_ns = None
 
     @staticmethod
@@ -294,6 +296,10 @@ class LeggedSupervisor:
     def _saturation(self, now_ns, target, q, qd) -> None:
         # The PD's unclipped torque at or past what the motor gives, per joint, for how long.
         raw = self.cfg.kp * (target - q) - self.cfg.kd * qd
+        if self.mode == Mode.STAND:
+            # What the stand-up asks of the motors, before any clipping (<= 1: within them).
+            self.stand_peak = max(self.stand_peak,
+                                  float(np.max(np.abs(raw) / self.limits.torque_limit)))
         sat = np.abs(raw) > np.abs(self._tau[0]) + 1e-9
         if self.mode in (Mode.POLICY, Mode.STAND):
             key = self.mode.name.lower()
@@ -366,6 +372,7 @@ class LeggedSupervisor:
             out = {f'legged_{k}': v for k, v in self.counters.items()}
             out['legged_mode'] = self.mode.name.lower()
             out['legged_fault'] = self.fault
+            out['legged_stand_peak_torque_ratio'] = round(self.stand_peak, 4)
             if self.tilt_stop_ms is not None:
                 out['legged_tilt_stop_ms'] = round(self.tilt_stop_ms, 3)
             if self.transitions:
