@@ -195,8 +195,9 @@ def _go2_row(d: dict) -> list[str]:
         'none' if d['torque_clamp_share'] is None else f'{d["torque_clamp_share"]:.3f}',
         f'{d["joints_outside_trained_range"]}',
         f'{d["stand_up_peak_torque_ratio"]:.2f}',
-        f'{"latched" if knock["fall_stop_latched"] else "**not latched**"}, damping after '
-        f'{ms(knock["damping_after_bound_ms"])}',
+        (f'latched, damping after {ms(knock["damping_after_bound_ms"])}'
+         if knock['fall_stop_latched'] else
+         f'**stopped before it**: {d["supervisor"].get("legged_fault") or "not latched"}'),
         f'{"latched" if tilt["fall_stop_latched"] else "**not latched**"}, '
         f'{tilt["stand_ups"]} stand-ups',
         f'{walk["total_s"]:.0f} s (export {walk["export_s"]:.1f}, check-robot '
