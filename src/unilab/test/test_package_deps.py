@@ -57,6 +57,7 @@ PIP_ONLY = {
     'foxglove': 'the live view\'s Foxglove bridge, requirements-view.txt; no rosdep key',
     'websockets': 'the Foxglove bridge test\'s client, requirements-lock.txt; no rosdep key',
     'mcap': 'requirements.txt (the view\'s MCAP recording test reads the file); no rosdep key',
+    'envpool': 'requirements-bench.txt (bench bridge\'s peer, optional); no rosdep key',
 }
 
 #: Test helpers one package's tests take from another's test folder (not installed).
