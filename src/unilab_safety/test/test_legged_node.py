@@ -154,3 +154,16 @@ def test_stale_joint_states_are_a_fault_while_standing(legged):
     stats = node.stats()
     assert stats['legged_faults_stale_joint_state'] + stats['legged_faults_stale_imu'] == 1
     assert 'FALL STOP latched' in ' '.join(node.legged.errors())
+
+
+def test_a_stopping_node_leaves_an_effort_robot_without_torque(legged):
+    node, robot, executor, call = legged
+    assert spin_until(executor, lambda: len(robot.commands) >= 5, 10.0)
+    assert call('arm').success
+    n = len(robot.commands)
+    assert spin_until(executor, lambda: len(robot.commands) >= n + 20 and np.abs(
+        robot.commands[-1]).max() > 0.5, 5.0), 'no stand-up torque'
+    node.close()   # Ctrl-C: the motor loop stops, the last word is no torque
+    spin_until(executor, lambda: False, 0.5)   # every message in flight delivered
+    np.testing.assert_array_equal(robot.commands[-1], np.zeros(12))
+    assert not node.legged.loop.alive
