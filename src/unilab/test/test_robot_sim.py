@@ -127,6 +127,31 @@ def test_launch_file_starts_the_robot_sim_graph_with_state_publishers(tmp_path, 
     assert urdf.get('name') == 'arm6'
 
 
+def test_launch_file_starts_the_legged_double_with_its_own_description(tmp_path, monkeypatch):
+    import importlib.util
+    import pathlib
+    from test_launch_agreement import _fake_launch_modules
+    values = {'robot': 'go2', 'variant': 'slippery', 'robots': '1', 'time_scale': '1.0',
+              'seed': '3', 'goals': '0', 'state_publisher': 'true'}
+    for name, mod in _fake_launch_modules(values).items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    path = (pathlib.Path(__file__).resolve().parents[2] / 'unilab_bringup' / 'launch'
+            / 'robot_sim.launch.py')
+    spec = importlib.util.spec_from_file_location('robot_sim_launch', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    actions = module.generate_launch_description().args[0]
+    opaque = next(a for a in actions if type(a).__name__ == 'OpaqueFunction')
+    nodes = [a.kwargs for a in opaque.kwargs['function'](context=None)
+             if type(a).__name__ == 'Node']
+    # The legged double alone: its URDF carries the driver's gains (check-robot reads
+    # them), so no robot_state_publisher publishes a second one.
+    assert [(n['package'], n['name']) for n in nodes] == [('unilab_bridge', 'legged_double')]
+    params = yaml.safe_load(pathlib.Path(nodes[0]['parameters'][0]).read_text())
+    d = params['legged_double']['ros__parameters']
+    assert d['variant'] == 'slippery' and d['seed'] == 3 and d['publish_description'] is True
+
+
 @pytest.mark.parametrize('name', ['arm6', 'quad8', 'quad12', 'ur5e'])
 def test_every_shipped_profile_drives_its_task(name):
     # The profile's joints are its task's (in the policy's order) and its limits file

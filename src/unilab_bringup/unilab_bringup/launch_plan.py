@@ -81,8 +81,12 @@ def robot_sim_plan(args: dict) -> dict:
     double, scenario = robot_sim_params(args['robot'], args['variant'], robots, time_scale,
                                         seed, goals, results=args.get('results', ''))
     want = args.get('state_publisher', 'auto').lower()
-    rsp = want in ('true', '1', 'yes') or (want == 'auto' and _installed('robot_state_publisher'))
     profile = load_profile(double.profile)
+    # A legged double publishes its own URDF: its <ros2_control> block declares the
+    # driver's gains, which check-robot reads; a robot_state_publisher would publish a
+    # second description without them.
+    rsp = profile.legged is None and (
+        want in ('true', '1', 'yes') or (want == 'auto' and _installed('robot_state_publisher')))
     double = double.model_copy(update={'publish_description': not rsp})
     graph = robot_sim_graph(double, scenario)
     params_file = graph.write_params(tempfile.mkdtemp(prefix='unilab-robot-sim-')
