@@ -366,7 +366,15 @@ def spin_frames(node: ViewNode, executor) -> None:
     period = 1.0 / node.rate_hz
     due = time.monotonic()
     while rclpy.ok(context=node.context):
-        node.frame(executor)
+        try:
+            node.frame(executor)
+        except Exception:  # noqa: B902 - the context shut down under a take (Ctrl-C)
+            # rclpy's SIGINT handler invalidates the context while a frame may be taking a
+            # message; the take then fails (a RuntimeError from the bindings, or
+            # ExternalShutdownException). That is a stop, not an error.
+            if not rclpy.ok(context=node.context):
+                return
+            raise
         due += period
         left = due - time.monotonic()
         if left > 0:
