@@ -46,7 +46,6 @@ from unilab_bringup.paths import profile_path
 from unilab_core.config import ConfigError, load_run_config
 from unilab_core.robot_profile import load_profile
 from unilab_policy.envelope import checkpoint_envelope, joint_range
-from unilab_safety.legged_io import motor_limits
 
 #: (segment, seconds, v_x m/s, v_y m/s, yaw rad/s)
 SCHEDULE = (('stand', 4.0, 0.0, 0.0, 0.0), ('forward', 8.0, 0.5, 0.0, 0.0),
@@ -78,7 +77,7 @@ def _tilt_of(qx, qy, qz, qw) -> float:
 class _Operator:
     """This process on the ROS graph: /cmd_vel and pushes out; truth, states, commands in."""
 
-    def __init__(self, profile, limits, damping_kd):
+    def __init__(self, profile, damping_kd):
         import rclpy
         from geometry_msgs.msg import Twist, Vector3
         from nav_msgs.msg import Odometry
@@ -89,7 +88,6 @@ class _Operator:
         self.profile = profile
         self.names = list(profile.joint_names)
         self.driver = list(profile.controller_joints)
-        self.limits = limits                  # [J] torque limits, driver order
         self.damping_kd = damping_kd
         self.lock = threading.Lock()
         self.odom = []                        # (t, x, y, vx, vy, wz, z, tilt)
@@ -242,7 +240,6 @@ def walk_run(run: pathlib.Path, robot: str, tmp: pathlib.Path, variant: str = 'r
     cfg = load_run_config([run / 'config.yaml'])
     envelope = joint_range(checkpoint_envelope(run / 'checkpoints' / 'latest.pt'),
                            cfg.safety.envelope_margin_rad)
-    limits = motor_limits(profile.model_file, profile.controller_joints).torque_limit
     cli = [sys.executable, '-m', 'unilab.cli']
     deploy_dir = tmp / 'deploy'
     out: dict = {'variant': variant}
@@ -258,7 +255,7 @@ def walk_run(run: pathlib.Path, robot: str, tmp: pathlib.Path, variant: str = 'r
                               str(DOUBLE_SEED), '--stats', str(tmp / 'double.json')], dlog)
         op = deploy = None
         try:
-            op = _Operator(profile, limits, profile.legged.damping_kd)
+            op = _Operator(profile, profile.legged.damping_kd)
             steps['double_up_s'] = _wait(lambda: len(op.q) > 0, {'double': double},
                                          'the double\'s first joint state')
             steps['check_robot_s'], rc = _timed(cli + ['check-robot', '--robot', robot], ulog)
@@ -359,13 +356,12 @@ def walk_run(run: pathlib.Path, robot: str, tmp: pathlib.Path, variant: str = 'r
 def tilt_run(run: pathlib.Path, robot: str, tmp: pathlib.Path) -> dict:
     """Armed deploy first, then the double starting tilted and falling: the fall stop."""
     profile = load_profile(profile_path(robot))
-    limits = motor_limits(profile.model_file, profile.controller_joints).torque_limit
     cli = [sys.executable, '-m', 'unilab.cli']
     deploy_dir = tmp / 'deploy_tilt'
     op = double = deploy = None
     with open(tmp / 'double_tilt.log', 'w') as dlog, open(tmp / 'deploy_tilt.log', 'w') as plog:
         try:
-            op = _Operator(profile, limits, profile.legged.damping_kd)
+            op = _Operator(profile, profile.legged.damping_kd)
             deploy = start(cli + ['deploy', str(run), '--robot', robot, '--armed', '--run-dir',
                                   str(deploy_dir)], plog)
             # The deploy is up when its command publisher is on the graph.
