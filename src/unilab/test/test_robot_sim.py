@@ -88,14 +88,11 @@ def test_robot_side_commands_reject_bad_input_cleanly(tmp_path, capsys):
         assert 'Traceback' not in proc.stderr
 
 
-def test_launch_file_starts_the_robot_sim_graph_with_state_publishers(tmp_path, monkeypatch):
+def _robot_sim_launch(values, monkeypatch) -> list:
+    """Run robot_sim.launch.py's function with fake launch modules; return what it starts."""
     import importlib.util
     import pathlib
-    import xml.etree.ElementTree as ET
     from test_launch_agreement import _fake_launch_modules
-    values = {'robot': 'arm6', 'variant': 'real', 'robots': '2', 'time_scale': '3.0',
-              'seed': '0', 'goals': '2', 'results': str(tmp_path / 'r.json'),
-              'state_publisher': 'true'}
     for name, mod in _fake_launch_modules(values).items():
         monkeypatch.setitem(sys.modules, name, mod)
     path = (pathlib.Path(__file__).resolve().parents[2] / 'unilab_bringup' / 'launch'
@@ -105,7 +102,16 @@ def test_launch_file_starts_the_robot_sim_graph_with_state_publishers(tmp_path, 
     spec.loader.exec_module(module)
     actions = module.generate_launch_description().args[0]
     opaque = next(a for a in actions if type(a).__name__ == 'OpaqueFunction')
-    started = opaque.kwargs['function'](context=None)
+    return opaque.kwargs['function'](context=None)
+
+
+def test_launch_file_starts_the_robot_sim_graph_with_state_publishers(tmp_path, monkeypatch):
+    import pathlib
+    import xml.etree.ElementTree as ET
+    values = {'robot': 'arm6', 'variant': 'real', 'robots': '2', 'time_scale': '3.0',
+              'seed': '0', 'goals': '2', 'results': str(tmp_path / 'r.json'),
+              'state_publisher': 'true'}
+    started = _robot_sim_launch(values, monkeypatch)
     nodes = [a.kwargs for a in started if type(a).__name__ == 'Node']
     assert [(n['package'], n['name'], n.get('namespace')) for n in nodes] == [
         ('unilab_bridge', 'robot_double', ''), ('unilab_bridge', 'scenario', ''),
@@ -128,21 +134,10 @@ def test_launch_file_starts_the_robot_sim_graph_with_state_publishers(tmp_path, 
 
 
 def test_launch_file_starts_the_legged_double_with_its_own_description(tmp_path, monkeypatch):
-    import importlib.util
     import pathlib
-    from test_launch_agreement import _fake_launch_modules
     values = {'robot': 'go2', 'variant': 'slippery', 'robots': '1', 'time_scale': '1.0',
               'seed': '3', 'goals': '0', 'state_publisher': 'true'}
-    for name, mod in _fake_launch_modules(values).items():
-        monkeypatch.setitem(sys.modules, name, mod)
-    path = (pathlib.Path(__file__).resolve().parents[2] / 'unilab_bringup' / 'launch'
-            / 'robot_sim.launch.py')
-    spec = importlib.util.spec_from_file_location('robot_sim_launch', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    actions = module.generate_launch_description().args[0]
-    opaque = next(a for a in actions if type(a).__name__ == 'OpaqueFunction')
-    nodes = [a.kwargs for a in opaque.kwargs['function'](context=None)
+    nodes = [a.kwargs for a in _robot_sim_launch(values, monkeypatch)
              if type(a).__name__ == 'Node']
     # The legged double alone: its URDF carries the driver's gains (check-robot reads
     # them), so no robot_state_publisher publishes a second one.
