@@ -64,6 +64,8 @@ def test_driver_topics_commands_refusals_and_pushes(graph, tmp_path):
     pub.publish(Float64MultiArray(data=[float('nan')] * 12))
     assert graph.spin_until(lambda: double.counters['refused_non_finite'] == 2)
     assert double.counters['refused_length'] == 1 and double.counters['commands'] == 1
+    push.publish(Vector3(x=float('nan'), y=0.0, z=0.0))   # refused, never applied
+    assert graph.spin_until(lambda: double.counters['refused_push'] == 1)
     push.publish(Vector3(x=0.5, y=0.0, z=0.0))
     assert graph.spin_until(lambda: double.double.pushes_applied == 1)
     double.close()

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import threading
 import time
 
@@ -76,7 +77,8 @@ class LeggedDoubleNode(Node):
         self.command_in = CommandInput(profile.joint_names, profile.controller_joints)
         self._order = d.joint_index(profile.controller_joints)
         self.counters = {'ticks': 0, 'joint_states': 0, 'imu': 0, 'commands': 0,
-                         'push_requests': 0, **{f'refused_{k}': 0 for k in REFUSAL_KINDS}}
+                         'push_requests': 0, 'refused_push': 0,
+                         **{f'refused_{k}': 0 for k in REFUSAL_KINDS}}
         self._logged: set[str] = set()
         self._inbox: collections.deque = collections.deque()  # ('command' | 'push', value)
         qos = QoSProfile(depth=10)
@@ -124,6 +126,13 @@ class LeggedDoubleNode(Node):
         self.counters['commands'] += 1
 
     def _on_push(self, msg: Vector3) -> None:
+        if not (math.isfinite(msg.x) and math.isfinite(msg.y)):
+            # A NaN kick would poison the physics for good: refused, counted, logged once.
+            self.counters['refused_push'] += 1
+            if 'push' not in self._logged:
+                self._logged.add('push')
+                self.get_logger().error(f'refused a push ({msg.x}, {msg.y}): not finite')
+            return
         self._inbox.append(('push', (msg.x, msg.y)))
         self.counters['push_requests'] += 1
 
