@@ -11,6 +11,23 @@ from unilab_core.testing import isolate_ros_domain
 
 isolate_ros_domain()
 
+#: The launch tests: ``bin/unilab test`` runs them in its second stream, beside the other
+#: packages' tests, while the first runs the rest of this folder (docs/testing.md).
+LAUNCH_TESTS = frozenset({'test_launch_real.py', 'test_launch_agreement.py', 'test_robot_sim.py'})
+_PARTS = ('launch', 'rest')
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Collect one part of this folder when ``UNILAB_TEST_PART`` names it; all of it when unset."""
+    part = os.environ.get('UNILAB_TEST_PART', '')
+    if not part or collection_path.suffix != '.py' or not collection_path.name.startswith('test_'):
+        return None
+    if part not in _PARTS:
+        raise pytest.UsageError(f'UNILAB_TEST_PART={part!r}: expected one of {", ".join(_PARTS)}')
+    is_launch = collection_path.name in LAUNCH_TESTS
+    return True if is_launch != (part == 'launch') else None
+
+
 #: Small, fast training settings shared by the system tests.
 TINY = ['--num-envs', '8', '--no-progress']
 

@@ -12,7 +12,8 @@ import xml.etree.ElementTree as ET
 def count(build_dir: str | pathlib.Path) -> dict[str, int]:
     """Count tests over every package's JUnit XML under ``build_dir``."""
     totals = {'tests': 0, 'failed': 0, 'skipped': 0, 'files': 0}
-    for xml in sorted(pathlib.Path(build_dir).glob('*/pytest.xml')):
+    # One per package; ``bin/unilab test``'s second stream writes its own below test_stream2/.
+    for xml in sorted(pathlib.Path(build_dir).rglob('pytest.xml')):
         root = ET.parse(xml).getroot()
         suites = [root] if root.tag == 'testsuite' else root.findall('testsuite')
         totals['files'] += 1
