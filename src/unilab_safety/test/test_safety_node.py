@@ -18,6 +18,7 @@ from spec_helpers import node_parameters
 from std_srvs.srv import Trigger
 from unilab_core.config import ConfigError
 from unilab_core.ros.tensor_msg import make_batch, read_batch
+from unilab_core.ros.tensor_topic import TensorSubscription
 from unilab_core.testing import spin_until
 from unilab_interfaces.msg import TensorBatch
 from unilab_safety.safety_node import SafetyNode
@@ -171,6 +172,27 @@ def test_out_of_limits_row_is_clamped_and_nan_row_held(graph):
     stats = node.stats()
     assert stats['clamped'] == 1 and stats['rejected'] == 1 and stats['passed'] == 0
     assert stats['batches'] == 1 and stats['bad_messages'] == 0
+
+
+def test_transport_readers_get_the_gates_float64_command(graph):
+    # The simulator steps with the command the gate computed and limits the next one from,
+    # as the direct loop does: a float32 copy on the way (0.9 is no float32) made the
+    # graph train differently from the loop. Plain ROS readers get the message's float32.
+    node, probe, executor = graph
+    exact = []
+    sub = TensorSubscription(probe, node.pub.topic_name, exact.append)
+    try:
+        batch = probe.send(executor, 0, np.float32([[5.0, -3.0, 0.1], [0.0, 1.0, 0.0]]),
+                           state=M)
+        assert spin_until(executor, lambda: exact, 5.0)
+    finally:
+        sub.close()
+    command = exact[0].tensors['command']
+    assert exact[0].seq == 0 and command.dtype == np.float64
+    # One step from the measured position in float64; j2 passes the action's own value.
+    np.testing.assert_array_equal(command[0], [0.0 + STEP[0], 1.0 - STEP[1], np.float32(0.1)])
+    np.testing.assert_array_equal(command[1], M[1])
+    np.testing.assert_array_equal(batch.tensors['command'], command.astype(np.float32))
 
 
 # Inline: the action's own thread gates it (rt_mode inline), the same contract.

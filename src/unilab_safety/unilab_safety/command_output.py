@@ -5,7 +5,8 @@ The safety node's output edge: gated commands as the consumer's own message type
 
 - ``tensor_batch``: ``unilab_interfaces/TensorBatch`` on the graph's safe-command
   topic through the zero-copy transport (training and simulation; the bridge
-  steps on kind ``command`` only);
+  steps on kind ``command`` only). The transport carries the gate's float64
+  command unchanged (a plain ROS reader gets the message's float32);
 - ``forward_command``: ``std_msgs/Float64MultiArray`` for ros2_controllers'
   ``forward_command_controller`` (``/<controller>/commands``), values in the
   controller's ``joints`` order;
@@ -34,7 +35,6 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
-from unilab_core.ros.tensor_msg import make_batch
 from unilab_core.ros.tensor_topic import batch_capacity, TensorPublisher
 
 from unilab_safety.params import SafetySpec
@@ -56,8 +56,8 @@ class CommandOutput:
         if self.type == 'tensor_batch':
             self._pub = TensorPublisher(
                 node, self.topic, batch_capacity({'command': (spec.num_envs,
-                                                              len(spec.joint_names))}),
-                qos=qos)
+                                                              len(spec.joint_names))},
+                                                 itemsize=8), qos=qos)
             return
         self.joints = list(spec.output.joints or spec.joint_names)
         self._index = controller_index(spec.joint_names, self.joints)
@@ -71,8 +71,10 @@ class CommandOutput:
                 command: np.ndarray) -> None:
         """Publish one gated batch (a controller gets row 0, the one robot)."""
         if self.type == 'tensor_batch':
-            self._pub.publish(make_batch(kind, seq, {'command': command}, version=version,
-                                         stamp_ns=stamp_ns))
+            # The gate's float64 command as it is: the simulator steps with what the gate
+            # computed (and limits the next command from), as the direct loop does; only a
+            # plain ROS reader gets the float32 TensorBatch.
+            self._pub.publish(kind, seq, {'command': command}, version, stamp_ns)
             return
         values = [float(v) for v in np.asarray(command, np.float64)[0, self._index]]
         if self.type == 'forward_command':
