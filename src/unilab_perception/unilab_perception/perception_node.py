@@ -129,7 +129,7 @@ class PerceptionNode(Node):
         self.js_sub = TensorSubscription(
             self, topics.JOINT_STATES, self._on_joint_state, qos=qos,
             standard_type=JointState, from_standard=self.js_input.from_standard,
-            on_error=lambda exc: self._invalid('joint_state', str(exc)))
+            on_error=lambda exc: self._invalid('joint_state', str(exc)), deliver='inline')
         self.robot = None
         if p.source == 'robot':
             # A robot: the task's extras from standard messages, at the control rate.
@@ -140,7 +140,7 @@ class PerceptionNode(Node):
         else:
             self.task_sub = TensorSubscription(
                 self, topics.TASK_STATE, self._on_task_state, qos=qos,
-                on_error=lambda exc: self._invalid('task_state', str(exc)))
+                on_error=lambda exc: self._invalid('task_state', str(exc)), deliver='inline')
         sensor = sensor_qos(self.num_envs, reliable=False)
         if self.cloud is not None:
             self.create_subscription(PointCloud2, self.cfg['pointcloud'].topic,

@@ -487,8 +487,8 @@ def test_invalid_loop_parameter_raises_config_error(context, limits_file, tmp_pa
     _expect_config_error(context, _params(limits_file, tmp_path, **override), fragment)
 
 
-@pytest.mark.parametrize('lockstep, mode', [(True, 'process'), (False, 'inline')])
-def test_auto_mode_is_the_process_in_lockstep_and_inline_on_a_robot(
+@pytest.mark.parametrize('lockstep, mode', [(True, 'inline'), (False, 'inline')])
+def test_auto_mode_is_inline_in_lockstep_and_on_a_robot(
         context, limits_file, tmp_path, lockstep, mode):
     node = SafetyNode(context=context, parameter_overrides=_params(
         limits_file, tmp_path, rt_mode='auto', lockstep=lockstep, diagnostics_period_s=60.0))

@@ -89,10 +89,11 @@ class SafetyNode(Node):
         self.num_envs = spec.num_envs
         joint_names, rt_mode = list(spec.joint_names), s.rt_mode
         if rt_mode == 'auto':
-            # Lock-step training: the loop's own process keeps its timing out of the
-            # training process's GIL. A robot: gated on arrival, no hand-over on the
-            # control path (its watchdog deadline is control periods, docs/safety.md).
-            rt_mode = 'process' if spec.lockstep else 'inline'
+            # Gated on arrival, no hand-over on the control path. A robot's watchdog
+            # deadline is control periods; a lock-step simulation waits for the command and
+            # nothing waits on the loop's ticks, so another process's round trip would cost
+            # every step and buy nothing (docs/safety.md, `bench graph`).
+            rt_mode = 'inline'
         self.stats_path = (pathlib.Path(spec.run_dir) / 'safety_stats.json'
                            if spec.run_dir else None)
         try:
@@ -159,7 +160,8 @@ class SafetyNode(Node):
         self._js_input = JointStateInput(joint_names, self.num_envs)
         self.js_sub = TensorSubscription(
             self, topics.JOINT_STATES, self._on_joint_state, qos=qos, standard_type=JointState,
-            from_standard=self._js_input.from_standard, on_error=self._bad_joint_state)
+            from_standard=self._js_input.from_standard, on_error=self._bad_joint_state,
+            deliver='inline')
         self.episode_starts = None
         if spec.lockstep:
             # Simulation: episode starts come from the simulator's own task state only.

@@ -286,4 +286,24 @@ def create_composed(specs: Iterable, args_of: Callable[[str], list[str]] | None 
         extra = args_of(spec.name) if args_of is not None else []
         nodes.append(cls(cli_args=['--ros-args', *extra], **kwargs) if extra
                      else cls(**kwargs))
+    share_sim_clock(nodes)
     return nodes
+
+
+def share_sim_clock(nodes: list) -> int:
+    """
+    Drive the clocks of ``nodes`` on simulated time from one ``/clock`` subscription.
+
+    rclpy gives every node with ``use_sim_time`` its own time source and ``/clock``
+    subscription: in one process each simulated step's clock message would be taken
+    once per node, an executor wake each. The first such node's time source keeps its
+    subscription and sets the others' clocks too (rclpy's ``TimeSource.attach_clock``,
+    as a time source shared between nodes does). Returns how many subscriptions went.
+    """
+    sim = [n for n in nodes if n.get_clock().ros_time_is_active]
+    for node in sim[1:]:
+        # rclpy keeps a node's time source private; detach_node is its public way to drop
+        # the subscription (a later use_sim_time change on that node re-subscribes nothing).
+        node._time_source.detach_node()
+        sim[0]._time_source.attach_clock(node.get_clock())
+    return max(0, len(sim) - 1)
