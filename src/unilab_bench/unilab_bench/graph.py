@@ -41,6 +41,8 @@ WARMUP = 20
 
 #: --view: rounds of (alone, view, view_per_step), alternated
 VIEW_ROUNDS = 3
+#: rounds of (direct loop, graph), alternated
+GRAPH_ROUNDS = 3
 #: --view: seconds every case waits, its graph built (and its view subscribed), before its
 #: first step: a view loads the robot and its client connects; the graph's start-up ends
 VIEW_SETTLE_S = 8.0
@@ -208,13 +210,24 @@ def bench_graph(args) -> dict:
                 **_view_rounds(task, args.num_envs, args.steps, args.rounds or VIEW_ROUNDS),
                 'machine': f'{platform.machine()} {platform.python_version()}',
                 'numpy': np.__version__}
-    direct = _direct_loop(task, args.num_envs, args.steps)
-    graph = _graph_loop(task, args.num_envs, args.steps)
+    # Alternated rounds (direct, graph, direct, ...): a machine whose load changes meets
+    # both alike; the medians and the median of the rounds' ratios are reported.
+    rounds = args.rounds or GRAPH_ROUNDS
+    directs, graphs = [], []
+    for _ in range(rounds):
+        directs.append(_direct_loop(task, args.num_envs, args.steps))
+        graphs.append(_graph_loop(task, args.num_envs, args.steps))
+    direct = float(np.median(directs))
+    graph = {'steps': min(g['steps'] for g in graphs),
+             'rate': float(np.median([g['rate'] for g in graphs]))}
+    ratios = [g['rate'] / d for g, d in zip(graphs, directs)]
     return {
         'benchmark': 'graph',
         'task': task,
         'num_envs': args.num_envs,
-        'control_steps': graph['steps'],
+        'rounds': rounds,
+        'round_ratios': [round(r, 3) for r in ratios],
+        'round_ratio_median': round(float(np.median(ratios)), 3),
         'graph_steps_per_s': round(graph['rate'], 1),
         'direct_steps_per_s': round(direct, 1),
         'graph_env_steps_per_s': round(graph['rate'] * args.num_envs, 1),
