@@ -264,7 +264,7 @@ class SafetySection(Section):
         'auto', description='Where the gate and its loop run: `process`: the loop in its '
         'own process (own GIL); `thread`: a thread of the safety node; `inline`: each '
         'action gated on the thread that delivers it, the loop thread runs the watchdog '
-        '(lowest latency); `auto`: process in lock-step simulation, inline on a robot.')
+        '(lowest latency); `auto`: inline (lock-step simulation and robots).')
     envelope_margin_rad: float = Field(
         0.1, ge=0.0, description='Robot: margin added on each side of the joint range the '
         'policy saw in training (the model carries it) before the gate narrows the driver\'s '

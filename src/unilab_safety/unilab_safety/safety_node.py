@@ -74,6 +74,10 @@ from unilab_safety.slots import LatestSlot, OutputRing
 from unilab_safety.thread_backend import InlineBackend, ThreadBackend
 
 
+#: how the start-up line names where the gate runs (``safety.rt_mode``)
+RT_MODE_WORDS = {'process': 'in a real-time process', 'thread': 'in a real-time thread',
+                 'inline': 'each action gated on arrival, the loop thread runs the watchdog'}
+
 #: how long the action callback waits for the loop's answer and publishes it
 #: itself (``_answer_inline``); the loop answers within one cycle of its wake-up
 ANSWER_WAIT_S = 0.002
@@ -202,8 +206,8 @@ class SafetyNode(Node):
         self.get_logger().info(
             f'gating {len(joint_names)} joints ({spec.interface}) from '
             f'{self.resolve_topic_name(topics.ACTION)} to {self.pub.topic_name} '
-            f'({spec.output.type}) at {s.rate_hz:g} Hz in a '
-            f'real-time {rt_mode}; watchdog {s.watchdog_timeout_s:g} s -> '
+            f'({spec.output.type}), loop at {s.rate_hz:g} Hz '
+            f'({RT_MODE_WORDS[rt_mode]}); watchdog {s.watchdog_timeout_s:g} s -> '
             f'{s.watchdog_fallback}; limits {s.joint_limits_file}'
             + ('' if spec.armed else '; DISARMED until ~/arm is called'))
         answers = granted or {'rt_thread': 'refused: did not start'}
