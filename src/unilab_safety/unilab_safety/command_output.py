@@ -46,6 +46,11 @@ def controller_index(joint_names, controller_joints) -> np.ndarray:
     return np.array([names.index(j) for j in (controller_joints or names)], dtype=np.intp)
 
 
+def command_capacity(num_envs: int, joints: int) -> int:
+    """Return the ring slot bytes of a ``[num_envs, joints]`` safe command (float64 values)."""
+    return batch_capacity({'command': (num_envs, joints)}, itemsize=8)
+
+
 class CommandOutput:
     """Publish gated ``[N, J]`` commands in the configured message type (thread-safe)."""
 
@@ -55,9 +60,8 @@ class CommandOutput:
         self.topic = spec.output.topic
         if self.type == 'tensor_batch':
             self._pub = TensorPublisher(
-                node, self.topic, batch_capacity({'command': (spec.num_envs,
-                                                              len(spec.joint_names))},
-                                                 itemsize=8), qos=qos)
+                node, self.topic, command_capacity(spec.num_envs, len(spec.joint_names)),
+                qos=qos)
             return
         self.joints = list(spec.output.joints or spec.joint_names)
         self._index = controller_index(spec.joint_names, self.joints)

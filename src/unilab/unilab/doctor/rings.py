@@ -24,6 +24,7 @@ from unilab_core.ros.joint_state_topic import joint_state_capacity
 from unilab_core.ros.tensor_topic import batch_capacity
 from unilab_core.transport.ring_layout import ring_bytes
 from unilab_policy.history import policy_input_dim
+from unilab_safety.command_output import command_capacity
 
 
 class RingNeed(NamedTuple):
@@ -76,7 +77,7 @@ def graph_rings(graph: Graph, n_weights: int, step_fields: int) -> list[RingNeed
                                  'f': (k, n, 7), 'next_obs': (n, width)}), 16),
         RingNeed('trainer', topics.WEIGHTS, batch_capacity({'flat': (n_weights,)}), 4,
                  latched=True),
-        RingNeed('safety', topics.SAFE_COMMAND, batch_capacity({'command': (n, joints)}), 4),
+        RingNeed('safety', topics.SAFE_COMMAND, command_capacity(n, joints), 4),
     ]
 
 
