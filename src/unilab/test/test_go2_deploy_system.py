@@ -75,14 +75,19 @@ class Go2Operator:
         assert client.wait_for_service(timeout_sec=WAIT_S), f'no /safety/{service}'
         return client.call(Trigger.Request(), timeout_sec=WAIT_S)
 
-    def wait(self, what, timeout_s, *procs, why=''):
+    def wait(self, what, timeout_s, *procs, why='', stats_dir=None):
         end = time.monotonic() + timeout_s
         while not what():
             for p in procs:
                 assert p.poll() is None, f'a process exited:\n{p.output()[-3000:]}'
-            assert time.monotonic() < end, (f'timed out: {why}; height {self.height:.3f}, '
-                                            f'tilt {self.tilt:.2f}\n'
-                                            + '\n'.join(p.output()[-3000:] for p in procs))
+            if time.monotonic() >= end:
+                # What the gate last wrote (mode, fault, counters) and both outputs.
+                legged = {k: v for k, v in (_stats(stats_dir) if stats_dir else {}).items()
+                          if k.startswith(('legged', 'stand', 'policy'))}
+                raise AssertionError(f'timed out: {why}; height {self.height:.3f}, tilt '
+                                     f'{self.tilt:.2f}; {len(self.commands)} commands; '
+                                     f'gate: {legged}\n'
+                                     + '\n'.join(p.output()[-3000:] for p in procs))
             time.sleep(0.02)
 
     def close(self) -> None:
@@ -114,9 +119,10 @@ def test_go2_stands_up_takes_the_policy_and_latches_the_fall_stop(tmp_path):
         # Arm: stand up from lying, then the policy (a fresh network: near the default pose).
         reply = op.call('arm')
         assert reply.success, reply.message
-        op.wait(lambda: op.height > 0.2, 20.0, double, deploy, why='stand-up')
+        op.wait(lambda: op.height > 0.2, 20.0, double, deploy, why='stand-up',
+                stats_dir=deploy_dir)
         op.wait(lambda: _stats(deploy_dir).get('legged_mode') == 'policy', 20.0, double,
-                deploy, why='policy mode')
+                deploy, why='policy mode', stats_dir=deploy_dir)
         time.sleep(1.0)
         assert op.height > 0.2 and op.tilt < 0.3
         # A small shove: still standing, still the policy.
@@ -129,6 +135,8 @@ def test_go2_stands_up_takes_the_policy_and_latches_the_fall_stop(tmp_path):
                 deploy, why='fall stop')
         stats = _stats(deploy_dir)
         assert stats['legged_faults_tilt'] == 1, stats['legged_fault']
+        op.wait(lambda: 'legged: FALL STOP latched: ' in deploy.output(), 10.0, double, deploy,
+                why='the fall stop in the log')
         time.sleep(0.5)
         assert np.allclose(op.commands[-1], op.q, atol=0.05)   # damping: the measured pose
         # Re-arming needs an explicit reset; a reset while lying on its side is refused.

@@ -67,6 +67,7 @@ class LeggedIO:
         self.auto_armed = False
         self._streaming_since = None
         self._logger = node.get_logger()
+        self._fault_logged = ''  # the latched fault last written to the log
         self._node = node
         node.create_subscription(Imu, spec.imu_topic, self._on_imu, qos)
         self.loop = RtLoop(self._tick, spec.legged.motor_rate_hz, name='unilab_legged')
@@ -142,6 +143,13 @@ class LeggedIO:
     # -- the motor-rate loop ----------------------------------------------------------
     def _tick(self, _deadline_ns: int) -> None:
         out = self.sup.tick(time.monotonic_ns())
+        if self.sup.fault and self.sup.fault != self._fault_logged:
+            # Once per latch, on this thread (rare): a fall stop is in the log too, not only
+            # in /diagnostics and safety_stats.json.
+            self._fault_logged = self.sup.fault
+            self._logger.error(f'legged: FALL STOP latched: {self.sup.fault}')
+        elif not self.sup.fault:
+            self._fault_logged = ''
         if out.command is None:
             return
         try:
