@@ -83,3 +83,17 @@ def test_robot_description_carries_the_drivers_gains(graph):
         assert joint.find('command_interface').get('name') == 'position'
         assert {x.get('name'): float(x.text) for x in joint.findall('param')} == \
             {'kp': 35.0, 'kd': 0.8}
+
+
+def test_a_state_that_cannot_go_out_is_counted_and_the_physics_runs_on(graph):
+    double, probe = start(graph)
+    publish, ticks = double._publish, double.counters['ticks']
+
+    def broken(_sim_time):
+        raise RuntimeError('Failed to publish: cannot publish data')
+    double._publish = broken   # what rclpy raises when DDS refuses a message
+    assert graph.spin_until(lambda: double.counters['publish_errors'] >= 100)
+    assert double.counters['ticks'] >= ticks + 100
+    double._publish = publish
+    states = listen(probe, GO2.joint_states_topic, JointState)
+    assert graph.spin_until(lambda: len(states) >= 10)   # the thread is still stepping

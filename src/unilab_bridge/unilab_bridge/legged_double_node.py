@@ -77,7 +77,7 @@ class LeggedDoubleNode(Node):
         self.command_in = CommandInput(profile.joint_names, profile.controller_joints)
         self._order = d.joint_index(profile.controller_joints)
         self.counters = {'ticks': 0, 'joint_states': 0, 'imu': 0, 'commands': 0,
-                         'push_requests': 0, 'refused_push': 0,
+                         'push_requests': 0, 'refused_push': 0, 'publish_errors': 0,
                          **{f'refused_{k}': 0 for k in REFUSAL_KINDS}}
         self._logged: set[str] = set()
         self._inbox: collections.deque = collections.deque()  # ('command' | 'push', value)
@@ -146,7 +146,15 @@ class LeggedDoubleNode(Node):
                 self._take_inbox()
                 d.step()
                 self.counters['ticks'] += 1
-                self._publish(d.sim_time)
+                try:
+                    self._publish(d.sim_time)
+                except Exception as exc:  # noqa: B902 - a DDS error: the robot runs on
+                    # As a robot's driver: a message that cannot go out is counted and
+                    # logged once; the physics keeps running (it used to end this thread).
+                    self.counters['publish_errors'] += 1
+                    if 'publish' not in self._logged and not self._stop.is_set():
+                        self._logged.add('publish')
+                        self.get_logger().error(f'could not publish the robot state: {exc}')
             time.sleep(_NAP_S)
 
     def _take_inbox(self) -> None:
