@@ -143,13 +143,6 @@ class LeggedIO:
     # -- the motor-rate loop ----------------------------------------------------------
     def _tick(self, _deadline_ns: int) -> None:
         out = self.sup.tick(time.monotonic_ns())
-        if self.sup.fault and self.sup.fault != self._fault_logged:
-            # Once per latch, on this thread (rare): a fall stop is in the log too, not only
-            # in /diagnostics and safety_stats.json.
-            self._fault_logged = self.sup.fault
-            self._logger.error(f'legged: FALL STOP latched: {self.sup.fault}')
-        elif not self.sup.fault:
-            self._fault_logged = ''
         if out.command is None:
             return
         try:
@@ -179,6 +172,12 @@ class LeggedIO:
     def errors(self) -> list[str]:
         """Return the health errors: a latched fall stop, a dead loop."""
         errors = []
+        # A fall stop goes to the log too, once per latch: here, on the diagnostics path,
+        # never on the motor-rate thread.
+        fault = self.sup.fault
+        if fault and fault != self._fault_logged:
+            self._logger.error(f'legged: FALL STOP latched: {fault}')
+        self._fault_logged = fault
         if self.sup.mode == Mode.FAULT:
             errors.append(f'FALL STOP latched: {self.sup.fault} (call ~/reset_estop, then '
                           '~/arm)')
