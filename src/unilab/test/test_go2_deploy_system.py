@@ -111,8 +111,10 @@ def test_go2_stands_up_takes_the_policy_and_latches_the_fall_stop(tmp_path):
     deploy = Process('deploy', run, '--robot', 'go2', '--run-dir', deploy_dir)
     try:
         # Disarmed: the supervisor is passive; a position driver is sent the measured pose.
-        op.wait(lambda: len(op.commands) >= 20 and op.q is not None, WAIT_S, double, deploy,
-                why='passive commands')
+        # The double's ground truth (/odom) comes on its own topic, matched on its own time.
+        op.wait(lambda: len(op.commands) >= 20 and op.q is not None
+                and math.isfinite(op.height), WAIT_S, double, deploy,
+                why='passive commands and the double\'s /odom')
         assert np.allclose(op.commands[-1], op.q, atol=0.05)
         lying = op.height
         assert lying < 0.2
