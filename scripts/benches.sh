@@ -28,6 +28,8 @@ declare -A CMD=(
   [graph]="bench graph --json $B/graph.json"
   [graph_256]="bench graph --num-envs 256 --json $B/graph_256.json"
   [graph_quad12]="bench graph --task quad12_walk --json $B/graph_quad12.json"
+  [graph_humanoid]="bench graph --task Humanoid-v5 --json $B/graph_humanoid.json"
+  [graph_humanoid_1]="bench graph --task Humanoid-v5 --num-envs 1 --steps 1000 --json $B/graph_humanoid_1.json"
   [scale]="bench scale --json $B/scale.json --png $I/scaling.png"
   [train]="bench train --task Hopper-v5 --steps 100000 --json $B/train_hopper.json"
   [stress]="bench stress --robots 4 --duration 60 --json $B/stress_4.json"
@@ -39,7 +41,8 @@ declare -A CMD=(
   [rsl_rl_go2]="bench learn --peer rsl_rl --subset go2 --seeds 0 --run-root runs/bench-go2 --json $B/learn_rsl_rl_go2.json"
   [learn_go2]="bench learn --subset go2 --seeds 0 --run-root runs/bench-go2 --json $B/learn_go2.json --png $I/learn_go2.png"
 )
-HOUR=(bridge deploy safety robot gae transport graph graph_256 graph_quad12 scale perception train stress)
+HOUR=(bridge deploy safety robot gae transport graph graph_256 graph_quad12 graph_humanoid
+      graph_humanoid_1 scale perception train stress)
 LEARN=(learn_arm6 rsl_rl_arm6 rsl_rl_quad)
 # The Go2 (docs/go2.md): ours and rsl_rl's trained side by side first (about 45 min each on
 # 2 cores), then scored; learn_go2 scores the run rsl_rl_go2 trained (one --run-root).

@@ -7,7 +7,9 @@ The real graph (bridge -> perception -> policy -> safety -> bridge, composed on
 one EventsExecutor) against the same task, actor and safety gate stepped by
 ``unilab_bringup.sim_loop.SimLoop`` (the floor the graph's messaging overhead is
 measured from). Both are built from the same configuration and graph
-description; no PPO update runs while either is timed.
+description; no PPO update runs while either is timed. Besides the rates, each path's
+control step (one state out to the next, p50 / p99 over every round); for
+``--task Humanoid-v5`` the seed's humanoid figure stands beside them.
 
 ``--view``: what a live view costs training (docs/view.md). The graph alone, with the
 view (``unilab view --training``'s node and a viser client drawing its page) reading the
@@ -62,8 +64,8 @@ def _overrides(task_name: str, num_envs: int, steps: int) -> dict:
             'run.total_steps': 10 ** 9}
 
 
-def _direct_loop(task_name: str, num_envs: int, steps: int) -> float:
-    """Return control steps/s of bridge task + actor + gate stepped without ROS."""
+def _direct_loop(task_name: str, num_envs: int, steps: int) -> dict:
+    """Return control steps/s and step periods (s) of task + actor + gate without ROS."""
     from unilab_bringup.prepare import describe_training
     from unilab_bringup.sim_loop import SimLoop
     from unilab_bridge.tasks import make_task
@@ -80,12 +82,15 @@ def _direct_loop(task_name: str, num_envs: int, steps: int) -> float:
     actor.set_version(0)
     with make_task(bp.run.task, bp.num_envs, seed=bp.run.seed,
                    disturbances=bp.disturbances) as task:
-        loop = SimLoop(task, actor, gate)  # chunks are made, no trainer takes them
+        stepped: list[float] = []   # the time each step's state is out, as in the graph
+        # chunks are made, no trainer takes them
+        loop = SimLoop(task, actor, gate, on_step=lambda _: stepped.append(time.perf_counter()))
         loop.reset(seed=bp.run.seed)
         loop.run(until=lambda: loop.seq >= WARMUP)
         t0 = time.perf_counter()
         loop.run(until=lambda: loop.seq >= WARMUP + steps)
-        return steps / (time.perf_counter() - t0)
+        elapsed = time.perf_counter() - t0
+        return {'rate': steps / elapsed, 'periods': np.diff(stepped[WARMUP - 1:]).tolist()}
 
 
 def _graph_loop(task_name: str, num_envs: int, steps: int, beside=None,
@@ -147,7 +152,8 @@ def _graph_loop(task_name: str, num_envs: int, steps: int, beside=None,
             for n in nodes:
                 n.destroy_node()
             rclpy.try_shutdown()
-    return {'steps': done, 'rate': done / elapsed}
+    times = [published[s] for s in range(WARMUP, WARMUP + done + 1)]
+    return {'steps': done, 'rate': done / elapsed, 'periods': np.diff(times).tolist()}
 
 
 def _start_beside(bridge, commands, topic):
@@ -199,6 +205,19 @@ def _view_rounds(task: str, num_envs: int, steps: int, rounds: int) -> dict:
     return out
 
 
+#: the seed's figure for a task, reported beside ours: a humanoid walking policy's training
+#: step, p50 / p99, and the stack it replaced (its number of envs is not stated)
+SEED_FIGURES = {'Humanoid-v5': {'seed_step_ms_p50': 3.2, 'seed_step_ms_p99': 4.1,
+                                'seed_replaced_stack_step_ms': 8.7}}
+
+
+def _step_latency(name: str, rounds: list[dict]) -> dict:
+    """Return p50 / p99 (ms) of one control step, state out to next state out, all rounds."""
+    periods = np.concatenate([r['periods'] for r in rounds]) * 1e3
+    return {f'{name}_step_ms_p50': round(float(np.percentile(periods, 50)), 3),
+            f'{name}_step_ms_p99': round(float(np.percentile(periods, 99)), 3)}
+
+
 def bench_graph(args) -> dict:
     """Graph control rate vs direct loop, same config / task / actor / gate / envs."""
     task = args.task or 'arm6_reach'
@@ -217,10 +236,10 @@ def bench_graph(args) -> dict:
     for _ in range(rounds):
         directs.append(_direct_loop(task, args.num_envs, args.steps))
         graphs.append(_graph_loop(task, args.num_envs, args.steps))
-    direct = float(np.median(directs))
+    direct = float(np.median([d['rate'] for d in directs]))
     graph = {'steps': min(g['steps'] for g in graphs),
              'rate': float(np.median([g['rate'] for g in graphs]))}
-    ratios = [g['rate'] / d for g, d in zip(graphs, directs)]
+    ratios = [g['rate'] / d['rate'] for g, d in zip(graphs, directs)]
     return {
         'benchmark': 'graph',
         'task': task,
@@ -234,6 +253,8 @@ def bench_graph(args) -> dict:
         'direct_env_steps_per_s': round(direct * args.num_envs, 1),
         'ratio_graph_vs_direct': round(graph['rate'] / direct, 3),
         'graph_overhead_ms_per_step': round(1e3 / graph['rate'] - 1e3 / direct, 3),
+        **_step_latency('graph', graphs), **_step_latency('direct', directs),
+        **SEED_FIGURES.get(task, {}),
         'machine': f'{platform.machine()} {platform.python_version()}',
         'numpy': np.__version__,
     }

@@ -30,6 +30,7 @@ from rcl_interfaces.msg import ParameterEvent
 from rclpy.clock import Clock as RosClock, ClockType
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
+from rclpy.time import Time as RosTime
 from rclpy.type_support import check_for_type_support
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, Imu, JointState, PointCloud2
@@ -107,6 +108,7 @@ class BridgeNode(Node):
         self.task_pub = TensorPublisher(
             self, topics.TASK_STATE, batch_capacity({'extras': (n, e), 'step': (n, 5)}), qos=qos)
         self.clock_pub = self.create_publisher(Clock, topics.CLOCK, 10)
+        self._local_clocks: list = []   # composed nodes' clocks, set directly (drive_clocks)
         # Every message in order (``reliable``), depth 4: the safety's watchdog fallbacks
         # (published while a long step runs; a simulation ignores them) are read and
         # counted as ``fallback_commands``, never skipped: a 'latest' read counted each
@@ -243,12 +245,31 @@ class BridgeNode(Node):
         ns = self._stamp_ns(seq)
         return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
+    def drive_clocks(self, clocks: list) -> None:
+        """
+        Set ``clocks`` (this process's nodes on simulated time) at every step, directly.
+
+        Called by ``unilab_core.ros.runtime.share_sim_clock`` for composed nodes, whose
+        ``/clock`` subscriptions it drops: ``/clock`` then goes over DDS only while a reader
+        outside the process (a recorder, a ``--multiprocess`` peer, RViz) subscribes.
+        """
+        self._local_clocks = list(clocks)
+
+    def _tick_clocks(self, stamp_ns: int, t: Time) -> None:
+        if self._local_clocks:
+            now = RosTime(nanoseconds=stamp_ns, clock_type=ClockType.ROS_TIME)
+            for clock in self._local_clocks:
+                clock.set_ros_time_override(now)
+            if self.clock_pub.get_subscription_count() == 0:
+                return
+        self.clock_pub.publish(Clock(clock=t))
+
     def _publish(self) -> None:
         s = self.state
         stamp_ns = self._stamp_ns()
         t = self._stamp_msg(self.seq)
         if self.publish_clock:
-            self.clock_pub.publish(Clock(clock=t))
+            self._tick_clocks(stamp_ns, t)
         self.js_pub.publish(KIND_JOINT_STATE, self.seq, joint_state_tensors(
             self._js_key, s.joint_position, s.joint_velocity, s.joint_effort),
             stamp_ns=stamp_ns)

@@ -46,3 +46,34 @@ def test_one_clock_subscription_sets_every_composed_nodes_time(fresh_context):  
         executor.shutdown()
         for n in (*nodes, wall, source):
             n.destroy_node()
+
+
+class _Simulator(Node):
+    """A node that publishes simulated time and drives composed clocks (the bridge's role)."""
+
+    def __init__(self, context):
+        super().__init__('simulator', context=context)
+        self.clocks = []
+
+    def drive_clocks(self, clocks):
+        self.clocks = list(clocks)
+
+
+def test_with_the_simulator_composed_every_clock_is_driven_and_no_subscription_stays(
+        fresh_context):  # noqa: F811
+    sim = [Parameter('use_sim_time', value=True)]
+    nodes = [Node(f'n{i}', context=fresh_context, parameter_overrides=sim) for i in range(3)]
+    simulator = _Simulator(fresh_context)
+    try:
+        assert share_sim_clock([simulator, *nodes]) == 3
+        assert [_clock_subscriptions(n) for n in nodes] == [0, 0, 0]
+        assert simulator.clocks == [n.get_clock() for n in nodes]
+        # What the simulator does at a step: every node reads the step's time.
+        from rclpy.clock import ClockType
+        from rclpy.time import Time
+        for clock in simulator.clocks:
+            clock.set_ros_time_override(Time(nanoseconds=7_000, clock_type=ClockType.ROS_TIME))
+        assert [n.get_clock().now().nanoseconds for n in nodes] == [7_000] * 3
+    finally:
+        for n in (*nodes, simulator):
+            n.destroy_node()

@@ -292,18 +292,29 @@ def create_composed(specs: Iterable, args_of: Callable[[str], list[str]] | None 
 
 def share_sim_clock(nodes: list) -> int:
     """
-    Drive the clocks of ``nodes`` on simulated time from one ``/clock`` subscription.
+    Drive the clocks of ``nodes`` on simulated time without a ``/clock`` message each.
 
     rclpy gives every node with ``use_sim_time`` its own time source and ``/clock``
     subscription: in one process each simulated step's clock message would be taken
-    once per node, an executor wake each. The first such node's time source keeps its
-    subscription and sets the others' clocks too (rclpy's ``TimeSource.attach_clock``,
-    as a time source shared between nodes does). Returns how many subscriptions went.
+    once per node, an executor wake each. When one of ``nodes`` is the simulator (it has
+    ``drive_clocks(clocks)``: it sets their time as it publishes a step), every node's
+    subscription goes and the simulator sets each clock directly, sending ``/clock`` over
+    DDS only while something outside the process reads it. Otherwise the first such
+    node's time source keeps its subscription and sets the others' clocks too (rclpy's
+    ``TimeSource.attach_clock``, as a time source shared between nodes does). Returns how
+    many subscriptions went.
     """
     sim = [n for n in nodes if n.get_clock().ros_time_is_active]
-    for node in sim[1:]:
+    source = next((n for n in nodes if callable(getattr(n, 'drive_clocks', None))), None)
+    kept = sim[:1] if source is None else []
+    for node in sim:
+        if node in kept:
+            continue
         # rclpy keeps a node's time source private; detach_node is its public way to drop
         # the subscription (a later use_sim_time change on that node re-subscribes nothing).
         node._time_source.detach_node()
-        sim[0]._time_source.attach_clock(node.get_clock())
-    return max(0, len(sim) - 1)
+        if kept:
+            kept[0]._time_source.attach_clock(node.get_clock())
+    if source is not None and sim:
+        source.drive_clocks([n.get_clock() for n in sim])
+    return max(0, len(sim) - len(kept))
