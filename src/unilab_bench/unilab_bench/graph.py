@@ -44,7 +44,7 @@ WARMUP = 20
 #: --view: rounds of (alone, view, view_per_step), alternated
 VIEW_ROUNDS = 3
 #: rounds of (direct loop, graph), alternated
-GRAPH_ROUNDS = 3
+GRAPH_ROUNDS = 5
 #: --view: seconds every case waits, its graph built (and its view subscribed), before its
 #: first step: a view loads the robot and its client connects; the graph's start-up ends
 VIEW_SETTLE_S = 8.0
