@@ -84,6 +84,33 @@ def test_inproc_same_object_no_serialisation_then_interop(ros):
     pub.close()
 
 
+def test_a_plain_reader_matched_before_the_graph_lists_it_gets_every_message(
+        ros, monkeypatch):
+    """DDS matches a reader before the ROS graph lists it: the reader still gets the messages."""
+    from unilab_core.ros.tensor_topic import publisher as publisher_mod
+    a, b, ex = ros
+    pub = TensorPublisher(a, '/t/lag', 1 << 16)
+    aware = TensorSubscription(b, '/t/lag', lambda batch: None)  # a transport-aware reader
+    plain = []
+    b.create_subscription(TensorBatch, '/t/lag', plain.append, 10)  # e.g. a bag recorder
+    assert spin_until(ex, lambda: pub.std_pub.get_subscription_count() == 2
+                      and pub.desc_pub.get_subscription_count() == 1, 5.0)
+    # The graph has not caught up with the matches yet (as under load): it lists no reader.
+    monkeypatch.setattr(a, 'get_subscriptions_info_by_topic', lambda topic: [])
+    obs = np.zeros((2, 3), np.float32)
+    pub.publish('observation', 1, {'obs': obs})
+    assert spin_until(ex, lambda: plain, 5.0), 'the plain reader got nothing'
+    assert pub.plain_readers() == 1
+    # The graph catches up: asked again after PLAIN_RETRY_S, it agrees, and the count holds.
+    monkeypatch.undo()
+    time.sleep(publisher_mod.PLAIN_RETRY_S)
+    pub.publish('observation', 2, {'obs': obs})
+    assert spin_until(ex, lambda: len(plain) == 2, 5.0)
+    assert pub.plain_readers() == 1 and pub._plain_retry_at is None
+    aware.close()
+    pub.close()
+
+
 @pytest.mark.parametrize('deliver', ['thread', 'inline'])
 def test_inproc_deliver_thread_runs_the_callback_inside_publish(ros, deliver):
     import threading

@@ -75,6 +75,10 @@ DESCRIPTOR_HEARTBEAT_S = 0.5
 #: remote readers still unmapped after this long are reported (once per publisher): by then a
 #: reader on this host has mapped the ring, so they are on another host or /dev/shm
 UNMAPPED_LOG_S = 2.0
+#: seconds between two graph queries while the graph's subscriptions and the match counts
+#: disagree (DDS matches a reader before the ROS graph lists it, or lists one it cannot
+#: match)
+PLAIN_RETRY_S = 0.2
 
 
 def _is_device_tensor(t) -> bool:
@@ -148,6 +152,7 @@ class TensorPublisher:
         register_endpoint(node, self)
         self._plain_key: tuple[int, int] | None = None
         self._plain = 0
+        self._plain_retry_at: float | None = None   # set while the graph lags the counts
         self._last_desc = 0.0
         self._unmapped_since: float | None = None
         self._unmapped_logged = False
@@ -211,7 +216,8 @@ class TensorPublisher:
         if n_desc is None:
             n_desc = self.desc_pub.get_subscription_count()
         key = (n_std, n_desc)
-        if key != self._plain_key:
+        retry = self._plain_retry_at is not None and time.monotonic() >= self._plain_retry_at
+        if key != self._plain_key or retry:
             def names(topic):
                 return [(i.node_namespace, i.node_name)
                         for i in self.node.get_subscriptions_info_by_topic(topic)]
@@ -220,8 +226,15 @@ class TensorPublisher:
             # subscriptions are plain readers.
             aware = collections.Counter(names(descriptor_topic(self.topic)))
             std = collections.Counter(names(self.topic))
-            self._plain = sum(max(0, n - aware[node]) for node, n in std.items())
+            by_node = sum(max(0, n - aware[node]) for node, n in std.items())
+            # A reader DDS has matched may not be in the ROS graph yet: the standard
+            # readers beyond every descriptor reader are plain whatever the graph says,
+            # and the graph is asked again until it agrees with the counts (a recorder
+            # that matched first used to get nothing until a count changed).
+            self._plain = max(by_node, n_std - n_desc)
             self._plain_key = key
+            agrees = sum(std.values()) == n_std and sum(aware.values()) == n_desc
+            self._plain_retry_at = None if agrees else time.monotonic() + PLAIN_RETRY_S
         return self._plain
 
     def remote_readers(self) -> int:
