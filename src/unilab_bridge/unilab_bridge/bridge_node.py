@@ -109,6 +109,9 @@ class BridgeNode(Node):
             self, topics.TASK_STATE, batch_capacity({'extras': (n, e), 'step': (n, 5)}), qos=qos)
         self.clock_pub = self.create_publisher(Clock, topics.CLOCK, 10)
         self._local_clocks: list = []   # composed nodes' clocks, set directly (drive_clocks)
+        # Only a bridge that publishes the clock may take the composed nodes' clocks over
+        # (with publish_clock off their time comes from another /clock publisher).
+        self.drives_sim_clock = bool(self.publish_clock)
         # Every message in order (``reliable``), depth 4: the safety's watchdog fallbacks
         # (published while a long step runs; a simulation ignores them) are read and
         # counted as ``fallback_commands``, never skipped: a 'latest' read counted each

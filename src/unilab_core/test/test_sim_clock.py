@@ -51,8 +51,9 @@ def test_one_clock_subscription_sets_every_composed_nodes_time(fresh_context):  
 class _Simulator(Node):
     """A node that publishes simulated time and drives composed clocks (the bridge's role)."""
 
-    def __init__(self, context):
+    def __init__(self, context, publishes_clock=True):
         super().__init__('simulator', context=context)
+        self.drives_sim_clock = publishes_clock
         self.clocks = []
 
     def drive_clocks(self, clocks):
@@ -74,6 +75,20 @@ def test_with_the_simulator_composed_every_clock_is_driven_and_no_subscription_s
         for clock in simulator.clocks:
             clock.set_ros_time_override(Time(nanoseconds=7_000, clock_type=ClockType.ROS_TIME))
         assert [n.get_clock().now().nanoseconds for n in nodes] == [7_000] * 3
+    finally:
+        for n in (*nodes, simulator):
+            n.destroy_node()
+
+
+def test_a_simulator_that_does_not_publish_the_clock_leaves_one_subscription(
+        fresh_context):  # noqa: F811
+    sim = [Parameter('use_sim_time', value=True)]
+    nodes = [Node(f'n{i}', context=fresh_context, parameter_overrides=sim) for i in range(2)]
+    simulator = _Simulator(fresh_context, publishes_clock=False)
+    try:
+        assert share_sim_clock([simulator, *nodes]) == 1
+        assert [_clock_subscriptions(n) for n in nodes] == [1, 0]
+        assert simulator.clocks == []
     finally:
         for n in (*nodes, simulator):
             n.destroy_node()

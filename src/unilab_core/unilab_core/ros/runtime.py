@@ -296,8 +296,9 @@ def share_sim_clock(nodes: list) -> int:
 
     rclpy gives every node with ``use_sim_time`` its own time source and ``/clock``
     subscription: in one process each simulated step's clock message would be taken
-    once per node, an executor wake each. When one of ``nodes`` is the simulator (it has
-    ``drive_clocks(clocks)``: it sets their time as it publishes a step), every node's
+    once per node, an executor wake each. When one of ``nodes`` is the simulator publishing
+    the clock (``drives_sim_clock`` true, and ``drive_clocks(clocks)``: it sets their
+    time as it publishes a step), every node's
     subscription goes and the simulator sets each clock directly, sending ``/clock`` over
     DDS only while something outside the process reads it. Otherwise the first such
     node's time source keeps its subscription and sets the others' clocks too (rclpy's
@@ -305,7 +306,7 @@ def share_sim_clock(nodes: list) -> int:
     many subscriptions went.
     """
     sim = [n for n in nodes if n.get_clock().ros_time_is_active]
-    source = next((n for n in nodes if callable(getattr(n, 'drive_clocks', None))), None)
+    source = next((n for n in nodes if getattr(n, 'drives_sim_clock', False)), None)
     kept = sim[:1] if source is None else []
     for node in sim:
         if node in kept:
