@@ -117,8 +117,8 @@ def learn_go2() -> str:
                       f'{v["rsl_rl"]["wall_s"]:,.0f} s' for k, v in sorted(peer['per_seed'].items()))
     return (_table(header, rows)
             + f'\nErrors in m/s and rad/s, drift (trunk speed at a zero command) in m/s. '
-            f'{ours["task"]}, {ours["steps"]:,} env steps per run ({walls}, the two trained '
-            f'side by side on the 2-core VM). Targets met: {met}. Sources: '
+            f'{ours["task"]}, {ours["steps"]:,} env steps per run ({walls} of training on '
+            f'the 2-core VM). Targets met: {met}. Sources: '
             f'`docs/bench/learn_go2.json` (commit `{str(ours.get("commit"))[:10]}`), '
             f'`docs/bench/learn_rsl_rl_go2.json` (commit `{str(peer.get("commit"))[:10]}`).\n')
 
