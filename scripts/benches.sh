@@ -53,12 +53,24 @@ case "${1:-}" in
   go2) ORDER=("${GO2[@]}") ;;
   *) ORDER=("$@") ;;
 esac
+# The baselines some benches measure beside ours (requirements-bench.txt). Without one a
+# bench still writes its JSON, without the side-by-side figure: refuse that here.
+declare -A NEEDS=([perception]=open3d [bridge]=envpool [train]=stable_baselines3)
 failed=0
 mkdir -p log
+bin/unilab tasks > /dev/null   # the venv the benches run in
 for name in "${ORDER[@]}"; do
   if [ -z "${CMD[$name]:-}" ]; then
     echo "benches: unknown bench '$name' (known: ${!CMD[*]})" >&2
     exit 2
+  fi
+  module=${NEEDS[$name]:-}
+  if [ -n "$module" ] && ! why=$("${UNILAB_VENV:-.venv}/bin/python" -c "import $module" 2>&1); then
+    echo "benches: $name FAILED: its baseline '$module' does not import ($(tail -n 1 <<< "$why")):" \
+         "pip install -r requirements-bench.txt (Open3D also needs libusb-1.0:" \
+         "apt-get install libusb-1.0-0)" >&2
+    failed=$((failed + 1))
+    continue
   fi
   start=$(date +%s)
   echo "benches: $name: bin/unilab ${CMD[$name]}" >&2
@@ -74,6 +86,5 @@ for name in "${ORDER[@]}"; do
   fi
   echo "benches: $name took $(( $(date +%s) - start )) s" >&2
 done
-bin/unilab tasks > /dev/null   # the venv for figures.py's imports, if any
 python3 scripts/figures.py
 exit "$failed"
