@@ -32,7 +32,7 @@ from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError, describe_keys, load_run_config
 from unilab_core.errors import yaml_error
 from unilab_core.robot_profile import load_profile
-from unilab_core.ros.runtime import note_stop_signal
+from unilab_core.ros.runtime import note_stop_signal, raise_stop
 from unilab_datafactory.cli import add_commands as add_factory_commands
 import yaml
 
@@ -543,7 +543,7 @@ def _record_interrupts() -> tuple[list, object]:
     def on_sigint(signum, frame):
         record.append(signum)
         note_stop_signal(signum)  # a spin loop's executor error from here is this stop
-        raise KeyboardInterrupt
+        raise_stop()  # KeyboardInterrupt, held to the end of a STOP_DEFERRED section
     return record, signal.signal(signal.SIGINT, on_sigint)
 
 

@@ -66,3 +66,69 @@ def test_a_stop_signal_another_handler_took_counts_as_well(fake_graph):
     node = _Node()
     runtime.spin_nodes([node])
     assert fake_graph.spins == 1 and node.closed
+
+
+@pytest.fixture
+def stop_handler(monkeypatch):
+    """Our stop handler on SIGINT and SIGTERM for the test, the previous ones put back."""
+    monkeypatch.setattr(runtime, '_STOP_SIGNALS', [])
+    monkeypatch.setattr(runtime, '_DEFER', {'depth': 0, 'pending': False})
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    runtime._install_sigterm(sigint=True)
+    yield
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+def test_a_stop_signal_inside_a_deferred_section_is_raised_at_its_end(stop_handler):
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with runtime.STOP_DEFERRED:
+            done.append('publish')
+            signal.raise_signal(signal.SIGINT)   # the handler runs here, in this thread
+            done.append('count')                 # ... and must not split the two
+            with runtime.STOP_DEFERRED:          # nested: raised at the outermost end
+                done.append('nested')
+            done.append('after nested')
+    assert done == ['publish', 'count', 'nested', 'after nested']
+    assert runtime._STOP_SIGNALS == [signal.SIGINT]
+    assert runtime._DEFER == {'depth': 0, 'pending': False}
+
+
+def test_outside_a_section_a_stop_signal_interrupts_at_once(stop_handler):
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        done.append('before')
+        signal.raise_signal(signal.SIGTERM)
+        done.append('after')
+    assert done == ['before']
+
+
+def test_a_section_on_another_thread_defers_nothing(stop_handler):
+    import threading
+    inside, release = threading.Event(), threading.Event()
+
+    def other():
+        with runtime.STOP_DEFERRED:
+            inside.set()
+            release.wait(5)
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        assert inside.wait(5)
+        assert runtime._DEFER['depth'] == 0
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+            pytest.fail('the stop was held by another thread\'s section')
+    finally:
+        release.set()
+        t.join(5)
+
+
+def test_a_held_stop_wins_over_an_error_inside_the_section_which_rides_along(stop_handler):
+    with pytest.raises(KeyboardInterrupt) as stop:
+        with runtime.STOP_DEFERRED:
+            signal.raise_signal(signal.SIGINT)
+            raise ValueError('the publish failed')
+    assert isinstance(stop.value.__cause__, ValueError)
+    assert runtime._DEFER == {'depth': 0, 'pending': False}

@@ -318,6 +318,39 @@ def test_a_publisher_faster_than_the_control_rate_is_a_diagnostics_warning(graph
     assert spin_until(executor, warned, 10.0), 'no early-actions warning'
 
 
+@pytest.mark.parametrize('node_params', [{'rt_mode': 'inline'}])
+def test_a_stop_signal_right_after_a_publish_still_counts_that_command(graph, monkeypatch):
+    # Ctrl-C raises KeyboardInterrupt in the main thread between any two bytecodes: landing
+    # right after the command's publish, it left the command sent but not counted (a
+    # deploy's gate reported 500 commands, its robot had applied 501).
+    from unilab_core.ros import runtime
+    node, probe, executor = graph
+    sent = []
+    publish = node.pub.publish
+
+    def publish_then_stop(*args, **kwargs):
+        publish(*args, **kwargs)
+        sent.append(args[1])
+        if len(sent) == 2:
+            signal.raise_signal(signal.SIGINT)  # the handler runs as this returns
+    monkeypatch.setattr(node.pub, 'publish', publish_then_stop)
+    monkeypatch.setattr(runtime, '_STOP_SIGNALS', [])
+    monkeypatch.setattr(runtime, '_DEFER', {'depth': 0, 'pending': False})
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    runtime._install_sigterm(sigint=True)
+    try:
+        probe.send(executor, 1, np.zeros((N, len(JOINTS)), np.float32), state=M)
+        with pytest.raises(KeyboardInterrupt):
+            probe.send(executor, 2, np.zeros((N, len(JOINTS)), np.float32))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    stats = node.stats()
+    assert sent == [1, 2]
+    assert stats['published_command'] + stats['published_fallback'] == len(sent), stats
+    assert node._last_safe[0] == 2
+
+
 def test_close_writes_stats(context, limits_file, tmp_path):
     run_dir = tmp_path / 'run'
     run_dir.mkdir()

@@ -58,6 +58,7 @@ from unilab_core.config import ConfigError
 from unilab_core.ros.diagnostics import NodeDiagnostics
 from unilab_core.ros.joint_state_topic import JointStateInput
 from unilab_core.ros.params import declare_params
+from unilab_core.ros.runtime import STOP_DEFERRED
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
 from unilab_core.ros.tensor_topic import close_endpoints, TensorSubscription
 
@@ -245,15 +246,18 @@ class SafetyNode(Node):
             entry = self.rt.pop()
             if entry is None:
                 return None
-            if self.legged is not None:
-                # A legged robot: the gated target goes to the supervisor, whose motor-rate
-                # loop is the only publisher on the controller's topic.
-                self.legged.target(entry.command)
-            else:
-                self.pub.publish(entry.kind, entry.seq, entry.version, entry.stamp_ns,
-                                 entry.command)
-            self.published[entry.kind] += 1
-            self._last_safe = (entry.seq, entry.version, entry.stamp_ns, entry.command)
+            # A stop signal (Ctrl-C) between the publish and its count would leave a
+            # command sent but not counted: held to the end of the block.
+            with STOP_DEFERRED:
+                if self.legged is not None:
+                    # A legged robot: the gated target goes to the supervisor, whose
+                    # motor-rate loop is the only publisher on the controller's topic.
+                    self.legged.target(entry.command)
+                else:
+                    self.pub.publish(entry.kind, entry.seq, entry.version, entry.stamp_ns,
+                                     entry.command)
+                self.published[entry.kind] += 1
+                self._last_safe = (entry.seq, entry.version, entry.stamp_ns, entry.command)
             if entry.t_ns:
                 self.latency.record(time.monotonic_ns() - entry.t_ns)
         return entry

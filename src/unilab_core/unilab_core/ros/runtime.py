@@ -61,6 +61,54 @@ def note_stop_signal(signum: int) -> None:
         _STOP_SIGNALS.append(signum)
 
 
+#: The main thread's depth of ``STOP_DEFERRED`` sections, and whether a stop signal came
+#: inside one (raised as KeyboardInterrupt when the outermost section ends).
+_DEFER = {'depth': 0, 'pending': False}
+
+
+def raise_stop() -> None:
+    """
+    Raise KeyboardInterrupt for a stop signal, or hold it while a section must not split.
+
+    Our stop handlers (and the CLI's Ctrl-C handler) call this: Python runs a signal
+    handler in the main thread between any two bytecodes, e.g. right after a publish
+    returned and before it was counted; inside ``STOP_DEFERRED`` the interrupt comes at
+    the section's end instead.
+    """
+    if _DEFER['depth']:
+        _DEFER['pending'] = True
+        return
+    raise KeyboardInterrupt
+
+
+class _StopDeferred:
+    """
+    ``with STOP_DEFERRED:`` a stop signal in the main thread is raised after the block.
+
+    For steps that must happen together or not at all (an actuator command's publish and
+    its count). Another thread's section defers nothing (a signal's exception is raised
+    in the main thread only). Cheap enough for a per-command path: no allocation.
+    """
+
+    def __enter__(self):
+        if threading.get_ident() == threading.main_thread().ident:
+            _DEFER['depth'] += 1
+
+    def __exit__(self, exc_type, exc, tb):
+        if threading.get_ident() != threading.main_thread().ident:
+            return False
+        _DEFER['depth'] -= 1
+        if not _DEFER['depth'] and _DEFER['pending']:
+            _DEFER['pending'] = False
+            # The stop wins over an error raised inside the block (it rides along as
+            # the interrupt's cause): a Ctrl-C is never lost to an error handler.
+            raise KeyboardInterrupt from exc
+        return False
+
+
+STOP_DEFERRED = _StopDeferred()
+
+
 def _install_sigterm(sigint: bool = False):
     # launch and our CLI stop children with SIGINT then SIGTERM; turn SIGTERM
     # into the same clean path as Ctrl-C so nodes flush stats and checkpoints. Once
@@ -72,7 +120,7 @@ def _install_sigterm(sigint: bool = False):
         if _STOP_SIGNALS:
             return
         _STOP_SIGNALS.append(signum)
-        raise KeyboardInterrupt
+        raise_stop()
     signal.signal(signal.SIGTERM, handler)
     if sigint:
         signal.signal(signal.SIGINT, handler)
@@ -92,9 +140,11 @@ def keep_context_on_stop() -> dict:
     if threading.current_thread() is not threading.main_thread():
         return {}
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    # A Python SIGINT handler already in place (Python's own, or the CLI's that records
-    # the interrupt for exit 130) raises KeyboardInterrupt and leaves the context alone.
-    _install_sigterm(sigint=not callable(previous[signal.SIGINT]))
+    # The CLI's SIGINT handler (it records the interrupt for exit 130) raises through
+    # ``raise_stop`` and leaves the context alone; Python's own is replaced by ours, which
+    # does the same (it also holds the interrupt inside ``STOP_DEFERRED``).
+    own = previous[signal.SIGINT]
+    _install_sigterm(sigint=not callable(own) or own is signal.default_int_handler)
     return previous
 
 
