@@ -132,3 +132,39 @@ def test_a_held_stop_wins_over_an_error_inside_the_section_which_rides_along(sto
             raise ValueError('the publish failed')
     assert isinstance(stop.value.__cause__, ValueError)
     assert runtime._DEFER == {'depth': 0, 'pending': False}
+
+
+HANGING_TEARDOWN = '''
+import time
+import rclpy.node
+from unilab_core.ros import runtime
+runtime.TEARDOWN_LIMIT_S = 1.0
+
+
+class Hangs(rclpy.node.Node):
+    done = True  # the spin loop ends at once
+
+    def __init__(self):
+        super().__init__('hangs_at_teardown')
+
+    def destroy_node(self):
+        print('closed, destroying', flush=True)
+        time.sleep(60)  # a participant that never goes away
+
+
+runtime.spin_node(Hangs)
+print('not reached', flush=True)
+'''
+
+
+def test_a_node_process_whose_teardown_hangs_exits_with_the_stacks(tmp_path):
+    import subprocess
+    import sys
+    import time
+    start = time.monotonic()
+    out = subprocess.run([sys.executable, '-c', HANGING_TEARDOWN], capture_output=True,
+                         text=True, timeout=30)
+    assert time.monotonic() - start < 20
+    assert out.returncode == 1, out
+    assert 'closed, destroying' in out.stdout and 'not reached' not in out.stdout
+    assert 'Timeout' in out.stderr and 'destroy_node' in out.stderr, out.stderr

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import importlib
 import os
 import signal
@@ -44,6 +45,9 @@ def detach_and_shutdown(executor, nodes: Iterable, timeout_sec: float | None = 1
             pass
     executor.shutdown(timeout_sec=timeout_sec)
 
+
+#: Seconds a node process may take to destroy its nodes and DDS participant once closed.
+TEARDOWN_LIMIT_S = 10.0
 
 #: The stop signal this process took (SIGINT / SIGTERM through ``_install_sigterm``'s
 #: handler), if any: one stop per process, further ones are ignored.
@@ -315,9 +319,19 @@ def spin_process(make_nodes: Callable[[], list], args=None) -> None:
                    until=lambda: any(getattr(n, 'done', False) for n in nodes))
     finally:
         _hold_further_stops()  # this process ends here: no stop may break off the rest
-        for n in nodes:
-            n.destroy_node()
-        rclpy.try_shutdown()
+        # The nodes are closed (stats, checkpoints written). Fast DDS can deadlock while
+        # destroying the participant as other processes' writers go away (seen once, a
+        # launch SIGKILLed: the main thread spinning in DomainParticipant::set_listener,
+        # a discovery thread blocked in on_writer_discovery), which left an orphan at 100 %
+        # of a core: a teardown that outlasts TEARDOWN_LIMIT_S dumps every thread's stack
+        # to stderr and exits 1 (faulthandler's own thread: it needs no GIL).
+        faulthandler.dump_traceback_later(TEARDOWN_LIMIT_S, exit=True)
+        try:
+            for n in nodes:
+                n.destroy_node()
+            rclpy.try_shutdown()
+        finally:
+            faulthandler.cancel_dump_traceback_later()
     # A node that stopped on an unrecoverable error says so in its exit status.
     sys.exit(max(getattr(n, 'exit_code', 0) for n in nodes))
 
