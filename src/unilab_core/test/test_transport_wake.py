@@ -33,8 +33,13 @@ def domain():
 
 
 def _sleeper(name, policy):
+    # One wait long enough to span the test's write: with short timeouts (0.5 s) a timeout
+    # could end the wait between the test seeing the waiting flag and its write, and the
+    # sleeper then took the message on its next turn without a FUTEX_WAKE (failed once
+    # under the suite's load: wakes 0). A wake that does not come costs 10 s and fails
+    # the wakes assertion.
     return subprocess.Popen([sys.executable, '-m', 'unilab_core.transport.stress', 'sleep', name,
-                             '--timeout-s', '0.5'],
+                             '--timeout-s', '10'],
                             stdout=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
 
@@ -66,8 +71,8 @@ def test_reader_blocked_in_futex_wait_is_woken_by_writer_in_other_process(domain
             assert _line(sleeper) == ['waiting']
             _until_asleep(w)
             w.write(nbytes=4096, fill=lambda v: fill_pattern(v, 0))
-            # the sleeper's wait (0.5 s timeouts, looping) returned because of the message,
-            # and it read message 0 intact
+            # the sleeper's wait returned because of the message, and it read message 0
+            # intact
             assert _line(sleeper) == ['woke', '0', 'True']
             assert w.wakes >= 1  # the writer saw the waiting flag and issued FUTEX_WAKE
         finally:
