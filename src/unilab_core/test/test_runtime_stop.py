@@ -160,11 +160,9 @@ print('not reached', flush=True)
 def test_a_node_process_whose_teardown_hangs_exits_with_the_stacks(tmp_path):
     import subprocess
     import sys
-    import time
-    start = time.monotonic()
+    # The teardown sleeps 60 s: ending before the 30 s time-out means the limit ended it.
     out = subprocess.run([sys.executable, '-c', HANGING_TEARDOWN], capture_output=True,
                          text=True, timeout=30)
-    assert time.monotonic() - start < 20
     assert out.returncode == 1, out
     assert 'closed, destroying' in out.stdout and 'not reached' not in out.stdout
     assert 'Timeout' in out.stderr and 'destroy_node' in out.stderr, out.stderr
