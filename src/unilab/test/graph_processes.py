@@ -9,6 +9,8 @@ so the run directory names the processes of one graph and no other.
 
 import os
 import pathlib
+import signal
+import subprocess
 import time
 
 
@@ -51,3 +53,33 @@ def pid_of(executable, run_dir) -> int:
         if any(a.decode().endswith('/' + executable) for a in argv):
             return pid
     raise AssertionError(f'no {executable} process for {run_dir}')
+
+
+def finish(proc, timeout_s: float) -> str:
+    """
+    Return ``proc``'s output once it exits; past ``timeout_s`` fail with its threads' stacks.
+
+    A process of ours that outlasts the limit is asked for every thread's stack
+    (``kill -USR1``: ``unilab_core.ros.runtime.dump_stacks_on_signal``, the whole group),
+    then killed with its group and reaped: the failure says where it hung, and no
+    process of it (nor a zombie holding a shared-memory name) is left for the next test.
+    """
+    try:
+        return proc.communicate(timeout=timeout_s)[0]
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGUSR1)
+        time.sleep(2.0)
+        os.killpg(proc.pid, signal.SIGKILL)
+        out = proc.communicate(timeout=30)[0]
+        raise AssertionError(f'still running {timeout_s:.0f} s on; its threads:\n'
+                             f'{out[-8000:]}') from None
+
+
+def kill_group(proc) -> None:
+    """SIGKILL what is left of ``proc``'s process group and reap ``proc`` (no zombie)."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait(30)

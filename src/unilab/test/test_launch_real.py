@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 
-from graph_processes import no_orphans, pid_of, wait_training
+from graph_processes import finish, kill_group, no_orphans, pid_of, wait_training
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -101,10 +101,9 @@ def test_the_ros2_cli_sees_the_graph_and_a_terminal_ctrl_c_keeps_the_checkpoint(
         # Ctrl-C in a terminal: SIGINT to the whole process group (launch and every node),
         # then launch sends its own. The trainer still saves and the summary is complete.
         os.killpg(proc.pid, signal.SIGINT)
-        out, _ = proc.communicate(timeout=120)
+        out = finish(proc, 120)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc)
     assert 'Traceback' not in out, out[-3000:]
     import json
     summary = json.loads((run_dir / 'summary.json').read_text())
@@ -119,10 +118,9 @@ def test_a_killed_node_fails_the_launch_and_leaves_no_process(tmp_path, victim):
     try:
         wait_training(proc, run_dir)
         os.kill(pid_of(victim, run_dir), signal.SIGKILL)
-        out, _ = proc.communicate(timeout=120)  # no hang: the launch ends by itself
+        out = finish(proc, 120)  # no hang: the launch ends by itself
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc)
     assert proc.returncode != 0
     assert f'{victim.removesuffix("_node")} exited with -9' in out
     assert no_orphans(run_dir) == []
@@ -136,10 +134,9 @@ def test_nodes_stop_with_a_killed_launch_and_the_trainer_still_saves(tmp_path):
         launch_pid = next(p for p in [proc.pid] + _children(proc.pid)
                           if b'ros2' in pathlib.Path(f'/proc/{p}/cmdline').read_bytes())
         os.kill(launch_pid, signal.SIGKILL)  # nothing of launch runs after this
-        proc.communicate(timeout=60)
+        finish(proc, 60)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc)
     assert no_orphans(run_dir) == []  # the kernel's parent-death signal stopped them
     assert (run_dir / 'summary.json').is_file() and list((run_dir / 'checkpoints').glob('*.pt'))
 

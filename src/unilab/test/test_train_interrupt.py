@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 from conftest import TINY
-from graph_processes import no_orphans, wait_training
+from graph_processes import finish, kill_group, no_orphans, wait_training
 import pytest
 
 
@@ -33,10 +33,9 @@ def test_a_process_group_sigint_exits_130_and_keeps_the_run(tmp_path, tiny_confi
     try:
         wait_training(proc, run_dir)
         os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl-C: the whole group
-        out, _ = proc.communicate(timeout=120)
+        out = finish(proc, 120)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc)
     assert proc.returncode == 130, out[-3000:]
     assert 'Traceback' not in out, out[-3000:]
     summary = json.loads((run_dir / 'summary.json').read_text())

@@ -32,7 +32,7 @@ from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError, describe_keys, load_run_config
 from unilab_core.errors import yaml_error
 from unilab_core.robot_profile import load_profile
-from unilab_core.ros.runtime import note_stop_signal, raise_stop
+from unilab_core.ros.runtime import dump_stacks_on_signal, note_stop_signal, raise_stop
 from unilab_datafactory.cli import add_commands as add_factory_commands
 import yaml
 
@@ -554,6 +554,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.argv[:1] == ['train']:
         args.argv = args.argv[1:]
     interrupted, previous = _record_interrupts()
+    dump_stacks_on_signal()  # `kill -USR1 PID`: where each thread is, the run goes on
     try:
         rc = args.func(args)
         if interrupted and not rc:

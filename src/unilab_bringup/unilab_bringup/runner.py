@@ -18,8 +18,9 @@ from unilab_bringup.node_group import group_command
 from unilab_bringup.prepare import PreparedRun
 from unilab_bringup.progress import ProgressDisplay
 from unilab_bringup.summary import merge_summary as merge_summary_file
-from unilab_core.ros.runtime import (_install_sigterm, create_composed, keep_context_on_stop,
-                                     rclpy_signal_options, restore_handlers, spin_nodes)
+from unilab_core.ros.runtime import (_install_sigterm, create_composed, destroy_bounded,
+                                     keep_context_on_stop, rclpy_signal_options,
+                                     restore_handlers, spin_nodes)
 from unilab_core.transport import backend
 from unilab_policy import distributed
 
@@ -78,9 +79,7 @@ def spin_composed(graph, params_file: pathlib.Path, executor: str = 'events',
             on_tick(nodes)
         return {n.get_name(): dict(getattr(n, 'counters', {})) for n in nodes}
     finally:
-        for n in nodes:
-            n.destroy_node()
-        rclpy.try_shutdown()
+        destroy_bounded(nodes)
         restore_handlers(held)
 
 

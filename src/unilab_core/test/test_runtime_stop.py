@@ -14,13 +14,19 @@ class _Executor:
     def __init__(self):
         self.spins = 0
         self.nodes = []
+        self.signal = None  # a stop signal whose handler runs inside the wait
+        self.fails = True   # the wait then fails (else a callback swallowed the interrupt)
 
     def add_node(self, node):
         self.nodes.append(node)
 
     def spin_once(self, timeout_sec=None):
         self.spins += 1
-        raise RuntimeError("Unable to convert call argument '0' to Python object")
+        if self.signal is not None:
+            runtime.note_stop_signal(self.signal)  # what a handler records before raising
+        if self.fails:
+            raise RuntimeError("Unable to convert call argument '0' to Python object")
+        assert self.spins < 100, 'the loop ran on after the stop'
 
 
 class _Node:
@@ -45,7 +51,7 @@ def fake_graph(monkeypatch):
 
 def test_the_executors_error_after_a_stop_signal_ends_the_loop_and_closes_the_nodes(
         fake_graph):
-    runtime._STOP_SIGNALS.append(signal.SIGINT)  # what the handler records before raising
+    fake_graph.signal = signal.SIGINT
     node = _Node()
     runtime.spin_nodes([node])
     assert fake_graph.spins == 1 and node.closed
@@ -60,12 +66,28 @@ def test_the_same_error_without_a_stop_is_raised(fake_graph):
 
 def test_a_stop_signal_another_handler_took_counts_as_well(fake_graph):
     # The CLI's own Ctrl-C handler (exit 130) records the signal through note_stop_signal.
-    runtime.note_stop_signal(signal.SIGINT)
-    runtime.note_stop_signal(signal.SIGTERM)  # one stop per process: the first is kept
-    assert runtime._STOP_SIGNALS == [signal.SIGINT]
+    fake_graph.signal = signal.SIGINT
     node = _Node()
     runtime.spin_nodes([node])
     assert fake_graph.spins == 1 and node.closed
+    runtime.note_stop_signal(signal.SIGTERM)  # one stop per process: the first is kept
+    assert runtime._STOP_SIGNALS == [signal.SIGINT]
+
+
+def test_a_stop_whose_interrupt_something_swallowed_still_ends_the_loop(fake_graph):
+    # The handler recorded the stop, but its KeyboardInterrupt never reached the loop (a
+    # callback's code took it): the loop ends on the record, at its next turn.
+    fake_graph.signal, fake_graph.fails = signal.SIGINT, False
+    node = _Node()
+    runtime.spin_nodes([node])
+    assert fake_graph.spins == 1 and node.closed
+
+
+def test_a_stop_before_the_loop_spins_nothing(fake_graph):
+    runtime.note_stop_signal(signal.SIGTERM)  # e.g. while the nodes were being made
+    node = _Node()
+    runtime.spin_nodes([node])
+    assert fake_graph.spins == 0 and node.closed
 
 
 @pytest.fixture
@@ -166,3 +188,36 @@ def test_a_node_process_whose_teardown_hangs_exits_with_the_stacks(tmp_path):
     assert out.returncode == 1, out
     assert 'closed, destroying' in out.stdout and 'not reached' not in out.stdout
     assert 'Timeout' in out.stderr and 'destroy_node' in out.stderr, out.stderr
+
+
+STUCK = '''
+import time
+from unilab_core.ros import runtime
+
+runtime.dump_stacks_on_signal()
+
+
+def stuck_where_it_waits():
+    print('waiting', flush=True)
+    time.sleep(60)
+    print('woke', flush=True)
+
+
+stuck_where_it_waits()
+'''
+
+
+def test_sigusr1_prints_every_threads_stack_and_the_process_runs_on(tmp_path):
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, '-c', STUCK], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == 'waiting\n'
+        proc.send_signal(runtime.STACK_DUMP_SIGNAL)
+        lines = [proc.stderr.readline() for _ in range(3)]
+        assert any('stuck_where_it_waits' in line for line in lines), lines
+        assert proc.poll() is None  # still running: the dump is not a stop
+    finally:
+        proc.kill()
+        proc.wait(10)

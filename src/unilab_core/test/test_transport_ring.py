@@ -229,6 +229,27 @@ def test_killed_writer_segment_reclaimed_at_next_start(domain):
     assert reclaim_stale(domain) == []
 
 
+def test_killed_owner_not_yet_reaped_keeps_no_segment(domain):
+    # A zombie (killed, its parent not waiting on it yet): it runs no more, its name is free.
+    name = shm.segment_name(domain, 'w', 'zombie')
+    p = spawn('own', name)
+    expect_line(p, 'ready')
+    p.send_signal(signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while _state(p.pid) != 'Z' and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _state(p.pid) == 'Z'  # still in the process table, not reaped
+    w = TensorWriter('w', 'zombie', 64, domain=domain)
+    assert w.reclaimed == [name]
+    w.close()
+    p.wait(10)
+
+
+def _state(pid):
+    stat_line = open(f'/proc/{pid}/stat').read()
+    return stat_line[stat_line.rfind(')') + 2]
+
+
 def test_sigterm_owner_unlinks(domain):
     name = shm.segment_name(domain, 'w', 'term')
     p = spawn('own', name)

@@ -46,8 +46,43 @@ def detach_and_shutdown(executor, nodes: Iterable, timeout_sec: float | None = 1
     executor.shutdown(timeout_sec=timeout_sec)
 
 
-#: Seconds a node process may take to destroy its nodes and DDS participant once closed.
+#: Seconds a process may take to destroy its nodes and DDS participant once they closed.
 TEARDOWN_LIMIT_S = 10.0
+
+#: ``kill -USR1 PID``: the process prints every thread's Python stack to stderr, runs on.
+STACK_DUMP_SIGNAL = signal.SIGUSR1
+
+
+def dump_stacks_on_signal() -> None:
+    """
+    Print every thread's stack to stderr on ``STACK_DUMP_SIGNAL``; the process runs on.
+
+    For a process that does not stop or answer: ``kill -USR1 PID`` (or the whole group)
+    says where each thread is, without a debugger. faulthandler writes from the signal
+    handler itself, so a main thread stuck in C code holding the GIL still shows.
+    """
+    faulthandler.register(STACK_DUMP_SIGNAL, all_threads=True, chain=False)
+
+
+def destroy_bounded(nodes: Iterable) -> None:
+    """
+    Destroy ``nodes`` (closed already) and shut rclpy down, within ``TEARDOWN_LIMIT_S``.
+
+    Fast DDS can deadlock while destroying the participant as other processes' writers
+    go away (seen once, a launch SIGKILLed: the main thread spinning in
+    DomainParticipant::set_listener, a discovery thread blocked in on_writer_discovery),
+    which left an orphan at 100 % of a core. The nodes' work is saved by then (stats,
+    checkpoints): a teardown that outlasts the limit dumps every thread's stack to stderr
+    and exits 1 (faulthandler's own thread: it needs no GIL).
+    """
+    faulthandler.dump_traceback_later(TEARDOWN_LIMIT_S, exit=True)
+    try:
+        for n in nodes:
+            n.destroy_node()
+        rclpy.try_shutdown()
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
 
 #: The stop signal this process took (SIGINT / SIGTERM through ``_install_sigterm``'s
 #: handler), if any: one stop per process, further ones are ignored.
@@ -240,16 +275,19 @@ def spin_nodes(nodes: list, executor_kind: str = 'events',
     """
     Spin ``nodes`` on one executor until ``until()`` is true or Ctrl-C.
 
-    ``on_stop(executor)`` runs once the loop ended with the context still up
-    (``until`` said stop), before the nodes close: a node can take what is
-    still queued (the recorder writes every message already received).
+    A stop signal ends the loop by its KeyboardInterrupt and, should some code between
+    the handler and this loop take that exception, by its record (``_STOP_SIGNALS``)
+    at the loop's next turn: a Ctrl-C is never lost. ``on_stop(executor)`` runs
+    once the loop ended with the context still up and no stop signal (``until``
+    said stop), before the nodes close: a node can take what is still queued (the
+    recorder writes every message already received).
     """
     executor = make_executor(executor_kind)
     for n in nodes:
         executor.add_node(n)
     last = time.monotonic()
     try:
-        while rclpy.ok():
+        while rclpy.ok() and not _STOP_SIGNALS:
             try:
                 executor.spin_once(timeout_sec=0.1)
             except RuntimeError:
@@ -259,7 +297,7 @@ def spin_nodes(nodes: list, executor_kind: str = 'events',
                 # either is a stop.
                 if rclpy.ok() and not _STOP_SIGNALS:
                     raise
-                break
+                return
             now = time.monotonic()
             if now - last >= tick_s:
                 last = now
@@ -267,7 +305,12 @@ def spin_nodes(nodes: list, executor_kind: str = 'events',
                     on_tick()
                 if until is not None and until():
                     break
-        if on_stop is not None and rclpy.ok():
+        if _STOP_SIGNALS and rclpy.ok():
+            # The loop ended on the record: the handler's interrupt never came here.
+            print(f'warning: stop signal {signal.Signals(_STOP_SIGNALS[0]).name}: its '
+                  'KeyboardInterrupt was taken by the code it interrupted, not this loop; '
+                  'stopping on its record', file=sys.stderr, flush=True)
+        elif on_stop is not None and rclpy.ok():
             on_stop(executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
@@ -295,14 +338,16 @@ def spin_process(make_nodes: Callable[[], list], args=None) -> None:
 
     One node (a console script) or several composed (``unilab_bringup.node_group``).
     The process stops with its parent (``stop_with_parent``), takes SIGTERM as
-    Ctrl-C, exits 2 on a ConfigError (the message, no traceback), and runs until
-    one node is ``done``; the exit status is the worst of the nodes' ``exit_code``.
+    Ctrl-C, prints its threads' stacks on SIGUSR1 (``dump_stacks_on_signal``), exits 2
+    on a ConfigError (the message, no traceback), and runs until one node is ``done``;
+    the exit status is the worst of the nodes' ``exit_code``.
     """
     # Ctrl-C and SIGTERM raise KeyboardInterrupt with the context still up; rclpy's own
     # handler would shut the context down first, and a closing node could publish
     # nothing more: the safety gate's last word on a velocity or effort interface is a
     # zero command (a forward command controller keeps the last one it got).
     _install_sigterm(sigint=True)
+    dump_stacks_on_signal()
     if not stop_with_parent():
         print('error: the process that started this node is gone', file=sys.stderr)
         sys.exit(1)
@@ -319,19 +364,7 @@ def spin_process(make_nodes: Callable[[], list], args=None) -> None:
                    until=lambda: any(getattr(n, 'done', False) for n in nodes))
     finally:
         _hold_further_stops()  # this process ends here: no stop may break off the rest
-        # The nodes are closed (stats, checkpoints written). Fast DDS can deadlock while
-        # destroying the participant as other processes' writers go away (seen once, a
-        # launch SIGKILLed: the main thread spinning in DomainParticipant::set_listener,
-        # a discovery thread blocked in on_writer_discovery), which left an orphan at 100 %
-        # of a core: a teardown that outlasts TEARDOWN_LIMIT_S dumps every thread's stack
-        # to stderr and exits 1 (faulthandler's own thread: it needs no GIL).
-        faulthandler.dump_traceback_later(TEARDOWN_LIMIT_S, exit=True)
-        try:
-            for n in nodes:
-                n.destroy_node()
-            rclpy.try_shutdown()
-        finally:
-            faulthandler.cancel_dump_traceback_later()
+        destroy_bounded(nodes)
     # A node that stopped on an unrecoverable error says so in its exit status.
     sys.exit(max(getattr(n, 'exit_code', 0) for n in nodes))
 

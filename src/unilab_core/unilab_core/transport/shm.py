@@ -108,6 +108,17 @@ def host_identity() -> str:
     return _HOST_ID
 
 
+def _stat(pid: int) -> list[bytes]:
+    """Return the fields of ``/proc/<pid>/stat`` after the command name ([] if unreadable)."""
+    try:
+        with open(f'/proc/{pid}/stat', 'rb') as f:
+            data = f.read()
+    except OSError:
+        return []
+    # The command name (field 2) is in parentheses and may contain spaces.
+    return data[data.rfind(b')') + 2:].split()
+
+
 def process_start_time(pid: int) -> int:
     """
     Return the start time of ``pid`` in clock ticks since boot (0 if unknown).
@@ -115,18 +126,19 @@ def process_start_time(pid: int) -> int:
     Field 22 of ``/proc/<pid>/stat`` (proc(5)); pid plus start time identifies
     a process even after its pid is reused.
     """
-    try:
-        with open(f'/proc/{pid}/stat', 'rb') as f:
-            data = f.read()
-    except OSError:
-        return 0
-    # The command name (field 2) is in parentheses and may contain spaces.
-    rest = data[data.rfind(b')') + 2:].split()
-    return int(rest[19])
+    rest = _stat(pid)
+    return int(rest[19]) if len(rest) > 19 else 0
 
 
 def process_alive(pid: int, start_time: int) -> bool:
-    """Return whether the process ``pid`` that started at ``start_time`` still runs."""
+    """
+    Return whether the process ``pid`` that started at ``start_time`` still runs.
+
+    A zombie (state Z or X, field 3 of ``/proc/<pid>/stat``) runs no more: it exited and
+    waits for its parent to reap it, which a parent holding on to it (a test's failed
+    frame) or a container's init that reaps nothing may never do. Its segments and table
+    entries are free to take.
+    """
     if pid <= 0:
         return False
     try:
@@ -135,7 +147,10 @@ def process_alive(pid: int, start_time: int) -> bool:
         return False
     except PermissionError:
         pass  # exists, owned by another user
-    now = process_start_time(pid)
+    rest = _stat(pid)
+    if rest and rest[0] in (b'Z', b'X'):
+        return False
+    now = int(rest[19]) if len(rest) > 19 else 0
     return start_time == 0 or now == 0 or now == start_time
 
 
