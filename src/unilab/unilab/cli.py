@@ -32,7 +32,8 @@ from unilab_core.atomic import atomic_write_text
 from unilab_core.config import ConfigError, describe_keys, load_run_config
 from unilab_core.errors import yaml_error
 from unilab_core.robot_profile import load_profile
-from unilab_core.ros.runtime import dump_stacks_on_signal, note_stop_signal, raise_stop
+from unilab_core.ros.runtime import dump_stacks_on_signal
+from unilab_core.stop import note_stop_signal, raise_stop
 from unilab_datafactory.cli import add_commands as add_factory_commands
 import yaml
 

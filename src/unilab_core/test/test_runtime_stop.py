@@ -5,6 +5,7 @@
 import signal
 
 import pytest
+from unilab_core import stop
 from unilab_core.ros import runtime
 
 
@@ -23,7 +24,7 @@ class _Executor:
     def spin_once(self, timeout_sec=None):
         self.spins += 1
         if self.signal is not None:
-            runtime.note_stop_signal(self.signal)  # what a handler records before raising
+            stop.note_stop_signal(self.signal)  # what a handler records before raising
         if self.fails:
             raise RuntimeError("Unable to convert call argument '0' to Python object")
         assert self.spins < 100, 'the loop ran on after the stop'
@@ -42,7 +43,7 @@ def fake_graph(monkeypatch):
     monkeypatch.setattr(runtime, 'make_executor', lambda kind='events': executor)
     monkeypatch.setattr(runtime, 'detach_and_shutdown', lambda ex, nodes: None)
     monkeypatch.setattr(runtime.rclpy, 'ok', lambda: True)  # the context stays up
-    monkeypatch.setattr(runtime, '_STOP_SIGNALS', [])
+    monkeypatch.setattr(stop, 'STOP_SIGNALS', [])
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     yield executor
     for sig, handler in previous.items():
@@ -70,8 +71,8 @@ def test_a_stop_signal_another_handler_took_counts_as_well(fake_graph):
     node = _Node()
     runtime.spin_nodes([node])
     assert fake_graph.spins == 1 and node.closed
-    runtime.note_stop_signal(signal.SIGTERM)  # one stop per process: the first is kept
-    assert runtime._STOP_SIGNALS == [signal.SIGINT]
+    stop.note_stop_signal(signal.SIGTERM)  # one stop per process: the first is kept
+    assert stop.STOP_SIGNALS == [signal.SIGINT]
 
 
 def test_a_stop_whose_interrupt_something_swallowed_still_ends_the_loop(fake_graph):
@@ -84,7 +85,7 @@ def test_a_stop_whose_interrupt_something_swallowed_still_ends_the_loop(fake_gra
 
 
 def test_a_stop_before_the_loop_spins_nothing(fake_graph):
-    runtime.note_stop_signal(signal.SIGTERM)  # e.g. while the nodes were being made
+    stop.note_stop_signal(signal.SIGTERM)  # e.g. while the nodes were being made
     node = _Node()
     runtime.spin_nodes([node])
     assert fake_graph.spins == 0 and node.closed
@@ -93,8 +94,8 @@ def test_a_stop_before_the_loop_spins_nothing(fake_graph):
 @pytest.fixture
 def stop_handler(monkeypatch):
     """Our stop handler on SIGINT and SIGTERM for the test, the previous ones put back."""
-    monkeypatch.setattr(runtime, '_STOP_SIGNALS', [])
-    monkeypatch.setattr(runtime, '_DEFER', {'depth': 0, 'pending': False})
+    monkeypatch.setattr(stop, 'STOP_SIGNALS', [])
+    monkeypatch.setattr(stop, '_DEFER', {'depth': 0, 'pending': False})
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     runtime._install_sigterm(sigint=True)
     yield
@@ -105,16 +106,16 @@ def stop_handler(monkeypatch):
 def test_a_stop_signal_inside_a_deferred_section_is_raised_at_its_end(stop_handler):
     done = []
     with pytest.raises(KeyboardInterrupt):
-        with runtime.STOP_DEFERRED:
+        with stop.STOP_DEFERRED:
             done.append('publish')
             signal.raise_signal(signal.SIGINT)   # the handler runs here, in this thread
             done.append('count')                 # ... and must not split the two
-            with runtime.STOP_DEFERRED:          # nested: raised at the outermost end
+            with stop.STOP_DEFERRED:          # nested: raised at the outermost end
                 done.append('nested')
             done.append('after nested')
     assert done == ['publish', 'count', 'nested', 'after nested']
-    assert runtime._STOP_SIGNALS == [signal.SIGINT]
-    assert runtime._DEFER == {'depth': 0, 'pending': False}
+    assert stop.STOP_SIGNALS == [signal.SIGINT]
+    assert stop._DEFER == {'depth': 0, 'pending': False}
 
 
 def test_outside_a_section_a_stop_signal_interrupts_at_once(stop_handler):
@@ -131,14 +132,14 @@ def test_a_section_on_another_thread_defers_nothing(stop_handler):
     inside, release = threading.Event(), threading.Event()
 
     def other():
-        with runtime.STOP_DEFERRED:
+        with stop.STOP_DEFERRED:
             inside.set()
             release.wait(5)
     t = threading.Thread(target=other)
     t.start()
     try:
         assert inside.wait(5)
-        assert runtime._DEFER['depth'] == 0
+        assert stop._DEFER['depth'] == 0
         with pytest.raises(KeyboardInterrupt):
             signal.raise_signal(signal.SIGINT)
             pytest.fail('the stop was held by another thread\'s section')
@@ -148,12 +149,12 @@ def test_a_section_on_another_thread_defers_nothing(stop_handler):
 
 
 def test_a_held_stop_wins_over_an_error_inside_the_section_which_rides_along(stop_handler):
-    with pytest.raises(KeyboardInterrupt) as stop:
-        with runtime.STOP_DEFERRED:
+    with pytest.raises(KeyboardInterrupt) as interrupt:
+        with stop.STOP_DEFERRED:
             signal.raise_signal(signal.SIGINT)
             raise ValueError('the publish failed')
-    assert isinstance(stop.value.__cause__, ValueError)
-    assert runtime._DEFER == {'depth': 0, 'pending': False}
+    assert isinstance(interrupt.value.__cause__, ValueError)
+    assert stop._DEFER == {'depth': 0, 'pending': False}
 
 
 HANGING_TEARDOWN = '''

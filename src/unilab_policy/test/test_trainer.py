@@ -201,6 +201,44 @@ def test_checkpoint_every_update(tmp_path, rng):
     assert not list(tmp_path.rglob('*.tmp'))
 
 
+def test_a_checkpoint_that_cannot_be_written_stops_the_run_naming_the_file(tmp_path, rng):
+    from unilab_policy.trainer import TrainingFailedError
+    tr = _trainer(tmp_path, checkpoint_every=1)
+    (tmp_path / 'checkpoints').write_text('a file where the directory goes')
+    with pytest.raises(TrainingFailedError, match=r'could not write checkpoint .*model_000001'):
+        _rollout(tr, rng)
+    tr.close()
+
+
+def test_a_stop_signal_inside_a_checkpoint_write_comes_after_the_file(tmp_path, rng,
+                                                                      monkeypatch):
+    # torch's zip writer calls back into Python per record; a Ctrl-C raised inside one of
+    # those calls became a RuntimeError ("unexpected pos"), taken for a failed write.
+    import signal
+    from unilab_core import stop
+    monkeypatch.setattr(stop, 'STOP_SIGNALS', [])
+    monkeypatch.setattr(stop, '_DEFER', {'depth': 0, 'pending': False})
+    save = torch.save
+
+    def save_interrupted(obj, f, *args, **kwargs):
+        signal.raise_signal(signal.SIGINT)  # the handler runs inside the write
+        save(obj, f, *args, **kwargs)
+    monkeypatch.setattr(torch, 'save', save_interrupted)
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.raise_stop())
+    try:
+        tr = _trainer(tmp_path, checkpoint_every=1)
+        with pytest.raises(KeyboardInterrupt):
+            _rollout(tr, rng)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    # Both files whole (their digests check out), the interrupt raised after them.
+    from unilab_policy.checkpoint import load_checkpoint
+    for name in ('model_000001.pt', 'latest.pt'):
+        assert load_checkpoint(tmp_path / 'checkpoints' / name)['updates'] == 1
+    assert not list(tmp_path.rglob('*.tmp'))
+    tr.close()
+
+
 def test_no_checkpoint_before_every_unless_done(tmp_path, rng):
     tr = _trainer(tmp_path, checkpoint_every=20, total_steps=2 * T * N)
     _rollout(tr, rng)

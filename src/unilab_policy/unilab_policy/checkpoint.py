@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from unilab_core.atomic import atomic_path
 from unilab_core.errors import one_line
+from unilab_core.stop import STOP_DEFERRED
 
 CHECKPOINT_VERSION = 1
 
@@ -48,13 +49,16 @@ def save_checkpoint(path: Union[str, os.PathLike], state: dict) -> None:
     Write ``state`` atomically (``unilab_core.atomic.atomic_path``: temp file, fsync, rename).
 
     A crash leaves either the old file or the new one, never a partial file. ``version``
-    is added (``CHECKPOINT_VERSION``) when missing.
+    is added (``CHECKPOINT_VERSION``) when missing. A stop signal (Ctrl-C) during the write
+    is raised once the file is in place (``STOP_DEFERRED``): torch's zip writer calls back
+    into Python for every record and turns an interrupt there into a RuntimeError
+    (``unexpected pos``), which a caller would take for a failed write.
     """
     state = dict(state)
     state.setdefault('version', CHECKPOINT_VERSION)
     state.pop('digest', None)
     state['digest'] = content_digest(state)
-    with atomic_path(path) as tmp, open(tmp, 'wb') as f:
+    with STOP_DEFERRED, atomic_path(path) as tmp, open(tmp, 'wb') as f:
         torch.save(state, f)
 
 

@@ -21,6 +21,8 @@ import warnings
 
 import numpy as np
 import torch
+from unilab_core.errors import one_line
+from unilab_core.stop import STOP_DEFERRED
 
 from unilab_policy import distributed
 from unilab_policy.checkpoint import (capture_rng_state, load_checkpoint,
@@ -56,7 +58,7 @@ RESUME_KEYS = ('bundle', 'ppo', 'weights_version', 'updates', 'env_steps', 'wall
 
 
 class TrainingFailedError(RuntimeError):
-    """PPO updates failed ``MAX_CONSECUTIVE_FAILURES`` times in a row; the run must stop."""
+    """The run must stop: PPO updates failed too often in a row, or a checkpoint write failed."""
 
 
 #: A failed update (an exception inside it, e.g. CUDA out of memory) is skipped: the
@@ -347,8 +349,14 @@ class Trainer:
             self.last_checkpoint = str(path)
             return self.last_checkpoint
         state = self.state_dict()
-        save_checkpoint(path, state)
-        save_checkpoint(ckpt_dir / 'latest.pt', state)
+        with STOP_DEFERRED:  # a Ctrl-C comes after both files, not between them
+            for target in (path, ckpt_dir / 'latest.pt'):
+                try:
+                    save_checkpoint(target, state)
+                except (OSError, RuntimeError) as exc:  # disk full, directory gone, zip
+                    raise TrainingFailedError(
+                        f'could not write checkpoint {target}: {one_line(exc)} (last '
+                        f'written: {self.last_checkpoint or "none"})') from exc
         self.last_checkpoint = str(path)
         return self.last_checkpoint
 

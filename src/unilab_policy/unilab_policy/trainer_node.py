@@ -129,7 +129,11 @@ class TrainerNode(Node):
         """Write the final checkpoint and summary; mark the node done."""
         if self.done:
             return
-        self.trainer.save_checkpoint()
+        try:
+            self.trainer.save_checkpoint()
+        except TrainingFailedError as exc:  # the final checkpoint could not be written
+            self.fail(str(exc))
+            return
         summary = self.trainer.summary()
         atomic_write_text(self.run_dir / 'summary.json', json.dumps(summary, indent=2))
         self.get_logger().info(f'training done: {json.dumps(summary)}')
@@ -148,9 +152,14 @@ class TrainerNode(Node):
         """Flush logs (and checkpoint if stopped early)."""
         if not self.done:
             # Stopped early (Ctrl-C): keep what was learned and say how far it got.
+            failed = {}
             if self.trainer.updates > 0:
-                self.trainer.save_checkpoint()
-            summary = dict(self.trainer.summary(), stopped_early=True)
+                try:
+                    self.trainer.save_checkpoint()
+                except TrainingFailedError as exc:
+                    self.get_logger().error(f'training stopped: {exc}')
+                    failed, self.exit_code = {'failed': str(exc)}, 1
+            summary = dict(self.trainer.summary(), stopped_early=True, **failed)
             atomic_write_text(self.run_dir / 'summary.json', json.dumps(summary, indent=2))
         self.trainer.close()
 

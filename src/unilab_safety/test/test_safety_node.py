@@ -323,6 +323,7 @@ def test_a_stop_signal_right_after_a_publish_still_counts_that_command(graph, mo
     # Ctrl-C raises KeyboardInterrupt in the main thread between any two bytecodes: landing
     # right after the command's publish, it left the command sent but not counted (a
     # deploy's gate reported 500 commands, its robot had applied 501).
+    from unilab_core import stop
     from unilab_core.ros import runtime
     node, probe, executor = graph
     sent = []
@@ -334,8 +335,8 @@ def test_a_stop_signal_right_after_a_publish_still_counts_that_command(graph, mo
         if len(sent) == 2:
             signal.raise_signal(signal.SIGINT)  # the handler runs as this returns
     monkeypatch.setattr(node.pub, 'publish', publish_then_stop)
-    monkeypatch.setattr(runtime, '_STOP_SIGNALS', [])
-    monkeypatch.setattr(runtime, '_DEFER', {'depth': 0, 'pending': False})
+    monkeypatch.setattr(stop, 'STOP_SIGNALS', [])
+    monkeypatch.setattr(stop, '_DEFER', {'depth': 0, 'pending': False})
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     runtime._install_sigterm(sigint=True)
     try:

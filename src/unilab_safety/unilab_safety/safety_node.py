@@ -58,9 +58,9 @@ from unilab_core.config import ConfigError
 from unilab_core.ros.diagnostics import NodeDiagnostics
 from unilab_core.ros.joint_state_topic import JointStateInput
 from unilab_core.ros.params import declare_params
-from unilab_core.ros.runtime import STOP_DEFERRED
 from unilab_core.ros.tensor_msg import Batch, TensorMessageError
 from unilab_core.ros.tensor_topic import close_endpoints, TensorSubscription
+from unilab_core.stop import STOP_DEFERRED
 
 from unilab_safety.build import build_loop
 from unilab_safety.command_output import CommandOutput

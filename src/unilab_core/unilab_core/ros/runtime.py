@@ -18,7 +18,9 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
+from unilab_core import stop
 from unilab_core.config import ConfigError
+from unilab_core.stop import raise_stop
 
 
 def make_executor(kind: str = 'events'):
@@ -84,70 +86,6 @@ def destroy_bounded(nodes: Iterable) -> None:
         faulthandler.cancel_dump_traceback_later()
 
 
-#: The stop signal this process took (SIGINT / SIGTERM through ``_install_sigterm``'s
-#: handler), if any: one stop per process, further ones are ignored.
-_STOP_SIGNALS: list[int] = []
-
-
-def note_stop_signal(signum: int) -> None:
-    """
-    Record a stop signal that a handler of the caller's own took (the CLI's Ctrl-C).
-
-    ``spin_nodes`` then takes the EventsExecutor's error from that signal landing in its
-    wait as the stop it is, as it does for the signals of ``_install_sigterm``'s handler.
-    """
-    if not _STOP_SIGNALS:
-        _STOP_SIGNALS.append(signum)
-
-
-#: The main thread's depth of ``STOP_DEFERRED`` sections, and whether a stop signal came
-#: inside one (raised as KeyboardInterrupt when the outermost section ends).
-_DEFER = {'depth': 0, 'pending': False}
-
-
-def raise_stop() -> None:
-    """
-    Raise KeyboardInterrupt for a stop signal, or hold it while a section must not split.
-
-    Our stop handlers (and the CLI's Ctrl-C handler) call this: Python runs a signal
-    handler in the main thread between any two bytecodes, e.g. right after a publish
-    returned and before it was counted; inside ``STOP_DEFERRED`` the interrupt comes at
-    the section's end instead.
-    """
-    if _DEFER['depth']:
-        _DEFER['pending'] = True
-        return
-    raise KeyboardInterrupt
-
-
-class _StopDeferred:
-    """
-    ``with STOP_DEFERRED:`` a stop signal in the main thread is raised after the block.
-
-    For steps that must happen together or not at all (an actuator command's publish and
-    its count). Another thread's section defers nothing (a signal's exception is raised
-    in the main thread only). Cheap enough for a per-command path: no allocation.
-    """
-
-    def __enter__(self):
-        if threading.get_ident() == threading.main_thread().ident:
-            _DEFER['depth'] += 1
-
-    def __exit__(self, exc_type, exc, tb):
-        if threading.get_ident() != threading.main_thread().ident:
-            return False
-        _DEFER['depth'] -= 1
-        if not _DEFER['depth'] and _DEFER['pending']:
-            _DEFER['pending'] = False
-            # The stop wins over an error raised inside the block (it rides along as
-            # the interrupt's cause): a Ctrl-C is never lost to an error handler.
-            raise KeyboardInterrupt from exc
-        return False
-
-
-STOP_DEFERRED = _StopDeferred()
-
-
 def _install_sigterm(sigint: bool = False):
     # launch and our CLI stop children with SIGINT then SIGTERM; turn SIGTERM
     # into the same clean path as Ctrl-C so nodes flush stats and checkpoints. Once
@@ -156,9 +94,9 @@ def _install_sigterm(sigint: bool = False):
     # ``sigint``: SIGINT takes the same path (a node process started without rclpy's
     # own handler, which would shut the context down before the nodes close).
     def handler(signum, frame):
-        if _STOP_SIGNALS:
+        if stop.STOP_SIGNALS:
             return
-        _STOP_SIGNALS.append(signum)
+        stop.STOP_SIGNALS.append(signum)
         raise_stop()
     signal.signal(signal.SIGTERM, handler)
     if sigint:
@@ -276,7 +214,7 @@ def spin_nodes(nodes: list, executor_kind: str = 'events',
     Spin ``nodes`` on one executor until ``until()`` is true or Ctrl-C.
 
     A stop signal ends the loop by its KeyboardInterrupt and, should some code between
-    the handler and this loop take that exception, by its record (``_STOP_SIGNALS``)
+    the handler and this loop take that exception, by its record (``stop.STOP_SIGNALS``)
     at the loop's next turn: a Ctrl-C is never lost. ``on_stop(executor)`` runs
     once the loop ended with the context still up and no stop signal (``until``
     said stop), before the nodes close: a node can take what is still queued (the
@@ -287,7 +225,7 @@ def spin_nodes(nodes: list, executor_kind: str = 'events',
         executor.add_node(n)
     last = time.monotonic()
     try:
-        while rclpy.ok() and not _STOP_SIGNALS:
+        while rclpy.ok() and not stop.STOP_SIGNALS:
             try:
                 executor.spin_once(timeout_sec=0.1)
             except RuntimeError:
@@ -295,7 +233,7 @@ def spin_nodes(nodes: list, executor_kind: str = 'events',
                 # context down inside spin_once, or when our handler's KeyboardInterrupt
                 # is raised inside its C++ wait (a node process: the context stays up);
                 # either is a stop.
-                if rclpy.ok() and not _STOP_SIGNALS:
+                if rclpy.ok() and not stop.STOP_SIGNALS:
                     raise
                 return
             now = time.monotonic()
@@ -305,9 +243,9 @@ def spin_nodes(nodes: list, executor_kind: str = 'events',
                     on_tick()
                 if until is not None and until():
                     break
-        if _STOP_SIGNALS and rclpy.ok():
+        if stop.STOP_SIGNALS and rclpy.ok():
             # The loop ended on the record: the handler's interrupt never came here.
-            print(f'warning: stop signal {signal.Signals(_STOP_SIGNALS[0]).name}: its '
+            print(f'warning: stop signal {signal.Signals(stop.STOP_SIGNALS[0]).name}: its '
                   'KeyboardInterrupt was taken by the code it interrupted, not this loop; '
                   'stopping on its record', file=sys.stderr, flush=True)
         elif on_stop is not None and rclpy.ok():
