@@ -222,3 +222,11 @@ def test_sigusr1_prints_every_threads_stack_and_the_process_runs_on(tmp_path):
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def test_no_stderr_descriptor_means_no_stack_dump_and_no_error(monkeypatch):
+    # The CLI run in-process under a test's captured stderr (no file descriptor).
+    import io
+    import sys
+    monkeypatch.setattr(sys, '__stderr__', io.StringIO())
+    assert runtime.dump_stacks_on_signal() is False

@@ -55,15 +55,22 @@ TEARDOWN_LIMIT_S = 10.0
 STACK_DUMP_SIGNAL = signal.SIGUSR1
 
 
-def dump_stacks_on_signal() -> None:
+def dump_stacks_on_signal() -> bool:
     """
     Print every thread's stack to stderr on ``STACK_DUMP_SIGNAL``; the process runs on.
 
     For a process that does not stop or answer: ``kill -USR1 PID`` (or the whole group)
     says where each thread is, without a debugger. faulthandler writes from the signal
-    handler itself, so a main thread stuck in C code holding the GIL still shows.
+    handler itself, so a main thread stuck in C code holding the GIL still shows. It
+    writes to the process's own stderr (file descriptor 2, whatever replaced
+    ``sys.stderr``); returns False where there is none (nothing registered).
     """
-    faulthandler.register(STACK_DUMP_SIGNAL, all_threads=True, chain=False)
+    try:
+        faulthandler.register(STACK_DUMP_SIGNAL, file=sys.__stderr__, all_threads=True,
+                              chain=False)
+    except (AttributeError, OSError, ValueError):  # no stderr with a file descriptor
+        return False
+    return True
 
 
 def destroy_bounded(nodes: Iterable) -> None:
