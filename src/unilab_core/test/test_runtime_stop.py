@@ -230,3 +230,22 @@ def test_no_stderr_descriptor_means_no_stack_dump_and_no_error(monkeypatch):
     import sys
     monkeypatch.setattr(sys, '__stderr__', io.StringIO())
     assert runtime.dump_stacks_on_signal() is False
+
+
+def test_a_teardown_without_a_stderr_descriptor_runs_unbounded_and_completes(monkeypatch):
+    # spin_composed's finally under a test's captured output: no watchdog to arm, no error.
+    import io
+    import sys
+    monkeypatch.setattr(sys, '__stderr__', io.StringIO())
+    monkeypatch.setattr(sys, 'stderr', io.StringIO())
+    shut = []
+    monkeypatch.setattr(runtime.rclpy, 'try_shutdown', lambda: shut.append(True))
+
+    class Destroyed:
+        destroyed = False
+
+        def destroy_node(self):
+            self.destroyed = True
+    nodes = [Destroyed(), Destroyed()]
+    runtime.destroy_bounded(nodes)
+    assert all(n.destroyed for n in nodes) and shut == [True]

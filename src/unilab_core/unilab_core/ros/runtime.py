@@ -20,7 +20,6 @@ from rclpy.signals import SignalHandlerOptions
 
 from unilab_core import stop
 from unilab_core.config import ConfigError
-from unilab_core.stop import raise_stop
 
 
 def make_executor(kind: str = 'events'):
@@ -82,15 +81,21 @@ def destroy_bounded(nodes: Iterable) -> None:
     DomainParticipant::set_listener, a discovery thread blocked in on_writer_discovery),
     which left an orphan at 100 % of a core. The nodes' work is saved by then (stats,
     checkpoints): a teardown that outlasts the limit dumps every thread's stack to stderr
-    and exits 1 (faulthandler's own thread: it needs no GIL).
+    and exits 1 (faulthandler's own thread: it needs no GIL). Without a stderr descriptor
+    to write to (the CLI run in-process under captured output) the teardown is unbounded.
     """
-    faulthandler.dump_traceback_later(TEARDOWN_LIMIT_S, exit=True)
+    try:
+        faulthandler.dump_traceback_later(TEARDOWN_LIMIT_S, exit=True, file=sys.__stderr__)
+        bounded = True
+    except (AttributeError, OSError, ValueError):  # no stderr with a file descriptor
+        bounded = False
     try:
         for n in nodes:
             n.destroy_node()
         rclpy.try_shutdown()
     finally:
-        faulthandler.cancel_dump_traceback_later()
+        if bounded:
+            faulthandler.cancel_dump_traceback_later()
 
 
 def _install_sigterm(sigint: bool = False):
@@ -103,8 +108,8 @@ def _install_sigterm(sigint: bool = False):
     def handler(signum, frame):
         if stop.STOP_SIGNALS:
             return
-        stop.STOP_SIGNALS.append(signum)
-        raise_stop()
+        stop.note_stop_signal(signum)
+        stop.raise_stop()
     signal.signal(signal.SIGTERM, handler)
     if sigint:
         signal.signal(signal.SIGINT, handler)

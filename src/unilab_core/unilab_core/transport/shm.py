@@ -126,8 +126,11 @@ def process_start_time(pid: int) -> int:
     Field 22 of ``/proc/<pid>/stat`` (proc(5)); pid plus start time identifies
     a process even after its pid is reused.
     """
-    rest = _stat(pid)
-    return int(rest[19]) if len(rest) > 19 else 0
+    return _start_time(_stat(pid))
+
+
+def _start_time(stat: list[bytes]) -> int:
+    return int(stat[19]) if len(stat) > 19 else 0
 
 
 def process_alive(pid: int, start_time: int) -> bool:
@@ -150,7 +153,7 @@ def process_alive(pid: int, start_time: int) -> bool:
     rest = _stat(pid)
     if rest and rest[0] in (b'Z', b'X'):
         return False
-    now = int(rest[19]) if len(rest) > 19 else 0
+    now = _start_time(rest)
     return start_time == 0 or now == 0 or now == start_time
 
 
