@@ -103,13 +103,19 @@ def _train(args) -> int:
     if args.direct:
         return _train_direct(args)
     from unilab_bringup.prepare import prepare_run
-    from unilab_bringup.runner import run_graph
+    from unilab_bringup.runner import GraphFailed, run_graph
     run = prepare_run(args.config, overrides, run_dir=run_dir, resume=args.resume or '')
     print(f'unilab: task {run.task.name} ({run.task.obs_dim} obs, {run.task.action_dim} act, '
           f'{run.task.command_interface}), {run.cfg.rollout.num_envs} envs, '
           f'{run.cfg.run.total_steps:,} steps, {run.cfg.run.process_mode}; run dir {run.run_dir}',
           flush=True)
-    summary = run_graph(run, progress=run.cfg.logging.progress and not args.no_progress)
+    try:
+        summary = run_graph(run, progress=run.cfg.logging.progress and not args.no_progress)
+    except GraphFailed as exc:
+        # A node process died (a crash, a kill): the others were stopped, the checkpoints
+        # already written stay; the message names the node, how it ended and its log.
+        print(f'unilab: training failed: {exc} (run in {run.run_dir})', file=sys.stderr)
+        return 1
     if distributed.launched() and distributed.rank() > 0 and not summary.get('failed'):
         print(f'unilab: rank {distributed.rank()} done ({summary.get("steps")} env steps over '
               f'all ranks); rank 0 writes the run')

@@ -55,6 +55,33 @@ class GraphFailed(RuntimeError):
     """A node of a graph exited early or with an error; the message says which and where."""
 
 
+#: Lines of a failed node's log that its GraphFailed message carries.
+LOG_TAIL_LINES = 12
+
+
+def exit_text(code: int | None, early: bool = False) -> str:
+    """Say how a process ended: ``exited with 1``, ``exited early with -11 (SIGSEGV)``."""
+    text = f'exited {"early " if early else ""}with {code}'
+    if code is not None and code < 0:
+        try:
+            text += f' ({signal.Signals(-code).name})'
+        except ValueError:
+            pass
+    return text
+
+
+def failed_node(name: str, code: int | None, log: pathlib.Path,
+                early: bool = False) -> GraphFailed:
+    """Return the GraphFailed of process ``name``: how it ended and its log's last lines."""
+    try:
+        tail = log.read_text(errors='replace').splitlines()[-LOG_TAIL_LINES:]
+    except OSError:
+        tail = []
+    shown = ''.join(f'\n  | {line}' for line in tail)
+    return GraphFailed(f'{name} {exit_text(code, early)}; see {log}'
+                       + (f'; its last lines:{shown}' if shown else ''))
+
+
 def spin_composed(graph, params_file: pathlib.Path, executor: str = 'events',
                   until: Callable[[list], bool] | None = None,
                   on_tick: Callable[[list], None] | None = None) -> dict:
@@ -149,6 +176,9 @@ def spin_processes(graph, params_file: pathlib.Path, logs: pathlib.Path,
                           f'runs on without it; see {logs}/{n}.log', file=sys.stderr,
                           flush=True)
                 dead = [n for n in dead if n not in optional]
+                if len(dead) == 1:
+                    raise failed_node(dead[0], procs[dead[0]].returncode,
+                                      logs / f'{dead[0]}.log', early=True)
                 if dead:
                     raise GraphFailed(f'node(s) {dead} exited early; see {logs}')
         except KeyboardInterrupt:
@@ -209,8 +239,7 @@ def run_multiprocess(run: PreparedRun, progress: bool = True) -> dict:
                                on_tick=tick)
     summary = merge_summary(run, {'process_mode': 'multiprocess'})
     if codes['trainer'] != 0 and not summary.get('failed'):
-        raise GraphFailed(f'trainer exited with {codes["trainer"]}; see '
-                          f'{logs / "trainer.log"}')
+        raise failed_node('trainer', codes['trainer'], logs / 'trainer.log')
     return summary
 
 

@@ -224,6 +224,32 @@ def test_sigusr1_prints_every_threads_stack_and_the_process_runs_on(tmp_path):
         proc.wait(10)
 
 
+CRASHING = '''
+import ctypes
+from unilab_core.ros import runtime
+
+runtime.dump_stacks_on_signal()
+
+
+def crashes_in_c_code():
+    ctypes.string_at(0)  # reads address 0: SIGSEGV
+
+
+crashes_in_c_code()
+'''
+
+
+def test_a_crash_in_c_code_prints_where_and_the_process_still_dies_of_its_signal():
+    # A node process that segfaults: its log says in which Python function; its starter
+    # still sees the signal (-11), not a clean exit.
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, '-c', CRASHING], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == -11, out
+    assert 'Segmentation fault' in out.stderr and 'crashes_in_c_code' in out.stderr
+
+
 def test_no_stderr_descriptor_means_no_stack_dump_and_no_error(monkeypatch):
     # The CLI run in-process under a test's captured stderr (no file descriptor).
     import io

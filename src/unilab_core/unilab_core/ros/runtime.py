@@ -60,13 +60,16 @@ def dump_stacks_on_signal() -> bool:
 
     For a process that does not stop or answer: ``kill -USR1 PID`` (or the whole group)
     says where each thread is, without a debugger. faulthandler writes from the signal
-    handler itself, so a main thread stuck in C code holding the GIL still shows. It
+    handler itself, so a main thread stuck in C code holding the GIL still shows. A
+    fatal signal (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL: a crash in C code) prints the
+    stacks too before the process dies of it, so a node's log says where it crashed. It
     writes to the process's own stderr (file descriptor 2, whatever replaced
     ``sys.stderr``); returns False where there is none (nothing registered).
     """
     try:
         faulthandler.register(STACK_DUMP_SIGNAL, file=sys.__stderr__, all_threads=True,
                               chain=False)
+        faulthandler.enable(file=sys.__stderr__, all_threads=True)
     except (AttributeError, OSError, ValueError):  # no stderr with a file descriptor
         return False
     return True

@@ -1,0 +1,29 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""What a graph run says when one of its node processes dies: which, how, and its log."""
+
+import subprocess
+import sys
+
+from unilab_bringup import runner
+
+
+def test_a_node_killed_by_a_signal_is_named_with_the_signal_and_its_logs_last_lines(tmp_path):
+    log = tmp_path / 'trainer.log'
+    log.write_text(''.join(f'line {i}\n' for i in range(40))
+                   + 'Fatal Python error: Segmentation fault\n')
+    # A real process killed by SIGSEGV: its exit status as subprocess reports it.
+    proc = subprocess.run([sys.executable, '-c',
+                           'import os, signal; os.kill(os.getpid(), signal.SIGSEGV)'])
+    assert proc.returncode == -11
+    text = str(runner.failed_node('trainer', proc.returncode, log))
+    assert text.startswith(f'trainer exited with -11 (SIGSEGV); see {log}')
+    assert 'Fatal Python error: Segmentation fault' in text
+    shown = [line for line in text.splitlines()[1:]]
+    assert len(shown) == runner.LOG_TAIL_LINES and shown[0] == '  | line 29'
+
+
+def test_an_early_exit_says_early_and_a_missing_log_adds_nothing(tmp_path):
+    text = str(runner.failed_node('policy', 1, tmp_path / 'none.log', early=True))
+    assert text == f'policy exited early with 1; see {tmp_path / "none.log"}'
+    assert runner.exit_text(-200) == 'exited with -200'  # no such signal: the number only
