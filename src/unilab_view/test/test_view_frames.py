@@ -58,3 +58,44 @@ def test_a_frame_takes_the_newest_state_and_command_not_every_message():
         node.close()
         node.destroy_node()
         rclpy.try_shutdown()
+
+
+class _FrameRaises:
+    """A view whose frame fails as a take does when a stop signal lands inside it."""
+
+    rate_hz = 1000.0
+    context = None
+
+    def __init__(self, error):
+        self.error = error
+        self.frames = 0
+
+    def frame(self, executor):
+        self.frames += 1
+        raise self.error
+
+
+def test_a_stop_signal_inside_a_take_ends_the_frames_and_another_error_is_raised(monkeypatch):
+    # Ctrl-C's KeyboardInterrupt raised inside rclpy's take comes out of the bindings as
+    # this RuntimeError with the context still up: a stop when the handler recorded one.
+    import pytest
+    from unilab_core import stop
+    from unilab_view import view_node
+    monkeypatch.setattr(view_node.rclpy, 'ok', lambda context=None: True)
+    taken = RuntimeError("Unable to convert call argument '0' to Python object")
+    monkeypatch.setattr(stop, 'STOP_SIGNALS', [2])
+    node = _FrameRaises(taken)
+    view_node.spin_frames(node, None)  # returns: the loop sees the recorded stop
+    assert node.frames == 0
+    monkeypatch.setattr(stop, 'STOP_SIGNALS', [])
+    with pytest.raises(RuntimeError, match='Unable to convert'):
+        view_node.spin_frames(node, None)  # no stop recorded: a real error, raised
+    assert node.frames == 1
+
+    class _StopsInsideTake(_FrameRaises):
+        def frame(self, executor):
+            stop.note_stop_signal(2)  # the handler ran inside the take
+            super().frame(executor)
+    node = _StopsInsideTake(taken)
+    view_node.spin_frames(node, None)
+    assert node.frames == 1 and stop.STOP_SIGNALS == [2]

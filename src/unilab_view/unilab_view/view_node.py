@@ -55,9 +55,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
+from unilab_core import stop
 from unilab_core.joint_names import env_joints
 from unilab_core.robot_profile import namespaced
 from unilab_core.ros.qos import DESCRIPTION_QOS
+from unilab_core.ros.runtime import keep_context_on_stop, rclpy_signal_options, restore_handlers
 from unilab_view.access import ArmAccess, DEFAULT_HOST, page_url, parse_host
 from unilab_view.curves import CURVES, TrainingCurves
 from unilab_view.foxglove_bridge import FoxgloveBridge
@@ -362,17 +364,18 @@ class ViewNode(Node):
 
 
 def spin_frames(node: ViewNode, executor) -> None:
-    """Run ``node.frame`` at the screen rate until the context ends (sleeping between)."""
+    """Run ``node.frame`` at the screen rate until a stop signal or the context ends."""
     period = 1.0 / node.rate_hz
     due = time.monotonic()
-    while rclpy.ok(context=node.context):
+    while rclpy.ok(context=node.context) and not stop.STOP_SIGNALS:
         try:
             node.frame(executor)
-        except Exception:  # noqa: B902 - the context shut down under a take (Ctrl-C)
-            # rclpy's SIGINT handler invalidates the context while a frame may be taking a
-            # message; the take then fails (a RuntimeError from the bindings, or
-            # ExternalShutdownException). That is a stop, not an error.
-            if not rclpy.ok(context=node.context):
+        except Exception:  # noqa: B902 - a stop signal landed inside a take (Ctrl-C)
+            # A stop signal's KeyboardInterrupt raised while a frame takes a message comes
+            # out of the bindings as a RuntimeError ("Unable to convert call argument"), and
+            # a context shut down under a take as ExternalShutdownException. Either is a
+            # stop (recorded in ``stop.STOP_SIGNALS``), not an error.
+            if stop.STOP_SIGNALS or not rclpy.ok(context=node.context):
                 return
             raise
         due += period
@@ -415,7 +418,10 @@ def main(args=None) -> None:
         os.nice(10)
     except OSError:
         pass
-    rclpy.init(args=args)
+    # Ctrl-C and SIGTERM are recorded and raised by our handler (the context stays up for
+    # the close path), so a stop that lands inside a take is known for what it is.
+    held = keep_context_on_stop()
+    rclpy.init(args=args, signal_handler_options=rclpy_signal_options(held))
     node = ViewNode(opts.namespace or [''], port=opts.port, host=host,
                     allow_arm=opts.allow_arm,
                     foxglove_port=opts.foxglove_port, joint_states=opts.joint_states,
@@ -438,6 +444,7 @@ def main(args=None) -> None:
         node.close()
         node.destroy_node()
         rclpy.try_shutdown()
+        restore_handlers(held)
 
 
 if __name__ == '__main__':
