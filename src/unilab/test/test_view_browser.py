@@ -124,6 +124,10 @@ def test_view_shows_the_moving_robot_and_the_gate_in_a_browser(  # noqa: F811
         wait.until(lambda d: _gate(d) == ('disarmed', _rgb(COLOURS['disarmed'])))
     except Exception:
         driver.save_screenshot(str(tmp_path / 'failed.png'))
+        try:  # what the page showed (the view's log says what it received: `gate /: ...`)
+            print('page gate panel:', _gate(driver))
+        except Exception as exc:  # noqa: B902 - the page itself may be what failed
+            print('page gate panel unreadable:', exc)
         raise
     finally:
         driver.quit()
@@ -131,6 +135,8 @@ def test_view_shows_the_moving_robot_and_the_gate_in_a_browser(  # noqa: F811
             proc.stop()
         print('view:', view.output()[-3000:], 'deploy:', deploy.output()[-3000:])
     assert 'Traceback' not in view.output(), view.output()
+    assert 'gate /: no status -> armed' in view.output(), view.output()
+    assert 'gate /: armed -> disarmed' in view.output(), view.output()
     # No --model: the view drew the box the deploy's perception refuses goals outside of,
     # asked of the live graph (unilab_view.live_workspace), in a frame of the robot's URDF.
     drawn = re.search(r'workspace \[([^\]]*)\] in base_link', view.output())

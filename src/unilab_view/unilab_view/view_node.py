@@ -197,10 +197,15 @@ class ViewNode(Node):
                     own = robot.ns.strip('/') + '/'
                     if robot.ns and not st.name.lstrip('/').startswith(own):
                         continue
+                    was = robot.gate
                     robot.gate = gate_state(st.level[0] if isinstance(st.level, bytes)
                                             else int(st.level), st.message, values,
                                             robot.gate_before)
                     robot.gate_before = values
+                    if _mode(was) != _mode(robot.gate):
+                        # Arming, disarming and e-stops in the view's own log as well.
+                        self.get_logger().info(
+                            f'gate {robot.ns or "/"}: {_mode(was)} -> {_mode(robot.gate)}')
 
     # -- page -----------------------------------------------------------------------
     def _panel(self, robot: RobotView) -> None:
@@ -361,6 +366,12 @@ class ViewNode(Node):
         self.server.stop()
         if self.bridge is not None:
             self.bridge.close()
+
+
+def _mode(gate) -> str:
+    if gate.state == 'unknown':
+        return 'no status'
+    return 'estop' if gate.estopped else 'armed' if gate.armed else 'disarmed'
 
 
 def spin_frames(node: ViewNode, executor) -> None:
