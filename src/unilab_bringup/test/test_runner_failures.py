@@ -19,7 +19,7 @@ def test_a_node_killed_by_a_signal_is_named_with_the_signal_and_its_logs_last_li
     text = str(runner.failed_node('trainer', proc.returncode, log))
     assert text.startswith(f'trainer exited with -11 (SIGSEGV); see {log}')
     assert 'Fatal Python error: Segmentation fault' in text
-    shown = [line for line in text.splitlines()[1:]]
+    shown = text.splitlines()[1:]
     assert len(shown) == runner.LOG_TAIL_LINES and shown[0] == '  | line 29'
 
 
@@ -27,3 +27,10 @@ def test_an_early_exit_says_early_and_a_missing_log_adds_nothing(tmp_path):
     text = str(runner.failed_node('policy', 1, tmp_path / 'none.log', early=True))
     assert text == f'policy exited early with 1; see {tmp_path / "none.log"}'
     assert runner.exit_text(-200) == 'exited with -200'  # no such signal: the number only
+
+
+def test_a_large_log_gives_its_last_lines(tmp_path):
+    log = tmp_path / 'big.log'
+    log.write_text('x' * 200 + '\n' + ''.join(f'row {i}\n' for i in range(200_000)))
+    shown = str(runner.failed_node('bridge', 1, log)).splitlines()[1:]
+    assert shown == [f'  | row {i}' for i in range(200_000 - runner.LOG_TAIL_LINES, 200_000)]

@@ -57,6 +57,8 @@ class GraphFailed(RuntimeError):
 
 #: Lines of a failed node's log that its GraphFailed message carries.
 LOG_TAIL_LINES = 12
+#: The most of a log's end read for them.
+LOG_TAIL_BYTES = 16384
 
 
 def exit_text(code: int | None, early: bool = False) -> str:
@@ -74,7 +76,9 @@ def failed_node(name: str, code: int | None, log: pathlib.Path,
                 early: bool = False) -> GraphFailed:
     """Return the GraphFailed of process ``name``: how it ended and its log's last lines."""
     try:
-        tail = log.read_text(errors='replace').splitlines()[-LOG_TAIL_LINES:]
+        with open(log, 'rb') as f:  # the end only: a long run's log may be large
+            f.seek(max(0, f.seek(0, os.SEEK_END) - LOG_TAIL_BYTES))
+            tail = f.read().decode(errors='replace').splitlines()[-LOG_TAIL_LINES:]
     except OSError:
         tail = []
     shown = ''.join(f'\n  | {line}' for line in tail)

@@ -50,3 +50,15 @@ def test_estop_and_error_level_are_red():
 
 def test_colours_differ():
     assert len(set(COLOURS.values())) == len(COLOURS)
+
+
+def test_the_mode_the_view_logs_ignores_interventions_and_names_a_missing_status():
+    from unilab_view.gate import GateState
+    assert GateState().mode == 'no status'
+    passing = {'armed': 'True', 'clamped': '0', 'passed': '10', 'rejected': '0'}
+    clamping = dict(passing, clamped='3')
+    assert gate_state(0, '', passing, None).mode == 'armed'
+    assert gate_state(0, '', clamping, passing).state == 'intervening'
+    assert gate_state(0, '', clamping, passing).mode == 'armed'
+    assert gate_state(0, '', dict(passing, armed='False'), None).mode == 'disarmed'
+    assert gate_state(2, 'fault', passing, None).mode == 'estop'

@@ -44,6 +44,11 @@ class GateState:
         """Return the panel's CSS colour."""
         return COLOURS[self.state]
 
+    @property
+    def mode(self) -> str:
+        """Return what the operator set or the gate latched: armed (intervening or not), ..."""
+        return {'intervening': 'armed', 'unknown': 'no status'}.get(self.state, self.state)
+
 
 def is_gate_status(values: dict) -> bool:
     """Return whether a status's values are the gate's (it alone reports ``armed``)."""

@@ -202,10 +202,10 @@ class ViewNode(Node):
                                             else int(st.level), st.message, values,
                                             robot.gate_before)
                     robot.gate_before = values
-                    if _mode(was) != _mode(robot.gate):
+                    if was.mode != robot.gate.mode:
                         # Arming, disarming and e-stops in the view's own log as well.
                         self.get_logger().info(
-                            f'gate {robot.ns or "/"}: {_mode(was)} -> {_mode(robot.gate)}')
+                            f'gate {robot.ns or "/"}: {was.mode} -> {robot.gate.mode}')
 
     # -- page -----------------------------------------------------------------------
     def _panel(self, robot: RobotView) -> None:
@@ -366,12 +366,6 @@ class ViewNode(Node):
         self.server.stop()
         if self.bridge is not None:
             self.bridge.close()
-
-
-def _mode(gate) -> str:
-    if gate.state == 'unknown':
-        return 'no status'
-    return 'estop' if gate.estopped else 'armed' if gate.armed else 'disarmed'
 
 
 def spin_frames(node: ViewNode, executor) -> None:
