@@ -7,8 +7,9 @@ import pytest
 import torch
 from unilab_adapt.adapter import _only_version
 from unilab_adapt.finetune import (AdaptDataError, chunk_steps, concat_steps, finetune,
-                                   reach_columns, score_versions, Window)
+                                   score_versions, Window)
 from unilab_adapt.params import AdaptSection
+from unilab_adapt.robot_reward import reach_columns
 from unilab_core.config import AdvantageSection, PolicyUpdateSection
 from unilab_policy.networks import build_bundle
 from unilab_policy.weights import flatten_state, unflatten_into

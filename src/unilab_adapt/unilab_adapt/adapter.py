@@ -40,6 +40,7 @@ from unilab_adapt.finetune import (AdaptDataError, chunk_steps, finetune, score_
                                    Window)
 from unilab_adapt.fuse import Fuse
 from unilab_adapt.params import AdaptSection
+from unilab_adapt.robot_reward import REACH
 from unilab_core.atomic import atomic_write_bytes, atomic_write_text
 from unilab_core.config import AdvantageSection, PolicyUpdateSection
 
@@ -60,12 +61,13 @@ class Adapter:
     def __init__(self, run_dir: str | pathlib.Path, bundle, flat0: np.ndarray,
                  cfg: AdaptSection, advantage: AdvantageSection, update: PolicyUpdateSection,
                  sim_test: Callable[[np.ndarray], float], log=print,
-                 pause: Callable[[], None] | None = None):
+                 pause: Callable[[], None] | None = None, reward=REACH):
         self.dir = pathlib.Path(run_dir) / 'adapt'
         (self.dir / 'versions').mkdir(parents=True, exist_ok=True)
         self.cfg, self.advantage, self.update = cfg, advantage, update
         self.bundle = bundle
         self.sim_test = sim_test
+        self.reward = reward  # the task's robot reward and success (unilab_adapt.robot_reward)
         self.pause = pause  # the fine-tuning yields to the control loop (unilab_adapt.pacer)
         self.log = log
         self.fuse = Fuse(self.dir / 'fuse.json', cfg.sim_tolerance, cfg.drop_tolerance,
@@ -124,7 +126,7 @@ class Adapter:
         version = self.deployments.get(int(message_version), -1)
         ac = self.bundle.actor_critic
         try:
-            steps = chunk_steps(tensors, version)
+            steps = chunk_steps(tensors, version, self.reward)
             if steps.obs.shape[1] != ac.obs_dim or steps.actions.shape[1] != ac.act_dim:
                 raise AdaptDataError(
                     f'rollout chunk of {steps.obs.shape[1]} observation and '
@@ -195,7 +197,7 @@ class Adapter:
         steps = self.window.steps()
         if steps is None:
             return 0
-        score = score_versions(steps).get(self.fuse.running)
+        score = score_versions(steps, self.reward).get(self.fuse.running)
         return score.episodes if score else 0
 
     def resume(self) -> str:
@@ -215,7 +217,7 @@ class Adapter:
         """
         running = self.fuse.running
         steps = self.window.steps()
-        score = score_versions(steps).get(running) if steps is not None else None
+        score = score_versions(steps, self.reward).get(running) if steps is not None else None
         if score is None or score.episodes < self.cfg.min_episodes:
             have = score.episodes if score else 0
             return RoundResult('wait', f'version {running}: {have} of '

@@ -5,12 +5,12 @@ Fine-tune a deployed policy on what the robot recorded: the window, robot reward
 
 A robot has no reward signal. The rollout chunks the policy sends in ``adapt``
 mode carry everything else (observations, sampled actions, their log-probs
-and values, the episode boundaries: a new goal truncates the old episode), so
-the reward is recomputed here from the observations with the task's own
-reward terms (``unilab_bridge.tasks.reach_reward``, the reward the policy was
-trained on). Robot success per episode is the simulation test's
-(``unilab_bringup.evaluation``): the tool within ``SUCCESS_M`` of the goal when the
-episode ends (the goal times out), i.e. reached and held, not passed by.
+and values, the episode boundaries: a new goal truncates the old episode, a fall
+terminates a walk), so the reward is recomputed here from the observations with the
+task's own reward terms, and each episode's success decided, by the task's rule
+(``unilab_adapt.robot_reward``: for the reach task, the tool within ``SUCCESS_M`` of the
+goal when the goal times out, the simulation test's rule; for go2_walk, a walk segment
+without a fall).
 
 ``Window`` keeps the most recent steps in order; ``score_versions`` gives the
 robot success of each acting version over its complete episodes;
@@ -30,47 +30,22 @@ from typing import Callable
 import numpy as np
 import torch
 from unilab_adapt.params import AdaptSection
-from unilab_bridge.tasks.reach_reward import combine, reach_terms, REWARD_SCALES
-from unilab_bringup.evaluation import SUCCESS_M
+from unilab_adapt.robot_reward import REACH
 from unilab_core.config import AdvantageSection, PolicyUpdateSection
 from unilab_policy.models import PolicyBundle
 from unilab_policy.ppo import num_mini_batches_for, PPO, PPOParams
 from unilab_policy.storage import RolloutStorage
 from unilab_policy.weights import flatten_state, unflatten_into
 
-#: Tasks whose robot reward can be recomputed from observations.
+#: Tasks ``unilab adapt`` (the ROS path) fine-tunes on a robot: their robot reward is
+#: recomputed from what perception sends (``unilab_adapt.robot_reward``; go2_walk's needs a
+#: trunk velocity estimate perception does not send yet, so only the in-process
+#: ``unilab_adapt.sim_robot`` adapts it).
 ROBOT_REWARD_TASKS = ('arm6_reach',)
 
 
 class AdaptDataError(ValueError):
     """Recorded steps the fine-tuning cannot use (named in the message)."""
-
-
-def reach_columns(act_dim: int) -> dict[str, slice]:
-    """
-    Return the reach task's observation columns (perception's joint-state layout).
-
-    ``[q (n), qd (n), tool xyz, goal xyz, goal - tool, action history...]`` with
-    ``n`` the joint count: the layout of ``ReachInputs.extras`` after the joints.
-    """
-    n = int(act_dim)
-    return {'q': slice(0, n), 'qd': slice(n, 2 * n), 'tool': slice(2 * n, 2 * n + 3),
-            'goal': slice(2 * n + 3, 2 * n + 6)}
-
-
-def robot_rewards(obs: np.ndarray, next_obs: np.ndarray, actions: np.ndarray,
-                  prev_actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """
-    Return ``(reward, distance)`` of steps ``[T]`` from ``[T, D]`` observations.
-
-    The step's outcome is read from the *next* observation (tool position,
-    joint velocities) against the step's own goal.
-    """
-    c = reach_columns(actions.shape[1])
-    terms = reach_terms(next_obs[:, c['tool']].astype(np.float64),
-                        obs[:, c['goal']].astype(np.float64), actions.astype(np.float64),
-                        prev_actions.astype(np.float64), next_obs[:, c['qd']].astype(np.float64))
-    return combine(terms, REWARD_SCALES), terms['distance'].astype(np.float32)
 
 
 @dataclasses.dataclass
@@ -87,14 +62,19 @@ class Steps:
     ends: np.ndarray       # [T] bool: the episode ends with this step (new goal next)
     version: np.ndarray    # [T] int
     reward: np.ndarray     # [T]
-    distance: np.ndarray   # [T] tool-to-goal distance after the step
+    distance: np.ndarray   # [T] the rule's outcome after the step (reach: tool to goal, m)
+    fell: np.ndarray       # [T] bool: the episode ends here terminated (a fall, a fall stop)
 
     def __len__(self) -> int:
         return int(self.obs.shape[0])
 
 
-def chunk_steps(tensors: dict, version: int) -> Steps:
-    """Return the steps of one rollout chunk of one robot (``num_envs`` 1)."""
+def chunk_steps(tensors: dict, version: int, reward=REACH) -> Steps:
+    """
+    Return the steps of one rollout chunk of one robot (``num_envs`` 1).
+
+    ``reward``: the task's robot reward rule (``unilab_adapt.robot_reward``).
+    """
     try:
         obs = np.asarray(tensors['obs'], np.float32)
         if obs.ndim != 3 or obs.shape[1] != 1:
@@ -119,9 +99,9 @@ def chunk_steps(tensors: dict, version: int) -> Steps:
     # The observation after an episode's last step belongs to the next episode (a robot's
     # new goal; a simulator's reset pose): that step is scored on its own observation.
     after = np.where(ends[:, None], o, nxt)
-    reward, dist = robot_rewards(o, after, act, prev)
+    rew, dist = reward.rewards(o, after, act, prev)
     return Steps(o, nxt, act, f['log_prob'], f['values'], mu, sigma, ends,
-                 np.full(len(o), int(version), np.int64), reward, dist)
+                 np.full(len(o), int(version), np.int64), rew, dist, f['terminated'] > 0.5)
 
 
 def concat_steps(parts: list[Steps]) -> Steps:
@@ -181,19 +161,20 @@ def episodes(steps: Steps) -> list[tuple[int, int]]:
     return [(int(a) + 1, int(b) + 1) for a, b in zip(ends[:-1], ends[1:])]
 
 
-def score_versions(steps: Steps, success_m: float = SUCCESS_M) -> dict[int, EpisodeScore]:
+def score_versions(steps: Steps, reward=REACH) -> dict[int, EpisodeScore]:
     """
     Return each version's robot success over the complete episodes it acted in alone.
 
     An episode counts for a version only if every step of it was acted by that
-    version (an episode that spans a weight swap belongs to neither).
+    version (an episode that spans a weight swap belongs to neither); ``reward``'s
+    ``success`` rule decides whether it succeeded.
     """
     out: dict[int, list[int]] = {}
     for a, b in episodes(steps):
         versions = np.unique(steps.version[a:b])
         if versions.size != 1:
             continue
-        ok = int(steps.distance[b - 1] < success_m)  # the episode's last observation
+        ok = int(reward.success(steps.distance, steps.fell, b))  # the episode's last step
         tally = out.setdefault(int(versions[0]), [0, 0])
         tally[0] += 1
         tally[1] += ok
@@ -260,10 +241,12 @@ def finetune(bundle: PolicyBundle, flat: np.ndarray, steps: Steps, cfg: AdaptSec
     def col(a):
         return torch.from_numpy(np.asarray(a, np.float32))[:, None]
 
+    fell = torch.from_numpy(steps.fell)
     storage.add_chunk({
         'obs': obs[:, None], 'actions': torch.from_numpy(steps.actions)[:, None],
-        'rewards': col(steps.reward), 'terminated': torch.zeros(t, 1, dtype=torch.bool),
-        'truncated': ends[:, None], 'values': col(steps.values),
+        # A fall ends its episode for good (no value after it); any other end is a cut.
+        'rewards': col(steps.reward), 'terminated': fell[:, None],
+        'truncated': (ends & ~fell)[:, None], 'values': col(steps.values),
         'log_prob': col(steps.log_prob), 'mu': torch.from_numpy(steps.mu)[:, None],
         'sigma': torch.from_numpy(steps.sigma)[:, None]}, 0)
     with torch.no_grad():

@@ -15,14 +15,20 @@ from __future__ import annotations
 import pathlib
 
 from unilab_adapt.adapter import Adapter, RoundResult
+from unilab_adapt.robot_reward import robot_reward
 from unilab_bridge.tasks import make_task
 from unilab_policy.weights import flatten_state
 
 
 def adapt_in_simulation(cfg, model: str | pathlib.Path, variant: dict | None, rounds: int,
                         run_dir: str | pathlib.Path, seed: int = 7,
-                        on_round=None) -> list[RoundResult]:
-    """Run ``rounds`` adaptation rounds (not counting waits) of ``model``; return them."""
+                        on_round=None, robot=None) -> list[RoundResult]:
+    """
+    Run ``rounds`` adaptation rounds (not counting waits) of ``model``; return them.
+
+    The robot is the trained task's simulator on ``variant``, or ``robot`` when given (a
+    one-env task, e.g. ``unilab_adapt.legged_robot.LeggedRobot``: the legged double).
+    """
     import copy
 
     import torch
@@ -40,7 +46,8 @@ def adapt_in_simulation(cfg, model: str | pathlib.Path, variant: dict | None, ro
     flat0 = flatten_state(trained.bundle)[0].numpy()
     sim_test = make_sim_test(cfg, trained.bundle, desc.task.name, run_dir, cfg.adapt)
     adapter = Adapter(run_dir, trained.bundle, flat0, cfg.adapt, cfg.advantage,
-                      cfg.policy_update, sim_test, log=lambda *_: None)
+                      cfg.policy_update, sim_test, log=lambda *_: None,
+                      reward=robot_reward(desc.task.name, desc.task.control_dt))
     actor = make_actor(policy_params(cfg, desc.task, mode='adapt', num_envs=1), 'cpu',
                        copy.deepcopy(trained.bundle), log=lambda *_: None)
     actor.set_version(0)
@@ -51,7 +58,7 @@ def adapt_in_simulation(cfg, model: str | pathlib.Path, variant: dict | None, ro
     def on_chunk(chunk):
         adapter.add_chunk(chunk.tensors, chunk.version)
 
-    with make_task(desc.task.name, 1, seed=seed, disturbances=variant) as task:
+    with (robot or make_task(desc.task.name, 1, seed=seed, disturbances=variant)) as task:
         loop = SimLoop(task, actor, gate, on_chunk=on_chunk)
         loop.reset(seed=seed)
         while len(results) < rounds:

@@ -4,6 +4,8 @@
 
 import json
 
+import pytest
+
 from unilab_core.testing import isolate_ros_domain
 
 isolate_ros_domain()
@@ -71,3 +73,38 @@ def test_no_latency_histogram_without_a_timed_cycle(tmp_path):
     assert not png.exists()
     assert plot_latency(png, {'unilab deploy': [1.5, 2.0], 'unilab adapt': []})
     assert png.read_bytes()[:4] == b'\x89PNG'
+
+
+def test_a_walking_policy_adapts_on_the_go2_double_and_is_scored_before_and_after(
+        tmp_path, monkeypatch):
+    """`bench adapt --robot go2`: a round on the double through the fuse, scored both ends."""
+    import argparse
+
+    from unilab_bench import adapt_legged
+    from unilab_bench.adapt import bench_adapt
+    from unilab_bench.procs import fresh_run_dir
+    from unilab_core.config import ConfigError
+    model = fresh_run_dir('go2_walk', tmp_path / 'model')
+    for name, value in (('EVAL_SEGMENTS', 3), ('MIN_EPISODES', 2), ('SEGMENT_S', 1.0),
+                        ('SIM_ENVS', 1)):
+        monkeypatch.setattr(adapt_legged, name, value)
+    args = argparse.Namespace(robot='go2', variant='slippery', model=str(model), steps=1,
+                              seed=0)
+    out = bench_adapt(args)
+    assert (out['robot'], out['variant'], out['rounds']) == ('go2', 'slippery', 1)
+    for side in ('before', 'after'):
+        assert out[f'segments_{side}'] == 3
+        assert out[f'success_{side}'] == round(1 - out[f'falls_{side}'] / 3, 4)
+    # One round: the running version scored on the robot, one candidate fine-tuned and
+    # either deployed (then followed on the robot) or rejected by the simulation test.
+    assert len(out['robot_success_per_round']) == 1
+    assert out['versions_deployed'] + out['candidates_rejected'] == 1
+    assert out['updates_followed'] <= out['versions_deployed']
+    assert out['success_gain_points'] == round(
+        100 * (out['success_after'] - out['success_before']), 1)
+    assert out['latency_measured'] is False
+    for bad, match in (({'variant': 'ice'}, 'expected one of'),
+                       ({'robot': 'arm6'}, 'not a legged robot'),
+                       ({'model': None}, 'needs --model')):
+        with pytest.raises(ConfigError, match=match):
+            bench_adapt(argparse.Namespace(**{**vars(args), **bad}))

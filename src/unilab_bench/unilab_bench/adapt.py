@@ -3,6 +3,9 @@
 """
 ``unilab bench adapt --model RUN_DIR``: does online adaptation help, and does the fuse hold.
 
+(``--robot go2 --variant slippery``: a walking policy on the legged double,
+``unilab_bench.adapt_legged``.)
+
 A nominal-trained arm policy is deployed on a shifted robot (the ``payload``
 variant: masses x3, servo gains x0.3, friction x0.25, 2-3 steps of command
 delay) and adapted for ``--steps`` rounds (default 30, 16 robot episodes each:
@@ -47,9 +50,11 @@ import tempfile
 import time
 
 import numpy as np
+from unilab_bench.adapt_legged import bench_adapt_legged
 from unilab_bridge.variants import VARIANTS
-from unilab_bringup.paths import default_config_files
+from unilab_bringup.paths import default_config_files, profile_path
 from unilab_core.config import ConfigError, load_run_config
+from unilab_core.robot_profile import load_profile
 
 VARIANT = 'payload'
 EVAL_SEED = 10_007
@@ -118,7 +123,13 @@ def _plot(path: str, runs: dict) -> None:
 
 
 def bench_adapt(args) -> dict:
-    """Run the benchmark (see the module docstring)."""
+    """Run the benchmark (see the module docstring); a legged ``--robot``: ``adapt_legged``."""
+    robot = getattr(args, 'robot', None)
+    if robot:
+        if load_profile(profile_path(robot)).legged is None:
+            raise ConfigError(f'bench adapt --robot {robot}: not a legged robot (the arm\'s '
+                              'bench runs without --robot)')
+        return bench_adapt_legged(args, robot)
     model = getattr(args, 'model', None)
     if not model:
         raise ConfigError('bench adapt needs --model RUN_DIR (a nominal-trained arm6_reach '

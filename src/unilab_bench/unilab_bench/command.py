@@ -50,7 +50,8 @@ def add_command(sub) -> None:
     b.add_argument('--task', help='task (graph: arm6_reach, train: Hopper-v5)')
     b.add_argument('--seed', type=int, default=0)
     b.add_argument('--model', default=None,
-                   help='adapt: the nominal-trained arm6_reach run directory to adapt; '
+                   help='adapt: the nominal-trained arm6_reach run directory to adapt (with '
+                   '--robot go2: a go2_walk run); '
                    'deploy: run directory or exported model (default: a fresh network of '
                    'the default configuration); factory: a detector directory or version '
                    '.pt (default: train one)')
@@ -74,7 +75,10 @@ def add_command(sub) -> None:
     b.add_argument('--png', default=None, metavar='FILE',
                    help='draw the figures into this PNG file (nothing is drawn without it): '
                    + '; '.join(f'{k}: {v}' for k, v in PICTURES.items()))
-    b.add_argument('--robot', default=None, help='deploy: robot profile (arm6); robot: (ur5e)')
+    b.add_argument('--robot', default=None, help='deploy: robot profile (arm6); robot: (ur5e); '
+                   'adapt: a legged robot (go2) adapts on its double instead of the arm')
+    b.add_argument('--variant', default=None,
+                   help='adapt --robot go2: the double\'s variant (slippery)')
     b.add_argument('--goals', type=int, default=None,
                    help='transfer: goals per deployed policy (100); robot: goals in the '
                    'workspace (100, 10 outside it among them)')

@@ -74,6 +74,32 @@ MIN_UPRIGHT = 0.5  # cos of the trunk tilt below this (60 deg): fallen
 CURRICULUM_START, CURRICULUM_STEP, CURRICULUM_SUCCESS = 0.7, 0.1, 0.8
 
 
+def measurable_terms(cmd, lin, ang, grav, height, action, prev_action, qpos, qvel, prev_qvel,
+                     dt: float) -> dict[str, np.ndarray]:
+    """
+    Return the reward terms ``[N]`` a robot's own records give (unscaled; REWARD_SCALES).
+
+    From the command, the trunk's velocity in its frame ``lin`` (a state estimate on a
+    robot) and height, the gyro ``ang``, the gravity direction ``grav``, the actions and
+    the joint states: everything but the torques, collisions, feet air time and joint-limit
+    terms. ``Go2Walk.step`` and online adaptation's robot reward (``unilab_adapt``) both
+    compute these here.
+    """
+    still = np.linalg.norm(cmd, axis=1) < 0.1
+    return {
+        'tracking_lin_vel': np.exp(-np.sum((cmd[:, :2] - lin[:, :2]) ** 2, axis=1)
+                                   / TRACKING_SIGMA),
+        'tracking_yaw': np.exp(-(cmd[:, 2] - ang[:, 2]) ** 2 / TRACKING_SIGMA),
+        'lin_vel_z': lin[:, 2] ** 2,
+        'ang_vel_xy': np.sum(ang[:, :2] ** 2, axis=1),
+        'orientation': np.sum(grav[:, :2] ** 2, axis=1),
+        'base_height': (height - BASE_HEIGHT_TARGET) ** 2,
+        'dof_acc': np.sum(((qvel - prev_qvel) / dt) ** 2, axis=1),
+        'action_rate': np.sum((action - prev_action) ** 2, axis=1),
+        'stand_still': np.sum(np.abs(qpos - HOME), axis=1) * still,
+    }
+
+
 class Go2Walk(MjTask):
     """Batched Go2 walking; commands are joint position targets in rad (model order)."""
 
@@ -217,19 +243,11 @@ class Go2Walk(MjTask):
         still = np.linalg.norm(cmd, axis=1) < 0.1
         height = b.root_pos[:, 2] - self._ground
         terms = {
-            'tracking_lin_vel': np.exp(-np.sum((cmd[:, :2] - lin[:, :2]) ** 2, axis=1)
-                                       / TRACKING_SIGMA),
-            'tracking_yaw': np.exp(-(cmd[:, 2] - ang[:, 2]) ** 2 / TRACKING_SIGMA),
-            'lin_vel_z': lin[:, 2] ** 2,
-            'ang_vel_xy': np.sum(ang[:, :2] ** 2, axis=1),
-            'orientation': np.sum(grav[:, :2] ** 2, axis=1),
-            'base_height': (height - BASE_HEIGHT_TARGET) ** 2,
+            **measurable_terms(cmd, lin, ang, grav, height, action, self._prev_action,
+                               b.qpos, b.qvel, self._prev_qvel, dt),
             'torques': np.sum(self._tau ** 2, axis=1),
-            'dof_acc': np.sum(((b.qvel - self._prev_qvel) / dt) ** 2, axis=1),
-            'action_rate': np.sum((action - self._prev_action) ** 2, axis=1),
             'collision': leg_hits.astype(float),
             'feet_air_time': air,
-            'stand_still': np.sum(np.abs(b.qpos - HOME), axis=1) * still,
             'dof_pos_limits': np.sum(np.clip(self._soft_lo - b.qpos, 0, None)
                                      + np.clip(b.qpos - self._soft_hi, 0, None), axis=1),
         }

@@ -1,0 +1,124 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+A robot's reward and success, recomputed from what it recorded: one rule per task.
+
+A robot has no reward signal. Each rule here recomputes, from a rollout chunk's
+observations and actions, the reward terms the policy was trained with that the robot's
+own records give, and says when an episode succeeded:
+
+- ``arm6_reach`` (``REACH``): the reach task's terms (``unilab_bridge.tasks.reach_reward``)
+  from the tool and goal columns; an episode (one goal) succeeds when the tool is within
+  ``SUCCESS_M`` of the goal at its end, the simulation test's rule.
+- ``go2_walk`` (``WalkReward``): ``go2_walk.measurable_terms`` (velocity and yaw tracking,
+  trunk motion, orientation, height, joint acceleration, action rate, standing still),
+  scaled and clipped as in training; the terms that need the motors' torques, contacts
+  or the joint limits' soft range are left out. The trunk's velocity and height come from
+  the observation's critic columns, where a state estimator must put them (on the robot
+  double, its ground truth; ``unilab_adapt.legged_robot``); perception on the ROS path
+  sends zeros there today, so ``unilab adapt`` refuses the task. An episode (a walk
+  segment) succeeds when it ends without a fall or a fall stop (not ``terminated``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from unilab_bridge.tasks.go2_walk import measurable_terms, REWARD_SCALES as WALK_SCALES
+from unilab_bridge.tasks.reach_reward import combine, reach_terms, REWARD_SCALES
+from unilab_bringup.evaluation import SUCCESS_M
+
+
+def reach_columns(act_dim: int) -> dict[str, slice]:
+    """
+    Return the reach task's observation columns (perception's joint-state layout).
+
+    ``[q (n), qd (n), tool xyz, goal xyz, goal - tool, action history...]`` with
+    ``n`` the joint count: the layout of ``ReachInputs.extras`` after the joints.
+    """
+    n = int(act_dim)
+    return {'q': slice(0, n), 'qd': slice(n, 2 * n), 'tool': slice(2 * n, 2 * n + 3),
+            'goal': slice(2 * n + 3, 2 * n + 6)}
+
+
+def robot_rewards(obs: np.ndarray, next_obs: np.ndarray, actions: np.ndarray,
+                  prev_actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Return the reach task's ``(reward, distance)`` of steps ``[T]`` from ``[T, D]`` observations.
+
+    The step's outcome is read from the *next* observation (tool position,
+    joint velocities) against the step's own goal.
+    """
+    c = reach_columns(actions.shape[1])
+    terms = reach_terms(next_obs[:, c['tool']].astype(np.float64),
+                        obs[:, c['goal']].astype(np.float64), actions.astype(np.float64),
+                        prev_actions.astype(np.float64), next_obs[:, c['qd']].astype(np.float64))
+    return combine(terms, REWARD_SCALES), terms['distance'].astype(np.float32)
+
+
+class ReachReward:
+    """The reach task's robot reward and success (module doc)."""
+
+    task = 'arm6_reach'
+
+    def rewards(self, obs, next_obs, actions, prev_actions):
+        """Return ``(reward [T], tool-to-goal distance [T])`` (``robot_rewards``)."""
+        return robot_rewards(obs, next_obs, actions, prev_actions)
+
+    def success(self, distance: np.ndarray, fell: np.ndarray, end: int) -> bool:
+        """Return whether the episode ending at step ``end`` (exclusive) reached its goal."""
+        return bool(distance[end - 1] < SUCCESS_M)
+
+
+class WalkReward:
+    """go2_walk's robot reward and success (module doc)."""
+
+    task = 'go2_walk'
+
+    def __init__(self, control_dt: float = 0.02):
+        self.dt = float(control_dt)
+
+    @staticmethod
+    def columns(act_dim: int) -> dict[str, slice]:
+        """Return the columns of ``[q, qd, gyro, gravity, command, velocity, height, ...]``."""
+        n = int(act_dim)
+        e = 2 * n
+        return {'q': slice(0, n), 'qd': slice(n, e), 'gyro': slice(e, e + 3),
+                'gravity': slice(e + 3, e + 6), 'command': slice(e + 6, e + 9),
+                'velocity': slice(e + 9, e + 12), 'height': slice(e + 12, e + 13)}
+
+    def terms(self, obs, next_obs, actions, prev_actions) -> dict[str, np.ndarray]:
+        """Return the scaled reward terms ``[T]`` (the training's scale times the period)."""
+        c = self.columns(actions.shape[1])
+        after = next_obs.astype(np.float64)
+        terms = measurable_terms(
+            obs[:, c['command']].astype(np.float64), after[:, c['velocity']],
+            after[:, c['gyro']], after[:, c['gravity']], after[:, c['height']][:, 0],
+            actions.astype(np.float64), prev_actions.astype(np.float64), after[:, c['q']],
+            after[:, c['qd']], obs[:, c['qd']].astype(np.float64), self.dt)
+        return {k: WALK_SCALES[k] * v * self.dt for k, v in terms.items()}
+
+    def rewards(self, obs, next_obs, actions, prev_actions):
+        """Return ``(reward [T], planar velocity error [T])``: the step's outcome after it."""
+        c = self.columns(actions.shape[1])
+        reward = sum(self.terms(obs, next_obs, actions, prev_actions).values())
+        error = np.linalg.norm(next_obs[:, c['velocity']][:, :2].astype(np.float64)
+                               - obs[:, c['command']][:, :2], axis=1)
+        # Clipped at 0 as in training (go2_walk's only_positive_rewards).
+        return np.clip(reward, 0.0, None).astype(np.float32), error.astype(np.float32)
+
+    def success(self, distance: np.ndarray, fell: np.ndarray, end: int) -> bool:
+        """Return whether the walk segment ending at ``end`` (exclusive) did not fall."""
+        return not bool(fell[end - 1])
+
+
+REACH = ReachReward()
+
+
+def robot_reward(task: str, control_dt: float | None = None):
+    """Return the robot reward rule of ``task`` (ValueError naming the supported ones)."""
+    if task == REACH.task:
+        return REACH
+    if task == WalkReward.task:
+        return WalkReward(*(() if control_dt is None else (control_dt,)))
+    raise ValueError(f'task `{task}` has no reward computable on a robot (supported: '
+                     f'{REACH.task}, {WalkReward.task})')

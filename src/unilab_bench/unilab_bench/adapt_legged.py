@@ -1,0 +1,143 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""
+``unilab bench adapt --robot go2 --variant slippery --model RUN``: adaptation of a walking policy.
+
+A go2_walk policy walks on the Go2 double (``unilab_adapt.legged_robot.LeggedRobot``: the
+double's own 1 kHz simulation on the variant's floor, behind the legged supervisor, walk
+segments of ``WALK_COMMANDS`` with a shove in each) and adapts for ``--steps`` rounds
+(default ``DEFAULT_ROUNDS``, ``MIN_EPISODES`` segments each) through the adapter, its fuse
+and its simulation test, in one process (``unilab_adapt.sim_robot``, as the arm's bench).
+
+Reported: ``success_before`` / ``success_after``, walking success (a segment finished
+without a fall or a fall stop) of the starting version and of the version running at the
+end, each deterministic (as ``unilab deploy`` acts) over ``EVAL_SEGMENTS`` segments from
+``EVAL_SEED``, with their tracking errors on the double's ground truth and falls;
+``robot_success_per_round``: what the adapter saw of the sampling policy each round;
+``falls_after_update``: falls in the first segment after each deployed version (an update
+that tips the robot over shows there); versions deployed, rejected, rolled back.
+``success_gain_points`` against ``GAIN_TARGET_POINTS``. The control latency beside a
+learner is not measured here: ``unilab adapt`` (the ROS path) does not take go2_walk
+(``unilab_adapt.robot_reward``).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import tempfile
+import time
+
+import numpy as np
+from unilab_adapt.fuse import Fuse
+from unilab_adapt.legged_robot import LeggedRobot
+from unilab_adapt.sim_robot import adapt_in_simulation
+from unilab_bridge.variants import LEGGED_VARIANTS
+from unilab_bringup.deploy import describe_model
+from unilab_bringup.direct import make_gate
+from unilab_bringup.graphs import policy_params
+from unilab_bringup.paths import default_config_files, profile_path
+from unilab_bringup.sim_loop import SimLoop
+from unilab_core.config import ConfigError, load_run_config
+from unilab_core.robot_profile import load_profile
+from unilab_policy.networks import load_trained, make_actor
+from unilab_policy.weights import flatten_state, unflatten_into
+
+DEFAULT_ROUNDS = 20
+MIN_EPISODES = 16
+EVAL_SEED, ADAPT_SEED = 10_007, 7
+EVAL_SEGMENTS = 48
+#: Seconds per walk segment; simulated envs of the adapter's simulation test (one episode each).
+SEGMENT_S = 5.0
+SIM_ENVS = 8
+GAIN_TARGET_POINTS = 20.0
+
+
+def _walk(cfg, desc, bundle, profile, variant: str, segments: int, seed: int) -> dict:
+    """Return walking success and tracking of ``bundle`` acting deterministically."""
+    with tempfile.TemporaryDirectory(prefix='unilab_bench_walk_') as tmp:
+        gate = make_gate(cfg, tmp)
+    actor = make_actor(policy_params(cfg, desc.task, mode='deploy', num_envs=1), 'cpu',
+                       bundle, log=lambda *_: None)
+    actor.set_version(0)
+    robot = LeggedRobot(profile, desc.task, variant, seed=seed, segment_s=SEGMENT_S)
+    loop = SimLoop(robot, actor, gate)
+    loop.reset(seed=seed)
+    while len(robot.tally.segments) < segments:
+        loop.step()
+    return robot.tally.summary()
+
+
+def _with_weights(bundle, flat):
+    import copy
+
+    import torch
+    work = copy.deepcopy(bundle)
+    unflatten_into(work, torch.from_numpy(np.asarray(flat, np.float32)), flatten_state(work)[1])
+    return work
+
+
+def bench_adapt_legged(args, robot_name: str) -> dict:
+    """Run the benchmark (see the module docstring)."""
+    model = getattr(args, 'model', None)
+    if not model:
+        raise ConfigError(f'bench adapt --robot {robot_name} needs --model RUN_DIR (a trained '
+                          f'{load_profile(profile_path(robot_name)).task} run)')
+    variant = getattr(args, 'variant', None) or 'slippery'
+    if variant not in LEGGED_VARIANTS:
+        raise ConfigError(f'--variant {variant}: expected one of {", ".join(LEGGED_VARIANTS)}')
+    profile = load_profile(profile_path(robot_name))
+    desc = describe_model(model)
+    if desc.task.name != profile.task:
+        raise ConfigError(f'model {model}: trained on `{desc.task.name}`, robot {robot_name} '
+                          f'runs `{profile.task}`')
+    rounds = args.steps or DEFAULT_ROUNDS
+    base = load_run_config(list(default_config_files()) + [pathlib.Path(model) / 'config.yaml'])
+    cfg = base.model_copy(update={
+        'model': desc.params.model,
+        'adapt': base.adapt.model_copy(update={
+            'min_episodes': MIN_EPISODES, 'sim_envs': SIM_ENVS, 'sim_episodes_per_env': 1})})
+    bundle = load_trained(model).bundle
+    out: dict = {'robot': robot_name, 'variant': variant, 'rounds': rounds,
+                 'min_episodes': MIN_EPISODES, 'eval_segments': EVAL_SEGMENTS,
+                 'segment_s': SEGMENT_S, 'sim_envs': SIM_ENVS,
+                 'model': str(pathlib.Path(model).resolve())}
+    t0 = time.monotonic()
+    before = _walk(cfg, desc, bundle, profile, variant, EVAL_SEGMENTS, EVAL_SEED)
+    out['eval_wall_s'] = round(time.monotonic() - t0, 1)
+    out.update({f'{k}_before': v for k, v in before.items()})
+    robot = LeggedRobot(profile, desc.task, variant, seed=ADAPT_SEED, segment_s=SEGMENT_S)
+    deployed_at: list[int] = []
+
+    def on_round(adapter, result):
+        if result.kind in ('deployed', 'rollback'):
+            deployed_at.append(len(robot.tally.segments))
+
+    with tempfile.TemporaryDirectory(prefix='unilab_bench_adapt_legged_') as tmp:
+        tmp = pathlib.Path(tmp)
+        t0 = time.monotonic()
+        results = adapt_in_simulation(cfg, model, None, rounds, tmp, seed=ADAPT_SEED,
+                                      on_round=on_round, robot=robot)
+        out['adapt_wall_s'] = round(time.monotonic() - t0, 1)
+        fuse = Fuse(tmp / 'adapt' / 'fuse.json')
+        history = [json.loads(line) for line in open(tmp / 'adapt' / 'history.jsonl')]
+        running = np.load(tmp / 'adapt' / 'versions' / f'v{fuse.running:04d}.npy')
+    seg = robot.tally.segments
+    out.update({
+        'versions_deployed': sum(r.kind == 'deployed' for r in results),
+        'candidates_rejected': sum(r.kind == 'rejected' for r in results),
+        'rollbacks': fuse.rollbacks, 'running_version': fuse.running,
+        'robot_segments': len(seg), 'robot_falls': sum(s.fell for s in seg),
+        'robot_success_per_round': [round(h['robot_success'], 3) for h in history
+                                    if h['kind'] == 'robot'],
+        'falls_after_update': sum(seg[i].fell for i in deployed_at if i < len(seg)),
+        'updates_followed': sum(i < len(seg) for i in deployed_at)})
+    after = _walk(cfg, desc, _with_weights(bundle, running), profile, variant, EVAL_SEGMENTS,
+                  EVAL_SEED)
+    out.update({f'{k}_after': v for k, v in after.items()})
+    gain = round(100 * (out['success_after'] - out['success_before']), 1)
+    out.update({'success_gain_points': gain,
+                'target_met': bool(gain >= GAIN_TARGET_POINTS
+                                   and out['falls_after_update'] == 0),
+                'latency_measured': False})
+    return out
