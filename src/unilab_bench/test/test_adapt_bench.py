@@ -92,7 +92,7 @@ def test_a_walking_policy_adapts_on_the_go2_double_and_is_scored_before_and_afte
                               seed=0)
     out = bench_adapt(args)
     assert (out['robot'], out['variant'], out['rounds']) == ('go2', 'slippery', 1)
-    for side in ('before', 'after'):
+    for side in ('before', 'after', 'before_on_real', 'after_on_real'):
         assert out[f'segments_{side}'] == 3
         assert out[f'success_{side}'] == round(1 - out[f'falls_{side}'] / 3, 4)
     # One round: the running version scored on the robot, one candidate fine-tuned and

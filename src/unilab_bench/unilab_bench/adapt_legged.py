@@ -12,7 +12,8 @@ and its simulation test, in one process (``unilab_adapt.sim_robot``, as the arm'
 Reported: ``success_before`` / ``success_after``, walking success (a segment finished
 without a fall or a fall stop) of the starting version and of the version running at the
 end, each deterministic (as ``unilab deploy`` acts) over ``EVAL_SEGMENTS`` segments from
-``EVAL_SEED``, with their tracking errors on the double's ground truth and falls;
+``EVAL_SEED``, with their tracking errors on the double's ground truth and falls (the
+same on the ``real`` variant's ordinary floor: ``*_on_real``);
 ``robot_success_per_round``: what the adapter saw of the sampling policy each round;
 ``falls_after_update``: falls in the first segment after each deployed version (an update
 that tips the robot over shows there); versions deployed, rejected, rolled back.
@@ -102,10 +103,14 @@ def bench_adapt_legged(args, robot_name: str) -> dict:
                  'min_episodes': MIN_EPISODES, 'eval_segments': EVAL_SEGMENTS,
                  'segment_s': SEGMENT_S, 'sim_envs': SIM_ENVS,
                  'model': str(pathlib.Path(model).resolve())}
+    # Scored on the variant, and on the ordinary floor (`real`): what adapting to a
+    # slippery floor did to walking elsewhere.
+    floors = {'': variant, **({'_on_real': 'real'} if variant != 'real' else {})}
     t0 = time.monotonic()
-    before = _walk(cfg, desc, bundle, profile, variant, EVAL_SEGMENTS, EVAL_SEED)
+    for suffix, floor in floors.items():
+        before = _walk(cfg, desc, bundle, profile, floor, EVAL_SEGMENTS, EVAL_SEED)
+        out.update({f'{k}_before{suffix}': v for k, v in before.items()})
     out['eval_wall_s'] = round(time.monotonic() - t0, 1)
-    out.update({f'{k}_before': v for k, v in before.items()})
     robot = LeggedRobot(profile, desc.task, variant, seed=ADAPT_SEED, segment_s=SEGMENT_S)
     deployed_at: list[int] = []
 
@@ -132,9 +137,10 @@ def bench_adapt_legged(args, robot_name: str) -> dict:
                                     if h['kind'] == 'robot'],
         'falls_after_update': sum(seg[i].fell for i in deployed_at if i < len(seg)),
         'updates_followed': sum(i < len(seg) for i in deployed_at)})
-    after = _walk(cfg, desc, _with_weights(bundle, running), profile, variant, EVAL_SEGMENTS,
-                  EVAL_SEED)
-    out.update({f'{k}_after': v for k, v in after.items()})
+    adapted = _with_weights(bundle, running)
+    for suffix, floor in floors.items():
+        after = _walk(cfg, desc, adapted, profile, floor, EVAL_SEGMENTS, EVAL_SEED)
+        out.update({f'{k}_after{suffix}': v for k, v in after.items()})
     gain = round(100 * (out['success_after'] - out['success_before']), 1)
     out.update({'success_gain_points': gain,
                 'target_met': bool(gain >= GAIN_TARGET_POINTS
