@@ -389,7 +389,7 @@ _LAYERS = ['src/unilab_core', 'src/unilab_bridge', 'src/unilab_perception',
            'src/unilab_policy', 'src/unilab_safety', 'src/unilab_interfaces']
 _APP = ['src/unilab/unilab', 'src/unilab_bringup', 'config', 'src/unilab/config']
 BENCH_PATHS = {
-    'adapt': ['adapt.py', 'adapt_latency.py', *_LAYERS, *_APP, 'src/unilab_adapt',
+    'adapt': ['adapt.py', 'adapt_latency.py', 'adapt_legged.py', *_LAYERS, *_APP, 'src/unilab_adapt',
               'src/unilab_bag'],
     'bridge': ['bridge.py', 'src/unilab_core', 'src/unilab_bridge'],
     'deploy': ['deploy.py', 'deploy_baseline.py', 'view_client.py', 'src/unilab_view',

@@ -73,14 +73,24 @@ class WalkTally:
 
     def summary(self, first: int = 0) -> dict:
         """Return success (share not fallen), segments, falls and mean errors from ``first``."""
-        seg = self.segments[first:]
-        out: dict = {'segments': len(seg), 'falls': sum(s.fell for s in seg),
-                     'success': round(sum(not s.fell for s in seg) / len(seg), 4)
-                     if seg else None}
-        for key in ('vx_error', 'vy_error', 'yaw_error'):
-            vals = [getattr(s, key) for s in seg if getattr(s, key) is not None]
-            out[key] = round(float(np.mean(vals)), 4) if vals else None
-        return out
+        return _summary(self.segments[first:])
+
+    def per_command(self) -> list[dict]:
+        """Return ``summary`` per command, in the order the commands first came."""
+        groups: dict[tuple, list[Segment]] = {}
+        for s in self.segments:
+            groups.setdefault(s.command, []).append(s)
+        return [{'command': list(c), **_summary(seg)} for c, seg in groups.items()]
+
+
+def _summary(seg: list[Segment]) -> dict:
+    """Return success, segments, falls and the mean tracking errors of ``seg``."""
+    out: dict = {'segments': len(seg), 'falls': sum(s.fell for s in seg),
+                 'success': round(sum(not s.fell for s in seg) / len(seg), 4) if seg else None}
+    for key in ('vx_error', 'vy_error', 'yaw_error'):
+        vals = [getattr(s, key) for s in seg if getattr(s, key) is not None]
+        out[key] = round(float(np.mean(vals)), 4) if vals else None
+    return out
 
 
 class LeggedRobot:

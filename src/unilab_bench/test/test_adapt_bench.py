@@ -95,6 +95,9 @@ def test_a_walking_policy_adapts_on_the_go2_double_and_is_scored_before_and_afte
     for side in ('before', 'after', 'before_on_real', 'after_on_real'):
         assert out[f'segments_{side}'] == 3
         assert out[f'success_{side}'] == round(1 - out[f'falls_{side}'] / 3, 4)
+        per = out[f'per_command_{side}']   # the first three commands, a segment each
+        assert [c['segments'] for c in per] == [1, 1, 1]
+        assert sum(c['falls'] for c in per) == out[f'falls_{side}']
     # One round: the running version scored on the robot, one candidate fine-tuned and
     # either deployed (then followed on the robot) or rejected by the simulation test.
     assert len(out['robot_success_per_round']) == 1

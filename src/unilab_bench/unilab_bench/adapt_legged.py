@@ -12,8 +12,9 @@ and its simulation test, in one process (``unilab_adapt.sim_robot``, as the arm'
 Reported: ``success_before`` / ``success_after``, walking success (a segment finished
 without a fall or a fall stop) of the starting version and of the version running at the
 end, each deterministic (as ``unilab deploy`` acts) over ``EVAL_SEGMENTS`` segments from
-``EVAL_SEED``, with their tracking errors on the double's ground truth and falls (the
-same on the ``real`` variant's ordinary floor: ``*_on_real``);
+``EVAL_SEED``, with their tracking errors on the double's ground truth and falls, in all
+and per command (``per_command_*``); the same on the ``real`` variant's ordinary floor
+(``*_on_real``);
 ``robot_success_per_round``: what the adapter saw of the sampling policy each round;
 ``falls_after_update``: falls in the first segment after each deployed version (an update
 that tips the robot over shows there); versions deployed, rejected, rolled back.
@@ -66,7 +67,7 @@ def _walk(cfg, desc, bundle, profile, variant: str, segments: int, seed: int) ->
     loop.reset(seed=seed)
     while len(robot.tally.segments) < segments:
         loop.step()
-    return robot.tally.summary()
+    return {**robot.tally.summary(), 'per_command': robot.tally.per_command()}
 
 
 def _with_weights(bundle, flat):
@@ -99,7 +100,7 @@ def bench_adapt_legged(args, robot_name: str) -> dict:
         'adapt': base.adapt.model_copy(update={
             'min_episodes': MIN_EPISODES, 'sim_envs': SIM_ENVS, 'sim_episodes_per_env': 1})})
     bundle = load_trained(model).bundle
-    out: dict = {'robot': robot_name, 'variant': variant, 'rounds': rounds,
+    out: dict = {'benchmark': 'adapt', 'robot': robot_name, 'variant': variant, 'rounds': rounds,
                  'min_episodes': MIN_EPISODES, 'eval_segments': EVAL_SEGMENTS,
                  'segment_s': SEGMENT_S, 'sim_envs': SIM_ENVS,
                  'model': str(pathlib.Path(model).resolve())}
