@@ -228,6 +228,45 @@ def robot_go2() -> str:
             f', variant {pos["variant"]}).\n')
 
 
+def adapt_go2() -> str:
+    """Return ``bench adapt --robot go2``: walking before and after adapting, both floors."""
+    d = load('adapt_go2.json')
+    floors = [('', f'`{d["variant"]}` (adapted on)'), ('_on_real', '`real` (ordinary floor)')]
+
+    def pair(key, suffix, pct=False):
+        a, b = d[f'{key}_before{suffix}'], d[f'{key}_after{suffix}']
+        return f'{_pct(a)} -> {_pct(b)}' if pct else f'{_fmt(a)} -> {_fmt(b)}'
+
+    def cmd(suffix, command, key):
+        out = []
+        for side in ('before', 'after'):
+            row = next(c for c in d[f'per_command_{side}{suffix}'] if c['command'] == command)
+            out.append(_fmt(row[key]))
+        return ' -> '.join(out)
+
+    rows = [[f'walking success, {d["eval_segments"]} segments', *(pair('success', s, True)
+                                                                 for s, _ in floors)],
+            ['falls', *(f'{d["falls_before" + s]} -> {d["falls_after" + s]}' for s, _ in floors)]]
+    for key, name in (('vx_error', 'v_x'), ('vy_error', 'v_y'), ('yaw_error', 'yaw')):
+        rows.append([f'{name} error, all segments', *(pair(key, s) for s, _ in floors)])
+    for command, key, name in (([0.5, 0.0, 0.0], 'vx_error', 'v_x error at 0.5 m/s'),
+                               ([1.0, 0.0, 0.0], 'vx_error', 'v_x error at 1.0 m/s'),
+                               ([0.0, 0.3, 0.0], 'vy_error', 'v_y error at 0.3 m/s'),
+                               ([0.0, 0.0, 0.8], 'yaw_error', 'yaw error at 0.8 rad/s'),
+                               ([0.0, 0.0, -0.8], 'yaw_error', 'yaw error at -0.8 rad/s')):
+        rows.append([name, *(cmd(s, command, key) for s, _ in floors)])
+    return (_table(['deterministic, before -> after', *(n for _, n in floors)], rows)
+            + f'\n{d["rounds"]} rounds of {d["min_episodes"]} segments (the policy sampling: '
+            f'{d["robot_segments"]} segments, falls {d["robot_falls"]}): '
+            f'{d["versions_deployed"]} versions '
+            f'deployed, {d["candidates_rejected"]} rejected by the simulation test, '
+            f'{d["rollbacks"]} rollbacks; falls in the first segment after an update: '
+            f'{d["falls_after_update"]} of {d["updates_followed"]}; {d["adapt_wall_s"]:.0f} s. '
+            f'Gain {d["success_gain_points"]:+.1f} points (target +20: '
+            f'{"met" if d["target_met"] else "not met"}). Errors in m/s and rad/s. Source: '
+            f'`docs/bench/adapt_go2.json` (commit `{str(d.get("commit"))[:10]}`).\n')
+
+
 def graph_view() -> str:
     """Return ``bench graph --view``'s rounds: training with and without the live view."""
     rows = []
@@ -389,8 +428,8 @@ _LAYERS = ['src/unilab_core', 'src/unilab_bridge', 'src/unilab_perception',
            'src/unilab_policy', 'src/unilab_safety', 'src/unilab_interfaces']
 _APP = ['src/unilab/unilab', 'src/unilab_bringup', 'config', 'src/unilab/config']
 BENCH_PATHS = {
-    'adapt': ['adapt.py', 'adapt_latency.py', 'adapt_legged.py', *_LAYERS, *_APP, 'src/unilab_adapt',
-              'src/unilab_bag'],
+    'adapt': ['adapt.py', 'adapt_latency.py', 'adapt_legged.py', *_LAYERS, *_APP,
+              'src/unilab_adapt', 'src/unilab_bag'],
     'bridge': ['bridge.py', 'src/unilab_core', 'src/unilab_bridge'],
     'deploy': ['deploy.py', 'deploy_baseline.py', 'view_client.py', 'src/unilab_view',
                *_LAYERS, *_APP],
@@ -511,7 +550,7 @@ FIGURES = {'learn_arm6': learn_arm6, 'learn_rsl_rl_arm6': learn_rsl_rl_arm6,
            'learn_rsl_rl_our_settings_arm6': learn_rsl_rl_our_settings_arm6,
            'learn_rsl_rl_quad': learn_rsl_rl_quad, 'learn_go2': learn_go2,
            'headline': headline, 'bench_index': bench_index, 'robot_ur5e': robot_ur5e,
-           'robot_go2': robot_go2,
+           'robot_go2': robot_go2, 'adapt_go2': adapt_go2,
            'graph_view': graph_view, 'bridge_peers': bridge_peers,
            'bridge_before_after': bridge_before_after}
 
