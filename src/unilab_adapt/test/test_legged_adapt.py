@@ -40,10 +40,15 @@ def test_the_walk_reward_is_the_training_rewards_measurable_part():
 
 def test_walk_success_is_a_segment_without_a_fall_and_a_fall_ends_for_good():
     """Segments end truncated (walked on) or terminated (a fall): success counts the former."""
-    n, k = 12, 9
+    n, k = 12, 12
     width = 2 * n + 17
     obs = np.zeros((k, 1, width), np.float32)
-    ends = {2: 'truncated', 5: 'terminated', 8: 'truncated'}
+    gravity = WalkReward.columns(n)['gravity']
+    obs[:, 0, gravity] = [0.0, 0.0, -1.0]   # upright
+    # On a robot a fall ends nothing (a new command does): the trunk pitched 0.8 rad, past
+    # the fall stop's bound (0.7), after step 9 fails the episode of steps 9-11.
+    obs[10, 0, gravity] = [-np.sin(0.8), 0.0, -np.cos(0.8)]
+    ends = {2: 'truncated', 5: 'terminated', 8: 'truncated', 11: 'truncated'}
     tensors = {'obs': obs, 'next_obs': obs[0], 'actions': np.zeros((k, 1, n), np.float32),
                'log_prob': np.zeros((k, 1)), 'values': np.zeros((k, 1)),
                'mu': np.zeros((k, 1, n)), 'sigma': np.ones((k, 1, n)),
@@ -52,9 +57,10 @@ def test_walk_success_is_a_segment_without_a_fall_and_a_fall_ends_for_good():
         tensors[kind][i, 0] = 1.0
     steps = chunk_steps(tensors, 3, robot_reward('go2_walk'))
     assert steps.fell.tolist() == [i == 5 for i in range(k)]
+    np.testing.assert_allclose(steps.distance[9], 0.8, atol=1e-6)   # the tilt after step 9
     score = score_versions(steps, robot_reward('go2_walk'))[3]
-    # Complete episodes: steps 3-5 (fell) and 6-8 (walked on).
-    assert (score.episodes, score.successes) == (2, 1)
+    # Complete episodes: steps 3-5 (fell), 6-8 (walked on), 9-11 (tilted past the bound).
+    assert (score.episodes, score.successes) == (3, 1)
     with pytest.raises(ValueError, match='no reward computable on a robot'):
         robot_reward('quad12_walk')
 

@@ -30,6 +30,7 @@ from unilab_adapt.adapter import Adapter, RoundResult
 from unilab_adapt.finetune import AdaptDataError, ROBOT_REWARD_TASKS
 from unilab_adapt.pacer import ControlPacer
 from unilab_adapt.params import AdapterNodeParams, RECORDINGS
+from unilab_adapt.robot_reward import robot_reward
 from unilab_bridge.variants import VARIANTS
 from unilab_bringup.evaluation import evaluate_policy
 from unilab_core import topics
@@ -85,7 +86,8 @@ def build_adapter(run_dir, model: str, adapt, log=print, pause=None) -> Adapter:
     flat0 = flatten_state(trained.bundle)[0].numpy()
     sim_test = make_sim_test(cfg, trained.bundle, desc.task.name, run_dir, adapt, pause)
     return Adapter(run_dir, trained.bundle, flat0, adapt, cfg.advantage, cfg.policy_update,
-                   sim_test, log=log, pause=pause)
+                   sim_test, log=log, pause=pause,
+                   reward=robot_reward(desc.task.name, desc.task.control_dt))
 
 
 class AdapterNode(Node):
@@ -250,7 +252,8 @@ class AdapterNode(Node):
     def destroy_node(self):
         """Release transport endpoints (unlink shared memory), then destroy the node."""
         close_endpoints(self)
-        self.health.close()
+        if hasattr(self, 'health'):   # not yet there when stopped while being made
+            self.health.close()
         return super().destroy_node()
 
 

@@ -37,11 +37,10 @@ from unilab_policy.ppo import num_mini_batches_for, PPO, PPOParams
 from unilab_policy.storage import RolloutStorage
 from unilab_policy.weights import flatten_state, unflatten_into
 
-#: Tasks ``unilab adapt`` (the ROS path) fine-tunes on a robot: their robot reward is
-#: recomputed from what perception sends (``unilab_adapt.robot_reward``; go2_walk's needs a
-#: trunk velocity estimate perception does not send yet, so only the in-process
-#: ``unilab_adapt.sim_robot`` adapts it).
-ROBOT_REWARD_TASKS = ('arm6_reach',)
+#: Tasks adaptation fine-tunes on a robot: their robot reward is recomputed from what
+#: perception sends (``unilab_adapt.robot_reward``; go2_walk's needs the robot's state
+#: estimate, ``task_inputs.estimate_topic``).
+ROBOT_REWARD_TASKS = ('arm6_reach', 'go2_walk')
 
 
 class AdaptDataError(ValueError):
@@ -174,7 +173,7 @@ def score_versions(steps: Steps, reward=REACH) -> dict[int, EpisodeScore]:
         versions = np.unique(steps.version[a:b])
         if versions.size != 1:
             continue
-        ok = int(reward.success(steps.distance, steps.fell, b))  # the episode's last step
+        ok = int(reward.success(steps.distance, steps.fell, a, b))
         tally = out.setdefault(int(versions[0]), [0, 0])
         tally[0] += 1
         tally[1] += ok

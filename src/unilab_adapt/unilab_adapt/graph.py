@@ -39,6 +39,11 @@ def adapt_graph(deploy: Graph, cfg: RunConfig, model: str | pathlib.Path,
     """
     a = cfg.adapt
     params = dict(deploy.parameters)
+    inputs = params['perception'].task_inputs
+    if inputs.kind == 'legged' and not inputs.estimate_topic:
+        raise ConfigError('adapt: a walking robot\'s reward needs the trunk\'s velocity: set '
+                          'the robot profile\'s task_inputs.estimate_topic to its state '
+                          'estimator\'s nav_msgs/Odometry (docs/adapt.md)')
     # Adaptation samples actions and swaps weights in torch.
     params['policy'] = params['policy'].model_copy(update={'mode': 'adapt',
                                                            'runtime': 'torch'})

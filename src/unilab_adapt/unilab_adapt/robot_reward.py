@@ -16,8 +16,9 @@ own records give, and says when an episode succeeded:
   or the joint limits' soft range are left out. The trunk's velocity and height come from
   the observation's critic columns, where a state estimator must put them (on the robot
   double, its ground truth; ``unilab_adapt.legged_robot``); perception on the ROS path
-  sends zeros there today, so ``unilab adapt`` refuses the task. An episode (a walk
-  segment) succeeds when it ends without a fall or a fall stop (not ``terminated``).
+  sends them only from a configured state estimate (``task_inputs.estimate_topic``). An
+  episode (a walk segment: one command held) succeeds without a fall: not ended
+  ``terminated``, and the trunk never tilted past the fall stop's bound.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ class ReachReward:
         """Return ``(reward [T], tool-to-goal distance [T])`` (``robot_rewards``)."""
         return robot_rewards(obs, next_obs, actions, prev_actions)
 
-    def success(self, distance: np.ndarray, fell: np.ndarray, end: int) -> bool:
-        """Return whether the episode ending at step ``end`` (exclusive) reached its goal."""
+    def success(self, distance: np.ndarray, fell: np.ndarray, start: int, end: int) -> bool:
+        """Return whether the episode ``[start, end)`` ended with the tool at its goal."""
         return bool(distance[end - 1] < SUCCESS_M)
 
 
@@ -73,9 +74,12 @@ class WalkReward:
     """go2_walk's robot reward and success (module doc)."""
 
     task = 'go2_walk'
+    #: Roll or pitch beyond this (rad) is a fall: the legged supervisor's default bound.
+    MAX_TILT_RAD = 0.7
 
-    def __init__(self, control_dt: float = 0.02):
+    def __init__(self, control_dt: float = 0.02, max_tilt_rad: float = MAX_TILT_RAD):
         self.dt = float(control_dt)
+        self.max_tilt = float(max_tilt_rad)
 
     @staticmethod
     def columns(act_dim: int) -> dict[str, slice]:
@@ -98,17 +102,25 @@ class WalkReward:
         return {k: WALK_SCALES[k] * v * self.dt for k, v in terms.items()}
 
     def rewards(self, obs, next_obs, actions, prev_actions):
-        """Return ``(reward [T], planar velocity error [T])``: the step's outcome after it."""
+        """Return ``(reward [T], trunk tilt [T])`` after each step (tilt: rad from upright)."""
         c = self.columns(actions.shape[1])
         reward = sum(self.terms(obs, next_obs, actions, prev_actions).values())
-        error = np.linalg.norm(next_obs[:, c['velocity']][:, :2].astype(np.float64)
-                               - obs[:, c['command']][:, :2], axis=1)
+        g = next_obs[:, c['gravity']].astype(np.float64)
+        # The larger of roll and pitch, as the supervisor's fall stop reads them.
+        roll = np.abs(np.arctan2(g[:, 1], -g[:, 2]))
+        pitch = np.abs(np.arctan2(-g[:, 0], np.hypot(g[:, 1], g[:, 2])))
         # Clipped at 0 as in training (go2_walk's only_positive_rewards).
-        return np.clip(reward, 0.0, None).astype(np.float32), error.astype(np.float32)
+        return (np.clip(reward, 0.0, None).astype(np.float32),
+                np.maximum(roll, pitch).astype(np.float32))
 
-    def success(self, distance: np.ndarray, fell: np.ndarray, end: int) -> bool:
-        """Return whether the walk segment ending at ``end`` (exclusive) did not fall."""
-        return not bool(fell[end - 1])
+    def success(self, distance: np.ndarray, fell: np.ndarray, start: int, end: int) -> bool:
+        """
+        Return whether the walk segment ``[start, end)`` went without a fall.
+
+        A fall is the segment ending terminated (the robot double's fall, a fall stop) or,
+        on a robot whose recording marks none, the trunk tilted past ``max_tilt`` in it.
+        """
+        return not (bool(fell[end - 1]) or float(np.max(distance[start:end])) > self.max_tilt)
 
 
 REACH = ReachReward()

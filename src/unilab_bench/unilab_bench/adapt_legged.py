@@ -18,9 +18,10 @@ and per command (``per_command_*``); the same on the ``real`` variant's ordinary
 ``robot_success_per_round``: what the adapter saw of the sampling policy each round;
 ``falls_after_update``: falls in the first segment after each deployed version (an update
 that tips the robot over shows there); versions deployed, rejected, rolled back.
-``success_gain_points`` against ``GAIN_TARGET_POINTS``. The control latency beside a
-learner is not measured here: ``unilab adapt`` (the ROS path) does not take go2_walk
-(``unilab_adapt.robot_reward``).
+``success_gain_points`` against ``GAIN_TARGET_POINTS``. Last, over DDS, the legged
+control loop without and with the adapter beside it (``unilab_bench.adapt_legged_latency``,
+``--latency-cycles`` control cycles per side, 0 skips it): the supervisor's motor-loop
+period error p99 may rise by ``LATENCY_TARGET_MS`` at most.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import numpy as np
 from unilab_adapt.fuse import Fuse
 from unilab_adapt.legged_robot import LeggedRobot
 from unilab_adapt.sim_robot import adapt_in_simulation
+from unilab_bench.adapt_legged_latency import DEFAULT_CYCLES, latency_legged
 from unilab_bridge.variants import LEGGED_VARIANTS
 from unilab_bringup.deploy import describe_model
 from unilab_bringup.direct import make_gate
@@ -53,6 +55,8 @@ EVAL_SEGMENTS = 48
 SEGMENT_S = 5.0
 SIM_ENVS = 8
 GAIN_TARGET_POINTS = 20.0
+#: The control loop's p99 may rise by this much (ms) while the adapter works beside it.
+LATENCY_TARGET_MS = 0.5
 
 
 def _walk(cfg, desc, bundle, profile, variant: str, segments: int, seed: int) -> dict:
@@ -142,9 +146,22 @@ def bench_adapt_legged(args, robot_name: str) -> dict:
     for suffix, floor in floors.items():
         after = _walk(cfg, desc, adapted, profile, floor, EVAL_SEGMENTS, EVAL_SEED)
         out.update({f'{k}_after{suffix}': v for k, v in after.items()})
-    gain = round(100 * (out['success_after'] - out['success_before']), 1)
-    out.update({'success_gain_points': gain,
-                'target_met': bool(gain >= GAIN_TARGET_POINTS
-                                   and out['falls_after_update'] == 0),
-                'latency_measured': False})
+    cycles = getattr(args, 'latency_cycles', None)
+    if cycles is None:
+        cycles = DEFAULT_CYCLES
+    if cycles:
+        with tempfile.TemporaryDirectory(prefix='unilab_bench_adapt_latency_') as tmp:
+            out.update(latency_legged(str(model), profile_path(robot_name).resolve(), variant,
+                                      cycles, pathlib.Path(tmp)))
+    out.update(targets(out))
     return out
+
+
+def targets(out: dict) -> dict:
+    """Return the gain and the verdicts: +20 points, no fall after an update, latency."""
+    gain = round(100 * (out['success_after'] - out['success_before']), 1)
+    rise = out.get('control_p99_ms_adapt_increase')
+    latency = None if rise is None else bool(rise <= LATENCY_TARGET_MS)
+    walking = bool(gain >= GAIN_TARGET_POINTS and out['falls_after_update'] == 0)
+    return {'success_gain_points': gain, 'adaptation_target_met': walking,
+            'latency_target_met': latency, 'target_met': walking and latency is not False}

@@ -109,6 +109,11 @@ def profile_contract(profile: RobotProfile, namespace: str = '') -> list[Contrac
         items.append(ContractItem(
             'odom', topic(profile.task_inputs.odom_topic), 'nav_msgs/msg/Odometry', 'publish',
             True, profile.control_rate_hz, note='base pose and twist (twist in the base frame)'))
+    if kind == 'legged' and profile.task_inputs.estimate_topic:
+        items.append(ContractItem(
+            'estimate', topic(profile.task_inputs.estimate_topic), 'nav_msgs/msg/Odometry',
+            'publish', True, profile.control_rate_hz,
+            note='state estimate: trunk velocity (base frame) and height, for adaptation'))
     gains = declares_gains(profile)
     items.append(ContractItem(
         'robot_description', topic('robot_description'), 'std_msgs/msg/String', 'publish',

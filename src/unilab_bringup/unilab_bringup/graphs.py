@@ -190,7 +190,8 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
     ws = list((envelope or {}).get('workspace') or task.workspace)
     inputs = profile.task_inputs.model_copy(update={
         k: ns(getattr(profile.task_inputs, k))
-        for k in ('goal_topic', 'cmd_vel_topic', 'odom_topic')})
+        for k in ('goal_topic', 'cmd_vel_topic', 'odom_topic', 'estimate_topic')
+        if getattr(profile.task_inputs, k)})
     per = perception_params(cfg, task, 1).model_copy(update={
         'joint_names': list(profile.joint_names), 'obs_dim': policy.obs_dim,
         'source': 'robot', 'control_rate_hz': profile.control_rate_hz,

@@ -275,3 +275,34 @@ def test_a_teardown_without_a_stderr_descriptor_runs_unbounded_and_completes(mon
     nodes = [Destroyed(), Destroyed()]
     runtime.destroy_bounded(nodes)
     assert all(n.destroyed for n in nodes) and shut == [True]
+
+
+SLOW_START = '''
+import time
+from unilab_core.ros import runtime
+
+
+class SlowStart:
+    def __init__(self):
+        print('making', flush=True)
+        time.sleep(60)  # a node whose construction takes long (an adapter's first test)
+
+
+runtime.spin_node(SlowStart)
+'''
+
+
+def test_a_stop_while_the_node_is_being_made_ends_the_process_quietly():
+    import signal
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, '-c', SLOW_START], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == 'making\n'
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert 'Traceback' not in err and 'KeyboardInterrupt' not in err, err

@@ -67,6 +67,11 @@ class TaskInputsSection(Section):
                            'position is the tool position.')
     cmd_vel_topic: str = Field('/cmd_vel', description='geometry_msgs/Twist velocity command.')
     odom_topic: str = Field('/odom', description='nav_msgs/Odometry of the base (walk).')
+    estimate_topic: str = Field(
+        '', description='legged: nav_msgs/Odometry of a state estimator (the trunk\'s '
+        'body-frame velocity and height; on a Go2 its sport-mode state, or motion capture), '
+        'put in the critic\'s columns: online adaptation\'s walking reward needs it; the '
+        'actor never reads it. Empty: none (zeros there; `unilab adapt` refuses the robot).')
 
 
 class LeggedSection(Section):

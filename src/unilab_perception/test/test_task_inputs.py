@@ -107,3 +107,26 @@ def test_walk_extras_match_the_simulators():
             np.testing.assert_allclose(inputs.extras(None)[0], state.extras[i], atol=1e-5)
     finally:
         task.close()
+
+
+def test_legged_extras_carry_a_state_estimate_for_the_critic_and_a_new_command_is_an_episode():
+    from unilab_perception.task_inputs import LeggedInputs
+    inputs = LeggedInputs(17)   # go2_walk: 9 actor extras, 8 critic-only columns
+    inputs.set_imu([0.0, 0.0, 0.0, 1.0], [0.1, 0.2, 0.3])
+    out = inputs.extras(None)[0]
+    np.testing.assert_allclose(out[:6], [0.1, 0.2, 0.3, 0.0, 0.0, -1.0], atol=1e-7)
+    assert out[9:].tolist() == [0.0] * 8     # no estimate: zeros, as before
+    inputs.set_estimate([0.5, -0.1, 0.02], 0.31)
+    out = inputs.extras(None)[0]
+    np.testing.assert_allclose(out[9:13], [0.5, -0.1, 0.02, 0.31], atol=1e-6)
+    assert out[13:].tolist() == [0.0] * 4    # foot contacts: not measured
+    with pytest.raises(ValueError, match='state estimate'):
+        inputs.set_estimate([np.nan, 0.0, 0.0], 0.3)
+    with pytest.raises(ValueError, match='a state estimate needs 4'):
+        LeggedInputs(9).set_estimate([0.0, 0.0, 0.0], 0.3)
+    # A walk segment on a robot is one command held: a repeated command is the same one.
+    episodes = []
+    for cmd in ([0.5, 0, 0], [0.5, 0, 0], [0.5, 0, 0.0004], [0, 0.3, 0], [0, 0.3, 0]):
+        inputs.set_command(*cmd)
+        episodes.append(inputs.episode)
+    assert episodes == [1, 1, 1, 2, 2]

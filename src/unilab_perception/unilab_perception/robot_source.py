@@ -61,6 +61,8 @@ class RobotSource:
             self.inputs = LeggedInputs(p.extras_dim)
             node.create_subscription(Imu, p.imu.topic, self._on_imu, qos)
             node.create_subscription(Twist, ti.cmd_vel_topic, self._on_cmd, qos)
+            if ti.estimate_topic:
+                node.create_subscription(Odometry, ti.estimate_topic, self._on_estimate, qos)
         else:
             self.inputs = None
         width = 0 if self.inputs is None else self.inputs.width
@@ -100,6 +102,13 @@ class RobotSource:
         except ValueError as exc:
             self._refused('odometry', exc)
 
+    def _on_estimate(self, msg: Odometry) -> None:
+        v = msg.twist.twist.linear
+        try:
+            self.inputs.set_estimate([v.x, v.y, v.z], msg.pose.pose.position.z)
+        except ValueError as exc:
+            self._refused('estimate', exc)
+
     def _on_cmd(self, msg: Twist) -> None:
         try:
             if isinstance(self.inputs, LeggedInputs):
@@ -126,7 +135,8 @@ class RobotSource:
         self.last_ns = stamp_ns
         self.seq += 1
         # A robot has no reward signal (a learner on its recordings computes one) and no
-        # terminal states; a new goal starts a new episode (truncation of the old one).
+        # terminal states; a new goal (a legged robot: a new command) starts a new episode
+        # (truncation of the old one).
         episode = getattr(self.inputs, 'episode', 0)
         started = self._episode is not None and episode != self._episode
         self._episode = episode

@@ -166,9 +166,17 @@ class WalkInputs:
 
 
 class LeggedInputs:
-    """IMU angular velocity and gravity, the velocity command: ``go2_walk``'s actor extras."""
+    """
+    IMU angular velocity and gravity, the velocity command: ``go2_walk``'s actor extras.
+
+    With a state estimate (``set_estimate``), its trunk velocity and height go into the
+    critic's first four columns after the actor's (zeros without one). A new command
+    starts a new episode (``episode``): on a robot, a walk segment is one command held.
+    """
 
     ACTOR = 9
+    #: A command differing from the last by more than this (any axis) starts an episode.
+    NEW_COMMAND = 1e-3
 
     def __init__(self, width: int):
         """``width`` is the task's extras width; columns past the actor's nine are zeros."""
@@ -179,6 +187,7 @@ class LeggedInputs:
         self.imu: tuple[np.ndarray, np.ndarray] | None = None   # (quat xyzw, gyro)
         self.command = np.zeros(3)                             # stand still until told
         self.episode = 0
+        self.estimate: np.ndarray | None = None                # velocity (3), height
         self._out = np.zeros((1, self.width), np.float32)
 
     def set_imu(self, quat_xyzw, gyro) -> None:
@@ -188,7 +197,17 @@ class LeggedInputs:
 
     def set_command(self, vx, vy, yaw_rate) -> None:
         """Take the commanded velocity: v_x, v_y (m/s, body frame) and yaw rate (rad/s)."""
-        self.command = _finite32('velocity command', [vx, vy, yaw_rate]).astype(np.float64)
+        command = _finite32('velocity command', [vx, vy, yaw_rate]).astype(np.float64)
+        if np.any(np.abs(command - self.command) > self.NEW_COMMAND):
+            self.episode += 1
+        self.command = command
+
+    def set_estimate(self, v_body, z) -> None:
+        """Take a state estimate: the trunk's body-frame velocity (m/s) and height (m)."""
+        if self.width < self.ACTOR + 4:
+            raise ValueError(f'the task has {self.width - self.ACTOR} critic columns; a '
+                             'state estimate needs 4')
+        self.estimate = _finite32('state estimate', [*v_body, z])
 
     def extras(self, q: np.ndarray) -> np.ndarray:
         """Return the ``[1, width]`` float32 extras; the joint positions are not needed."""
@@ -199,4 +218,6 @@ class LeggedInputs:
         out = self._out.copy()
         out[0, :self.ACTOR] = _finite32('legged extras', np.concatenate(
             [gyro, gravity, self.command]))
+        if self.estimate is not None:
+            out[0, self.ACTOR:self.ACTOR + 4] = self.estimate
         return out

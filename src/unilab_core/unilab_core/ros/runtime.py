@@ -292,7 +292,8 @@ def spin_process(make_nodes: Callable[[], list], args=None) -> None:
     One node (a console script) or several composed (``unilab_bringup.node_group``).
     The process stops with its parent (``stop_with_parent``), takes SIGTERM as
     Ctrl-C, prints its threads' stacks on SIGUSR1 (``dump_stacks_on_signal``), exits 2
-    on a ConfigError (the message, no traceback), and runs until one node is ``done``;
+    on a ConfigError (the message, no traceback), 0 on a stop while the nodes are being
+    made (no traceback), and runs until one node is ``done``;
     the exit status is the worst of the nodes' ``exit_code``.
     """
     # Ctrl-C and SIGTERM raise KeyboardInterrupt with the context still up; rclpy's own
@@ -311,6 +312,12 @@ def spin_process(make_nodes: Callable[[], list], args=None) -> None:
         print(f'error: {exc}', file=sys.stderr)
         rclpy.try_shutdown()  # destroys the nodes made before the bad one
         sys.exit(2)
+    except KeyboardInterrupt:
+        # Stopped while a node was still being made (e.g. an adapter's first simulation
+        # test): nothing ran yet, so the stop ends the process as a stop does, quietly.
+        _hold_further_stops()
+        rclpy.try_shutdown()
+        sys.exit(0)
     executor_kind = 'events'
     try:
         spin_nodes(nodes, executor_kind,
