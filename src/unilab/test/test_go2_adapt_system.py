@@ -98,6 +98,11 @@ def test_adapt_on_the_go2_double_scores_walk_segments_and_deploys_a_version(tmp_
         node.destroy_node()
         rclpy.try_shutdown(context=context)
     assert 'Traceback' not in adapt.output() + double.output()
+    # Armed at start only once the learners had joined the graph (their discovery while
+    # the supervisor was active starved its inputs into the fall stop).
+    control = next((rd / 'logs').glob('perception+policy+safety.log')).read_text()
+    waiting = control.index('armed at start once /recorder, /adapter joined the graph')
+    assert control.index('legged: armed at start: standing up') > waiting
     # The state estimate reached the observations the robot recorded (the critic's
     # velocity and height columns, zeros without one).
     estimates = []

@@ -40,12 +40,15 @@ def feed(adapter, message_version, finals):
 
 def test_a_round_waits_for_episodes_then_deploys_a_fine_tuned_version(tmp_path):
     a = make_adapter(tmp_path)
-    assert a.fuse.versions[0].sim_success == pytest.approx(0.9)
     feed(a, 0, [0.01, 0.01])
     r = a.step()
     assert r.kind == 'wait' and '2 of 4' in r.reason
+    # The deployed policy's simulation test runs with the first round, on the round's
+    # thread, not while the adapter (its node) is being made.
+    assert a.fuse.versions[0].sim_success is None
     feed(a, 0, [0.01, 0.01, 0.2, 0.01])
     r = a.step()
+    assert a.fuse.versions[0].sim_success == pytest.approx(0.9)
     assert r.kind == 'deployed' and r.publish is not None
     msg, version, flat = r.publish
     assert (msg, version) == (1, 1) and a.fuse.running == 1

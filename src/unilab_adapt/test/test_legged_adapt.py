@@ -44,7 +44,8 @@ def test_walk_success_is_a_segment_without_a_fall_and_a_fall_ends_for_good():
     width = 2 * n + 17
     obs = np.zeros((k, 1, width), np.float32)
     gravity = WalkReward.columns(n)['gravity']
-    obs[:, 0, gravity] = [0.0, 0.0, -1.0]   # upright
+    obs[:, 0, gravity] = [0.0, 0.0, -1.0]   # upright, standing
+    obs[:, 0, WalkReward.columns(n)['height']] = 0.3
     # On a robot a fall ends nothing (a new command does): the trunk pitched 0.8 rad, past
     # the fall stop's bound (0.7), after step 9 fails the episode of steps 9-11.
     obs[10, 0, gravity] = [-np.sin(0.8), 0.0, -np.cos(0.8)]
@@ -61,6 +62,11 @@ def test_walk_success_is_a_segment_without_a_fall_and_a_fall_ends_for_good():
     score = score_versions(steps, robot_reward('go2_walk'))[3]
     # Complete episodes: steps 3-5 (fell), 6-8 (walked on), 9-11 (tilted past the bound).
     assert (score.episodes, score.successes) == (3, 1)
+    # Upright but down on the floor (the fall stop's damping after a stale input): a fall.
+    obs[7, 0, WalkReward.columns(n)['height']] = 0.08
+    steps = chunk_steps(tensors, 3, robot_reward('go2_walk'))
+    assert steps.distance[6] == pytest.approx(np.pi)
+    assert score_versions(steps, robot_reward('go2_walk'))[3].successes == 0
     with pytest.raises(ValueError, match='no reward computable on a robot'):
         robot_reward('quad12_walk')
 

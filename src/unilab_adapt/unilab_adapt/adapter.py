@@ -84,10 +84,11 @@ class Adapter:
         # message version -> fuse version; the deployed policy starts as message version 0
         self.deployments = ({int(k): int(v) for k, v in json.loads(dep.read_text()).items()}
                             if dep.is_file() else {0: 0})
-        if self.fuse.versions[0].sim_success is None:
-            self.fuse.set_sim_success(0, self.sim_test(flat0))
-            self._history('start', 'simulation test of the deployed policy', version=0,
-                          sim_success=self.fuse.versions[0].sim_success)
+        # The deployed policy's simulation test runs with the first round (``step``), on the
+        # round's thread and paced like a round's work, not while the node is being made:
+        # there the phase of the control steps is not known yet, and an unpaced test beside
+        # a legged robot's control loop starved it into its fall stop (docs/adapt.md).
+        self._flat0 = flat0
 
     # -------------------------------------------------------------------- files
     def weights_file(self, version: int) -> pathlib.Path:
@@ -207,6 +208,13 @@ class Adapter:
         return decision.reason
 
     # ------------------------------------------------------------------- rounds
+    def start_test(self) -> None:
+        """Run the deployed policy's simulation test once (the fuse's first reference)."""
+        if self.fuse.versions[0].sim_success is None:
+            self.fuse.set_sim_success(0, self.sim_test(self._flat0))
+            self._history('start', 'simulation test of the deployed policy', version=0,
+                          sim_success=self.fuse.versions[0].sim_success)
+
     def step(self, seed: int | None = None, taken_ns: int | None = None) -> RoundResult:
         """
         Run one round if the running version has enough episodes (see the module doc).
@@ -222,6 +230,7 @@ class Adapter:
             have = score.episodes if score else 0
             return RoundResult('wait', f'version {running}: {have} of '
                                f'{self.cfg.min_episodes} robot episodes')
+        self.start_test()
         self.rounds += 1
         decision = self.fuse.robot_result(running, score.success, score.episodes)
         self._history('robot', decision.reason, version=running,

@@ -53,10 +53,15 @@ def adapt_graph(deploy: Graph, cfg: RunConfig, model: str | pathlib.Path,
     params['recorder'] = RecorderNodeParams(
         out=str(pathlib.Path(run_dir) / RECORDINGS), topics=list(dict.fromkeys(recorded)),
         rotate_mb=a.record_rotate_mb, keep_mb=a.record_keep_mb, sched_idle=a.sched_idle)
+    # A legged robot armed at start stands up once the learners have joined the graph:
+    # their discovery, while the supervisor was active, starved its inputs past the fall
+    # stop's bound (docs/adapt.md).
+    ns = deploy.namespace.rstrip('/')
+    params['safety'] = safety.model_copy(update={
+        'arm_after_nodes': [f'{ns}/recorder', f'{ns}/adapter']})
     # The adapter reports as part of the robot; it needs the deploy graph's nodes (they do
     # not need it).
     robot_health = params['policy'].health
-    ns = deploy.namespace.rstrip('/')
     params['adapter'] = AdapterNodeParams(
         run_dir=str(run_dir), model=str(model), adapt=a,
         control_rate_hz=params['perception'].control_rate_hz, health=robot_health.model_copy(
@@ -72,7 +77,8 @@ def adapt_graph(deploy: Graph, cfg: RunConfig, model: str | pathlib.Path,
     return Graph('adapt', deploy.nodes + (RECORDER, ADAPTER), params,
                  namespace=deploy.namespace, remappings=remap,
                  optional=('recorder', 'adapter'),
-                 together=tuple(n.name for n in deploy.nodes))
+                 together=tuple(n.name for n in deploy.nodes),
+                 idle=('recorder', 'adapter') if a.sched_idle else ())
 
 
 def check_adaptable(desc: DeployModel) -> None:

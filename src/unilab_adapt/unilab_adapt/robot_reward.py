@@ -24,7 +24,8 @@ own records give, and says when an episode succeeded:
 from __future__ import annotations
 
 import numpy as np
-from unilab_bridge.tasks.go2_walk import measurable_terms, REWARD_SCALES as WALK_SCALES
+from unilab_bridge.tasks.go2_walk import (measurable_terms, MIN_HEIGHT,
+                                          REWARD_SCALES as WALK_SCALES)
 from unilab_bridge.tasks.reach_reward import combine, reach_terms, REWARD_SCALES
 from unilab_bringup.evaluation import SUCCESS_M
 
@@ -102,23 +103,30 @@ class WalkReward:
         return {k: WALK_SCALES[k] * v * self.dt for k, v in terms.items()}
 
     def rewards(self, obs, next_obs, actions, prev_actions):
-        """Return ``(reward [T], trunk tilt [T])`` after each step (tilt: rad from upright)."""
+        """
+        Return ``(reward [T], down [T])`` after each step.
+
+        ``down`` is how far the trunk is from walking: its tilt (rad, the larger of roll
+        and pitch, as the fall stop reads them) where its height (the estimate) is at
+        least ``go2_walk.MIN_HEIGHT``, else pi (down: a fall, or damping after a fall stop).
+        """
         c = self.columns(actions.shape[1])
         reward = sum(self.terms(obs, next_obs, actions, prev_actions).values())
         g = next_obs[:, c['gravity']].astype(np.float64)
-        # The larger of roll and pitch, as the supervisor's fall stop reads them.
         roll = np.abs(np.arctan2(g[:, 1], -g[:, 2]))
         pitch = np.abs(np.arctan2(-g[:, 0], np.hypot(g[:, 1], g[:, 2])))
+        low = next_obs[:, c['height']][:, 0] < MIN_HEIGHT
+        down = np.where(low, np.pi, np.maximum(roll, pitch))
         # Clipped at 0 as in training (go2_walk's only_positive_rewards).
-        return (np.clip(reward, 0.0, None).astype(np.float32),
-                np.maximum(roll, pitch).astype(np.float32))
+        return np.clip(reward, 0.0, None).astype(np.float32), down.astype(np.float32)
 
     def success(self, distance: np.ndarray, fell: np.ndarray, start: int, end: int) -> bool:
         """
         Return whether the walk segment ``[start, end)`` went without a fall.
 
         A fall is the segment ending terminated (the robot double's fall, a fall stop) or,
-        on a robot whose recording marks none, the trunk tilted past ``max_tilt`` in it.
+        on a robot whose recording marks none, the trunk tilted past ``max_tilt`` or down
+        on the floor (``rewards``' ``down``) in it.
         """
         return not (bool(fell[end - 1]) or float(np.max(distance[start:end])) > self.max_tilt)
 

@@ -129,6 +129,14 @@ def process_layout(graph, one_per_node: bool = False) -> list[tuple[str, tuple]]
     return layout
 
 
+def _start_idle() -> None:
+    """Put the process being started under SCHED_IDLE (``Graph.idle``); nice 19 if refused."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        os.nice(19)
+
+
 def spin_processes(graph, params_file: pathlib.Path, logs: pathlib.Path,
                    until: Callable[[dict], bool] | None = None,
                    on_tick: Callable[[], None] | None = None,
@@ -164,8 +172,10 @@ def spin_processes(graph, params_file: pathlib.Path, logs: pathlib.Path,
             if all(s.name in graph.optional for s in specs):
                 optional.add(name)
             out = open(logs / f'{name}.log', 'w')
+            idle = all(s.name in graph.idle for s in specs)
             procs[name] = subprocess.Popen(command, env=env, stdout=out,
-                                           stderr=subprocess.STDOUT)
+                                           stderr=subprocess.STDOUT,
+                                           preexec_fn=_start_idle if idle else None)
         try:
             while True:
                 time.sleep(0.5)

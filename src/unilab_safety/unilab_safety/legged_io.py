@@ -32,6 +32,8 @@ from unilab_safety.legged import LeggedSupervisor, Mode
 from unilab_safety.params import SafetySpec
 from unilab_safety.rt import RtLoop
 
+#: ``arm_after_nodes``: how often the graph is looked at while waiting for them (s).
+PEER_CHECK_S = 0.5
 #: ``deploy --armed`` stands the robot up once its inputs have streamed this long (s).
 AUTO_ARM_AFTER_S = 0.5
 
@@ -66,6 +68,9 @@ class LeggedIO:
         self.auto_arm = bool(spec.armed)
         self.auto_armed = False
         self._streaming_since = None
+        self._waiting_for = [n if n.startswith('/') else '/' + n for n in spec.arm_after_nodes]
+        self._waiting_logged = False
+        self._peers_checked = 0
         self._logger = node.get_logger()
         self._fault_logged = ''  # the latched fault last written to the log
         self._node = node
@@ -114,12 +119,35 @@ class LeggedIO:
             return
         if self._streaming_since is None:
             self._streaming_since = now
-        if now - self._streaming_since >= AUTO_ARM_AFTER_S * 1e9:
+        if now - self._streaming_since >= AUTO_ARM_AFTER_S * 1e9 and self._peers_joined(now):
             ok, text = self.sup.request_arm(now, latch_tilt=True)
             self.auto_armed = True
             self._logger.warning(f'legged: armed at start: {text}')
             if not ok:
                 self._logger.error('legged: armed at start was refused; call ~/arm')
+
+    def _peers_joined(self, now: int) -> bool:
+        """Return whether every ``arm_after_nodes`` node is up with its subscriptions."""
+        if not self._waiting_for:
+            return True
+        if now - self._peers_checked < PEER_CHECK_S * 1e9:
+            return False
+        self._peers_checked = now
+        up = {ns.rstrip('/') + '/' + n for n, ns in self._node.get_node_names_and_namespaces()}
+        for full in list(self._waiting_for):
+            ns, _, name = full.rpartition('/')
+            try:
+                joined = full in up and bool(self._node.get_subscriber_names_and_types_by_node(
+                    name, ns or '/'))
+            except Exception:  # rclpy: the node left between the two questions
+                joined = False
+            if joined:
+                self._waiting_for.remove(full)
+        if self._waiting_for and not self._waiting_logged:
+            self._waiting_logged = True
+            self._logger.info(f'legged: armed at start once {", ".join(self._waiting_for)} '
+                              'joined the graph')
+        return not self._waiting_for
 
     # -- operator calls ---------------------------------------------------------------
     def arm(self, armed: bool) -> tuple[bool, str]:

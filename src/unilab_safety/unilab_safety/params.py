@@ -57,6 +57,11 @@ class SafetySpec(Section):
     armed: bool = Field(
         True, description='Commands may reach the actuators from the start; false = only '
         'after the ~/arm service (a robot: nothing moves until someone arms it).')
+    arm_after_nodes: list[str] = Field(
+        default_factory=list, description='A legged robot armed at start stands up only once '
+        'these nodes (full names, e.g. /adapter) are on the graph with their subscriptions: '
+        'processes joining the graph later make every participant handle their discovery, '
+        'which stalled the control loop\'s inputs past the fall stop\'s bound.')
     state_timeout_s: float = Field(
         0.0, ge=0.0, description='Joint states older than this: actions are not answered '
         'and the watchdog holds (0 = not checked; lock-step simulation).')
