@@ -263,8 +263,30 @@ def adapt_go2() -> str:
             f'{d["rollbacks"]} rollbacks; falls in the first segment after an update: '
             f'{d["falls_after_update"]} of {d["updates_followed"]}; {d["adapt_wall_s"]:.0f} s. '
             f'Gain {d["success_gain_points"]:+.1f} points (target +20: '
-            f'{"met" if d["target_met"] else "not met"}). Errors in m/s and rad/s. Source: '
-            f'`docs/bench/adapt_go2.json` (commit `{str(d.get("commit"))[:10]}`).\n')
+            f'{"met" if d["adaptation_target_met"] else "not met"}). Errors in m/s and rad/s.'
+            + _adapt_go2_latency(d)
+            + f' Source: `docs/bench/adapt_go2.json` (commit `{str(d.get("commit"))[:10]}`).\n')
+
+
+def _adapt_go2_latency(d: dict) -> str:
+    """Return the latency part's sentence of ``adapt_go2`` ('' when it did not run)."""
+    if d.get('control_p99_ms_adapt_increase') is None:
+        return ' Control loop beside the learner: not measured.'
+
+    def ms(key):
+        return f'{d[key] / 1000:.2f}'
+    return (f' Control loop beside the learner ({d["latency_rounds"]} alternated rounds, '
+            f'{d["adapt_rounds_during_latency"]} adaptation rounds during them): supervisor '
+            f'period error p99 {ms("legged_period_error_p99_us_mean")} ms under `deploy`, '
+            f'{ms("legged_period_error_p99_us_mean_during_adapt")} ms under `adapt` '
+            f'({d["control_p99_ms_adapt_increase"]:+.2f} ms; target +0.5: '
+            f'{"met" if d["latency_target_met"] else "not met"}); gate action latency p99 '
+            f'{ms("action_latency_p99_us_mean")} -> '
+            f'{ms("action_latency_p99_us_mean_during_adapt")} ms; fall stops latched (stale '
+            f'input): {sum(bool(r["legged_faults"]) for r in d["latency_runs"])} of '
+            f'{len(d["latency_runs"])} `deploy` runs, '
+            f'{sum(bool(r["legged_faults"]) for r in d["latency_runs_during_adapt"])} of '
+            f'{len(d["latency_runs_during_adapt"])} `adapt` runs.')
 
 
 def graph_view() -> str:
