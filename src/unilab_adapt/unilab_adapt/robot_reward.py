@@ -24,8 +24,8 @@ own records give, and says when an episode succeeded:
 from __future__ import annotations
 
 import numpy as np
-from unilab_bridge.tasks.go2_walk import (measurable_terms, MIN_HEIGHT,
-                                          REWARD_SCALES as WALK_SCALES)
+from unilab_bridge.tasks.go2_walk import (EXTRAS_NAMES, measurable_terms, MIN_HEIGHT,
+                                          PRIVILEGED_NAMES, REWARD_SCALES as WALK_SCALES)
 from unilab_bridge.tasks.reach_reward import combine, reach_terms, REWARD_SCALES
 from unilab_bringup.evaluation import SUCCESS_M
 
@@ -84,12 +84,16 @@ class WalkReward:
 
     @staticmethod
     def columns(act_dim: int) -> dict[str, slice]:
-        """Return the columns of ``[q, qd, gyro, gravity, command, velocity, height, ...]``."""
+        """Return the columns of ``[q, qd, extras...]``, the extras by go2_walk's names."""
         n = int(act_dim)
-        e = 2 * n
-        return {'q': slice(0, n), 'qd': slice(n, e), 'gyro': slice(e, e + 3),
-                'gravity': slice(e + 3, e + 6), 'command': slice(e + 6, e + 9),
-                'velocity': slice(e + 9, e + 12), 'height': slice(e + 12, e + 13)}
+        names = EXTRAS_NAMES + PRIVILEGED_NAMES
+
+        def at(first: str, width: int) -> slice:
+            i = 2 * n + names.index(first)
+            return slice(i, i + width)
+        return {'q': slice(0, n), 'qd': slice(n, 2 * n), 'gyro': at('imu_gyro_x', 3),
+                'gravity': at('projected_gravity_x', 3), 'command': at('command_vx', 3),
+                'velocity': at('base_lin_vel_x', 3), 'height': at('base_height', 1)}
 
     def terms(self, obs, next_obs, actions, prev_actions) -> dict[str, np.ndarray]:
         """Return the scaled reward terms ``[T]`` (the training's scale times the period)."""

@@ -34,3 +34,18 @@ def test_a_large_log_gives_its_last_lines(tmp_path):
     log.write_text('x' * 200 + '\n' + ''.join(f'row {i}\n' for i in range(200_000)))
     shown = str(runner.failed_node('bridge', 1, log)).splitlines()[1:]
     assert shown == [f'  | row {i}' for i in range(200_000 - runner.LOG_TAIL_LINES, 200_000)]
+
+
+def test_a_learner_process_is_made_idle_as_it_starts():
+    # Graph.idle: the starter moves the process to SCHED_IDLE right after spawning it.
+    import os
+    import subprocess
+    import sys
+    from unilab_bringup.runner import _make_idle
+    proc = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])
+    try:
+        _make_idle(proc.pid)
+        assert os.sched_getscheduler(proc.pid) == os.SCHED_IDLE
+    finally:
+        proc.kill()
+        proc.wait()

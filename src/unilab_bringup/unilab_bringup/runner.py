@@ -129,12 +129,18 @@ def process_layout(graph, one_per_node: bool = False) -> list[tuple[str, tuple]]
     return layout
 
 
-def _start_idle() -> None:
-    """Put the process being started under SCHED_IDLE (``Graph.idle``); nice 19 if refused."""
+def _make_idle(pid: int) -> None:
+    """
+    Put a process just started under SCHED_IDLE (``Graph.idle``), before its imports.
+
+    From here, not in the child before exec (``preexec_fn`` is unsafe beside threads):
+    the child has run a few milliseconds at normal priority by then. Refused (no
+    SCHED_IDLE here): it runs as started; the node moves itself when it can.
+    """
     try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
     except (AttributeError, OSError):
-        os.nice(19)
+        pass
 
 
 def spin_processes(graph, params_file: pathlib.Path, logs: pathlib.Path,
@@ -172,10 +178,10 @@ def spin_processes(graph, params_file: pathlib.Path, logs: pathlib.Path,
             if all(s.name in graph.optional for s in specs):
                 optional.add(name)
             out = open(logs / f'{name}.log', 'w')
-            idle = all(s.name in graph.idle for s in specs)
             procs[name] = subprocess.Popen(command, env=env, stdout=out,
-                                           stderr=subprocess.STDOUT,
-                                           preexec_fn=_start_idle if idle else None)
+                                           stderr=subprocess.STDOUT)
+            if all(s.name in graph.idle for s in specs):
+                _make_idle(procs[name].pid)
         try:
             while True:
                 time.sleep(0.5)

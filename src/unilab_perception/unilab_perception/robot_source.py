@@ -96,18 +96,18 @@ class RobotSource:
             self._refused('imu', exc)
 
     def _on_odom(self, msg: Odometry) -> None:
-        v = msg.twist.twist.linear
-        try:
-            self.inputs.set_odometry([v.x, v.y, v.z], msg.pose.pose.position.z)
-        except ValueError as exc:
-            self._refused('odometry', exc)
+        self._take_odometry(msg, self.inputs.set_odometry, 'odometry')
 
     def _on_estimate(self, msg: Odometry) -> None:
+        self._take_odometry(msg, self.inputs.set_estimate, 'estimate')
+
+    def _take_odometry(self, msg: Odometry, setter, kind: str) -> None:
+        """Give ``setter`` the base-frame linear velocity and height; count a refusal."""
         v = msg.twist.twist.linear
         try:
-            self.inputs.set_estimate([v.x, v.y, v.z], msg.pose.pose.position.z)
+            setter([v.x, v.y, v.z], msg.pose.pose.position.z)
         except ValueError as exc:
-            self._refused('estimate', exc)
+            self._refused(kind, exc)
 
     def _on_cmd(self, msg: Twist) -> None:
         try:
