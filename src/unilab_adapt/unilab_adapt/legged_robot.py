@@ -36,9 +36,8 @@ import math
 import numpy as np
 from unilab_bridge.legged_double import LeggedDouble, PHYSICS_DT
 from unilab_bridge.tasks.base import StepState
-from unilab_core.actuator import MotorLimits
 from unilab_perception.task_inputs import LeggedInputs
-from unilab_safety.legged import LeggedSupervisor, Mode
+from unilab_safety.legged import LeggedSupervisor, Mode, motor_limits
 
 #: Walk segments' commands (v_x, v_y m/s, yaw rate rad/s), in turn: across the training
 #: range, the bench robot's schedule among them.
@@ -135,8 +134,9 @@ class LeggedRobot:
                                        friction=self.friction)
         self._order = d.joint_index(self.joint_names)   # the double's order -> the policy's
         self._back = np.argsort(self._order)             # the policy's order -> the double's
-        limits = MotorLimits(d.limits.torque_limit[self._order], d.limits.knee_speed[self._order],
-                             d.limits.no_load_speed[self._order])
+        # The supervisor knows the motors from the model, as the safety node does (not the
+        # double's variant: a real robot's weaker motors are not announced).
+        limits = motor_limits(self.profile.model_file, self.joint_names)
         self.supervisor = s = LeggedSupervisor(self.profile.legged, limits, d.interface)
         self._feed()
         ok, why = s.request_arm(self._now_ns())

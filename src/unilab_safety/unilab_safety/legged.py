@@ -95,6 +95,21 @@ def tilt(quat_xyzw) -> tuple[float, float]:
     return math.atan2(-gy, -gz), math.atan2(gx, math.hypot(gy, gz))
 
 
+def motor_limits(model_file: str, joint_names: list[str]) -> MotorLimits:
+    """Return the motor limits of ``joint_names`` from an MJCF model, found by joint name."""
+    import mujoco
+    model = mujoco.MjModel.from_xml_path(model_file)
+    full = MotorLimits.from_model(model)
+    by_joint = {model.joint(int(model.actuator_trnid[a, 0])).name: a
+                for a in range(model.nu)}
+    missing = [n for n in joint_names if n not in by_joint]
+    if missing:
+        raise ValueError(f'{model_file}: no motor drives joint(s) {missing}')
+    idx = [by_joint[n] for n in joint_names]
+    return MotorLimits(torque_limit=full.torque_limit[idx], knee_speed=full.knee_speed[idx],
+                       no_load_speed=full.no_load_speed[idx])
+
+
 class LeggedSupervisor:
     """The mode machine and the motor-rate command of one legged robot (module doc)."""
 

@@ -26,9 +26,8 @@ import numpy as np
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Imu
-from unilab_core.actuator import MotorLimits
 
-from unilab_safety.legged import LeggedSupervisor, Mode
+from unilab_safety.legged import LeggedSupervisor, Mode, motor_limits
 from unilab_safety.params import SafetySpec
 from unilab_safety.rt import RtLoop
 
@@ -36,21 +35,6 @@ from unilab_safety.rt import RtLoop
 PEER_CHECK_S = 0.5
 #: ``deploy --armed`` stands the robot up once its inputs have streamed this long (s).
 AUTO_ARM_AFTER_S = 0.5
-
-
-def motor_limits(model_file: str, joint_names: list[str]) -> MotorLimits:
-    """Return the motor limits of ``joint_names`` from an MJCF model, found by joint name."""
-    import mujoco
-    model = mujoco.MjModel.from_xml_path(model_file)
-    full = MotorLimits.from_model(model)
-    by_joint = {model.joint(int(model.actuator_trnid[a, 0])).name: a
-                for a in range(model.nu)}
-    missing = [n for n in joint_names if n not in by_joint]
-    if missing:
-        raise ValueError(f'{model_file}: no motor drives joint(s) {missing}')
-    idx = [by_joint[n] for n in joint_names]
-    return MotorLimits(torque_limit=full.torque_limit[idx], knee_speed=full.knee_speed[idx],
-                       no_load_speed=full.no_load_speed[idx])
 
 
 class LeggedIO:
