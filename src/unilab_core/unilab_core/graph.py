@@ -127,9 +127,9 @@ class Graph:
     #: one per process: the robot's control loop, while learners run beside it in their
     #: own processes (``unilab adapt``). Empty: every node in its own process.
     together: tuple[str, ...] = ()
-    #: Nodes a starter runs under SCHED_IDLE from their process's first instruction (the
-    #: learners beside a robot's control loop): their imports and DDS start-up never take
-    #: a core the control loop wants (the nodes also move themselves, on any starter).
+    #: Nodes a starter moves to SCHED_IDLE as their process starts (the learners beside a
+    #: robot's control loop): their imports and DDS start-up do not take a core the control
+    #: loop wants (the nodes also move themselves, on any starter).
     idle: tuple[str, ...] = ()
 
     def node(self, name: str) -> NodeSpec:
