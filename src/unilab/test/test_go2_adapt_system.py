@@ -34,12 +34,15 @@ FAST = {'adapt': {'period_s': 0.5, 'min_episodes': 2, 'sim_envs': 1,
 #: Walk segments' commands, each held SEGMENT_S (a new command starts an episode).
 COMMANDS = ((0.3, 0.0, 0.0), (0.0, 0.0, 0.5), (-0.3, 0.0, 0.0), (0.0, 0.2, 0.0))
 SEGMENT_S = 1.5
+TILT = 0.65
 
 
 def _profile_with_estimate(tmp_path):
     shipped = profile_path('go2')
     data = yaml.safe_load(shipped.read_text())
     data['robot']['task_inputs']['estimate_topic'] = '/odom'
+    # The robot's own fall-stop bound (not the default 0.7) is the walking reward's fall.
+    data['robot']['legged']['max_tilt_rad'] = TILT
     path = tmp_path / 'go2_estimate.yaml'
     path.write_text(yaml.safe_dump(data))
     # The profile's files are relative to it.
@@ -92,6 +95,8 @@ def test_adapt_on_the_go2_double_scores_walk_segments_and_deploys_a_version(tmp_
         assert history[1]['episodes'] >= 2
         assert 0.0 <= history[1]['robot_success'] <= 1.0
         assert (a / 'versions' / 'v0001.npy').is_file()
+        params = yaml.safe_load((rd / 'graph_params.yaml').read_text())
+        assert params['adapter']['ros__parameters']['max_tilt_rad'] == TILT
     finally:
         adapt.stop()
         double.stop()

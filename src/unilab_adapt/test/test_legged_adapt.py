@@ -62,6 +62,8 @@ def test_walk_success_is_a_segment_without_a_fall_and_a_fall_ends_for_good():
     score = score_versions(steps, robot_reward('go2_walk'))[3]
     # Complete episodes: steps 3-5 (fell), 6-8 (walked on), 9-11 (tilted past the bound).
     assert (score.episodes, score.successes) == (3, 1)
+    # A robot whose fall stop allows 0.9 rad (its profile's legged.max_tilt_rad): walked on.
+    assert score_versions(steps, robot_reward('go2_walk', max_tilt_rad=0.9))[3].successes == 2
     # Upright but down on the floor (the fall stop's damping after a stale input): a fall.
     obs[7, 0, WalkReward.columns(n)['height']] = 0.08
     steps = chunk_steps(tensors, 3, robot_reward('go2_walk'))

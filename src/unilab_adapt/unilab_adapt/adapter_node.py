@@ -66,11 +66,13 @@ def make_sim_test(cfg, bundle, task_name: str, run_dir, adapt, pause=None):
     return sim_test
 
 
-def build_adapter(run_dir, model: str, adapt, log=print, pause=None) -> Adapter:
+def build_adapter(run_dir, model: str, adapt, log=print, pause=None,
+                  max_tilt_rad: float | None = None) -> Adapter:
     """
     Return the adapter of a deployment (its run directory's config, the trained policy).
 
-    ``pause`` (``ControlPacer.pause``) runs between the pieces of a round's work.
+    ``pause`` (``ControlPacer.pause``) runs between the pieces of a round's work;
+    ``max_tilt_rad`` is a walking robot's fall-stop bound (None: the default).
     """
     from unilab_bringup.deploy import describe_model
     from unilab_policy.networks import load_trained
@@ -87,7 +89,7 @@ def build_adapter(run_dir, model: str, adapt, log=print, pause=None) -> Adapter:
     sim_test = make_sim_test(cfg, trained.bundle, desc.task.name, run_dir, adapt, pause)
     return Adapter(run_dir, trained.bundle, flat0, adapt, cfg.advantage, cfg.policy_update,
                    sim_test, log=log, pause=pause,
-                   reward=robot_reward(desc.task.name, desc.task.control_dt))
+                   reward=robot_reward(desc.task.name, desc.task.control_dt, max_tilt_rad))
 
 
 class AdapterNode(Node):
@@ -107,7 +109,8 @@ class AdapterNode(Node):
         self.pacer = ControlPacer(p.control_rate_hz, before, after)
         try:
             self.core = build_adapter(p.run_dir, p.model, p.adapt, log=self.get_logger().info,
-                                      pause=self.pacer.pause)
+                                      pause=self.pacer.pause,
+                                      max_tilt_rad=p.max_tilt_rad or None)
         except (ValueError, OSError) as exc:
             raise ConfigError(f'adapter: {exc}') from None
         self.counters = {'chunks': 0, 'bad_chunks': 0, 'rounds': 0, 'deployed': 0,

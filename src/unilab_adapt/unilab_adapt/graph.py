@@ -64,7 +64,9 @@ def adapt_graph(deploy: Graph, cfg: RunConfig, model: str | pathlib.Path,
     robot_health = params['policy'].health
     params['adapter'] = AdapterNodeParams(
         run_dir=str(run_dir), model=str(model), adapt=a,
-        control_rate_hz=params['perception'].control_rate_hz, health=robot_health.model_copy(
+        control_rate_hz=params['perception'].control_rate_hz,
+        max_tilt_rad=safety.legged.max_tilt_rad if safety.legged_interface else 0.0,
+        health=robot_health.model_copy(
             update={'peers': [f'{ns}/{n.name}' for n in deploy.nodes]}))
     remap = dict(deploy.remappings)
     robot = remap.get('policy', {})

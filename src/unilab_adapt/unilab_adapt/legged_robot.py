@@ -106,6 +106,8 @@ class LeggedRobot:
         if profile.legged is None:
             raise ValueError(f'robot {profile.name}: not a legged robot')
         self.profile, self.variant = profile, variant
+        #: The fall stop's bound (rad): the robot reward's fall (``robot_reward``).
+        self.max_tilt_rad = float(profile.legged.max_tilt_rad)
         self.joint_names = list(task_info.joint_names)
         self.control_dt = 1.0 / float(profile.control_rate_hz)
         self.ticks_per_step = int(round(self.control_dt / PHYSICS_DT))

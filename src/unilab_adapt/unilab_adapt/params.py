@@ -94,5 +94,9 @@ class AdapterNodeParams(Section):
     control_rate_hz: float = Field(0.0, ge=0.0, description='The robot\'s control rate (the '
                                    'profile\'s): the period the adapter yields around '
                                    '(0: unknown, no yielding).')
+    max_tilt_rad: float = Field(0.0, ge=0.0, lt=1.5708, description='A walking robot\'s '
+                                'fall-stop bound (its profile\'s legged.max_tilt_rad): a walk '
+                                'segment whose trunk tilts past it counts as a fall (0: the '
+                                'supervisor\'s default).')
     adapt: AdaptSection = Field(default_factory=AdaptSection)
     health: HealthParams = Field(default_factory=HealthParams)

@@ -28,6 +28,7 @@ from unilab_bridge.tasks.go2_walk import (EXTRAS_NAMES, measurable_terms, MIN_HE
                                           PRIVILEGED_NAMES, REWARD_SCALES as WALK_SCALES)
 from unilab_bridge.tasks.reach_reward import combine, reach_terms, REWARD_SCALES
 from unilab_bringup.evaluation import SUCCESS_M
+from unilab_core.robot_profile import LeggedSection
 
 
 def reach_columns(act_dim: int) -> dict[str, slice]:
@@ -75,8 +76,9 @@ class WalkReward:
     """go2_walk's robot reward and success (module doc)."""
 
     task = 'go2_walk'
-    #: Roll or pitch beyond this (rad) is a fall: the legged supervisor's default bound.
-    MAX_TILT_RAD = 0.7
+    #: Roll or pitch beyond this (rad) is a fall: the legged supervisor's default bound
+    #: (a robot's own comes from its profile, ``legged.max_tilt_rad``).
+    MAX_TILT_RAD = LeggedSection.model_fields['max_tilt_rad'].default
 
     def __init__(self, control_dt: float = 0.02, max_tilt_rad: float = MAX_TILT_RAD):
         self.dt = float(control_dt)
@@ -138,11 +140,16 @@ class WalkReward:
 REACH = ReachReward()
 
 
-def robot_reward(task: str, control_dt: float | None = None):
-    """Return the robot reward rule of ``task`` (ValueError naming the supported ones)."""
+def robot_reward(task: str, control_dt: float | None = None, max_tilt_rad: float | None = None):
+    """
+    Return the robot reward rule of ``task`` (ValueError naming the supported ones).
+
+    ``max_tilt_rad``: a walking robot's fall-stop bound (its profile's); None: the default.
+    """
     if task == REACH.task:
         return REACH
     if task == WalkReward.task:
-        return WalkReward(*(() if control_dt is None else (control_dt,)))
+        given = {'control_dt': control_dt, 'max_tilt_rad': max_tilt_rad}
+        return WalkReward(**{k: v for k, v in given.items() if v is not None})
     raise ValueError(f'task `{task}` has no reward computable on a robot (supported: '
                      f'{REACH.task}, {WalkReward.task})')

@@ -47,7 +47,8 @@ def adapt_in_simulation(cfg, model: str | pathlib.Path, variant: dict | None, ro
     sim_test = make_sim_test(cfg, trained.bundle, desc.task.name, run_dir, cfg.adapt)
     adapter = Adapter(run_dir, trained.bundle, flat0, cfg.adapt, cfg.advantage,
                       cfg.policy_update, sim_test, log=lambda *_: None,
-                      reward=robot_reward(desc.task.name, desc.task.control_dt))
+                      reward=robot_reward(desc.task.name, desc.task.control_dt,
+                                          getattr(robot, 'max_tilt_rad', None)))
     actor = make_actor(policy_params(cfg, desc.task, mode='adapt', num_envs=1), 'cpu',
                        copy.deepcopy(trained.bundle), log=lambda *_: None)
     actor.set_version(0)

@@ -20,6 +20,7 @@ by its joint's name, so a model in another joint order maps right.
 from __future__ import annotations
 
 import math
+import sys
 import time
 
 import numpy as np
@@ -59,11 +60,20 @@ class LeggedIO:
         self._fault_logged = ''  # the latched fault last written to the log
         self._node = node
         node.create_subscription(Imu, spec.imu_topic, self._on_imu, qos)
-        self.loop = RtLoop(self._tick, spec.legged.motor_rate_hz, name='unilab_legged')
+        # The gate loop's real-time settings (SCHED_FIFO priority, CPUs, mlockall).
+        rt = spec.safety
+        self.loop = RtLoop(self._tick, spec.legged.motor_rate_hz, 0.0, rt.rt_priority,
+                           rt.cpu_affinity, rt.mlockall, name='unilab_legged')
 
     def start(self):
         """Start the motor-rate loop; return its real-time answers."""
-        return self.loop.start()
+        switch_us = self.spec.safety.gil_switch_us
+        if switch_us:
+            # A thread of this process holding the GIL (the executor, busy with the nodes'
+            # callbacks) keeps it for the switch interval after the loop wakes: CPython's
+            # 5 ms would be two and a half motor periods at 500 Hz.
+            sys.setswitchinterval(switch_us * 1e-6)
+        return {**self.loop.start(), 'gil_switch_us': switch_us or None}
 
     def stop(self) -> None:
         """Stop the motor-rate loop (nothing is published after this returns)."""

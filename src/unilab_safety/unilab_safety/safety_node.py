@@ -199,11 +199,12 @@ class SafetyNode(Node):
                                             name='unilab_safety_pub')
         self._pub_thread.start()
         if self.legged is not None:
-            self.legged.start()
+            motor = self.legged.start() or {}
+            motor_text = ', '.join(f'{k}: {v}' for k, v in motor.items() if v is not None)
             self.get_logger().info(
                 f'legged robot: {spec.legged_interface} at {spec.legged.motor_rate_hz:g} Hz '
-                f'(kp {spec.legged.kp:g}, kd {spec.legged.kd:g}); passive until ~/arm stands '
-                'it up')
+                f'(kp {spec.legged.kp:g}, kd {spec.legged.kd:g}; motor loop {motor_text}); '
+                'passive until ~/arm stands it up')
         self.get_logger().info(
             f'gating {len(joint_names)} joints ({spec.interface}) from '
             f'{self.resolve_topic_name(topics.ACTION)} to {self.pub.topic_name} '
