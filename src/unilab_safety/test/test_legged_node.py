@@ -4,6 +4,7 @@
 
 import math
 import pathlib
+import sys
 
 import numpy as np
 import pytest
@@ -108,6 +109,10 @@ def test_passive_damping_torques_by_joint_name_at_the_motor_rate(legged):
     stats = node.stats()
     assert stats['legged_mode'] == 'passive' and stats['legged_published'] >= 50
     assert stats['legged_rate_hz'] == pytest.approx(LEG.motor_rate_hz)
+    # The loop thread shares the interpreter with the executor: a woken loop waits for the
+    # GIL at most safety.gil_switch_us (100 us), not CPython's 5 ms.
+    assert sys.getswitchinterval() == pytest.approx(100e-6, abs=2e-6)
+    assert node.legged.loop.priority == 80   # the gate loop's SCHED_FIFO priority
 
 
 def test_arm_stands_up_then_a_tilt_latches_the_fall_stop_until_reset(legged):
