@@ -123,6 +123,34 @@ def learn_go2() -> str:
             f'`docs/bench/learn_rsl_rl_go2.json` (commit `{str(peer.get("commit"))[:10]}`).\n')
 
 
+#: go2_walk seed 0 at growing budgets: the preset's run, then the same run resumed further.
+GO2_BUDGETS = ('learn_go2.json', 'learn_go2_10m.json', 'learn_go2_15m.json')
+
+
+def learn_go2_budget() -> str:
+    """Return go2_walk seed 0 per command at each budget scored (GO2_BUDGETS that exist)."""
+    runs = [load(n) for n in GO2_BUDGETS if (ROOT / 'docs' / 'bench' / n).is_file()]
+    head = ['command'] + [f'{d["steps"] / 1e6:g} M: vx / vy / yaw error, survival' for d in runs]
+    first = runs[0]['per_seed']['0']
+    rows = []
+    for c in (k for k in first if isinstance(first[k], dict) and 'survival' in first[k]):
+        row = [f'`{c}`']
+        for d in runs:
+            e = d['per_seed']['0'][c]
+            row.append(f'{_fmt(e["vx_error"])} / {_fmt(e["vy_error"])} / '
+                       f'{_fmt(e["yaw_error"])}, {_pct(e["survival"])}')
+        rows.append(row)
+    walls = ', '.join(f'{d["steps"] / 1e6:g} M: {d["per_seed"]["0"]["wall_s"]:,.0f} s'
+                      for d in runs)
+    met = ', '.join(f'{d["steps"] / 1e6:g} M: ' + (', '.join(
+        t for t, ok in d['targets_met']['0'].items() if ok) or 'none') for d in runs)
+    sources = ', '.join(f'`docs/bench/{n}` (commit `{str(d.get("commit"))[:10]}`)'
+                        for n, d in zip(GO2_BUDGETS, runs))
+    return (_table(head, rows)
+            + f'\nSeed 0, errors in m/s and rad/s. Training wall time on the 2-core VM: '
+            f'{walls}. Targets met: {met}. Sources: {sources}.\n')
+
+
 def learn_rsl_rl_our_settings_arm6() -> str:
     """Return rsl_rl's PPO with our PPO's settings beside ours on arm6_reach, per seed."""
     return _rsl_rl_table('learn_rsl_rl_our_settings_arm6.json')
@@ -262,7 +290,11 @@ def adapt_go2() -> str:
             f'deployed, {d["candidates_rejected"]} rejected by the simulation test, '
             f'{d["rollbacks"]} rollbacks; falls in the first segment after an update: '
             f'{d["falls_after_update"]} of {d["updates_followed"]}; {d["adapt_wall_s"]:.0f} s. '
-            f'Gain {d["success_gain_points"]:+.1f} points (target +20: '
+            + (f'Before adapting, on ice (friction {d["ice_friction"]:g}): walking success '
+               f'{_pct(d["success_before_on_ice"])} of {d["segments_before_on_ice"]} segments, '
+               f'v_x error {_fmt(d["vx_error_before_on_ice"])}. '
+               if 'success_before_on_ice' in d else '')
+            + f'Gain {d["success_gain_points"]:+.1f} points (target +20: '
             f'{"met" if d["adaptation_target_met"] else "not met"}). Errors in m/s and rad/s.'
             + _adapt_go2_latency(d)
             + f' Source: `docs/bench/adapt_go2.json` (commit `{str(d.get("commit"))[:10]}`).\n')
@@ -571,6 +603,7 @@ def stale() -> list[tuple[str, str, int]]:
 FIGURES = {'learn_arm6': learn_arm6, 'learn_rsl_rl_arm6': learn_rsl_rl_arm6,
            'learn_rsl_rl_our_settings_arm6': learn_rsl_rl_our_settings_arm6,
            'learn_rsl_rl_quad': learn_rsl_rl_quad, 'learn_go2': learn_go2,
+           'learn_go2_budget': learn_go2_budget,
            'headline': headline, 'bench_index': bench_index, 'robot_ur5e': robot_ur5e,
            'robot_go2': robot_go2, 'adapt_go2': adapt_go2,
            'graph_view': graph_view, 'bridge_peers': bridge_peers,

@@ -89,7 +89,7 @@ def test_a_walking_policy_adapts_on_the_go2_double_and_is_scored_before_and_afte
     from unilab_core.config import ConfigError
     model = fresh_run_dir('go2_walk', tmp_path / 'model')
     for name, value in (('EVAL_SEGMENTS', 3), ('MIN_EPISODES', 2), ('SEGMENT_S', 1.0),
-                        ('SIM_ENVS', 1)):
+                        ('SIM_ENVS', 1), ('ICE_SEGMENTS', 2)):
         monkeypatch.setattr(adapt_legged, name, value)
     args = argparse.Namespace(robot='go2', variant='slippery', model=str(model), steps=1,
                               seed=0, latency_cycles=0)
@@ -101,6 +101,9 @@ def test_a_walking_policy_adapts_on_the_go2_double_and_is_scored_before_and_afte
         per = out[f'per_command_{side}']   # the first three commands, a segment each
         assert [c['segments'] for c in per] == [1, 1, 1]
         assert sum(c['falls'] for c in per) == out[f'falls_{side}']
+    # The starting version on ice too (a floor below the training's friction), before only.
+    assert out['ice_friction'] == adapt_legged.ICE_FRICTION < 0.2
+    assert out['segments_before_on_ice'] == 2 and 'segments_after_on_ice' not in out
     # One round: the running version scored on the robot, one candidate fine-tuned and
     # either deployed (then followed on the robot) or rejected by the simulation test.
     assert len(out['robot_success_per_round']) == 1

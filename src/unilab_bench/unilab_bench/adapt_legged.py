@@ -15,6 +15,8 @@ end, each deterministic (as ``unilab deploy`` acts) over ``EVAL_SEGMENTS`` segme
 ``EVAL_SEED``, with their tracking errors on the double's ground truth and falls, in all
 and per command (``per_command_*``); the same on the ``real`` variant's ordinary floor
 (``*_on_real``);
+``*_before_on_ice``: the starting version on a floor of ``ICE_FRICTION`` (below anything
+it trained on), ``ICE_SEGMENTS`` segments;
 ``robot_success_per_round``: what the adapter saw of the sampling policy each round;
 ``falls_after_update``: falls in the first segment after each deployed version (an update
 that tips the robot over shows there); versions deployed, rejected, rolled back.
@@ -55,18 +57,22 @@ EVAL_SEGMENTS = 48
 SEGMENT_S = 5.0
 SIM_ENVS = 8
 GAIN_TARGET_POINTS = 20.0
+#: Before adapting, also on ice: floor friction (go2_walk trains on 0.2-1.25), segments.
+ICE_FRICTION, ICE_SEGMENTS = 0.1, 16
 #: The control loop's p99 may rise by this much (ms) while the adapter works beside it.
 LATENCY_TARGET_MS = 0.5
 
 
-def _walk(cfg, desc, bundle, profile, variant: str, segments: int, seed: int) -> dict:
+def _walk(cfg, desc, bundle, profile, variant: str, segments: int, seed: int,
+          friction: float | None = None) -> dict:
     """Return walking success and tracking of ``bundle`` acting deterministically."""
     with tempfile.TemporaryDirectory(prefix='unilab_bench_walk_') as tmp:
         gate = make_gate(cfg, tmp)
     actor = make_actor(policy_params(cfg, desc.task, mode='deploy', num_envs=1), 'cpu',
                        bundle, log=lambda *_: None)
     actor.set_version(0)
-    robot = LeggedRobot(profile, desc.task, variant, seed=seed, segment_s=SEGMENT_S)
+    robot = LeggedRobot(profile, desc.task, variant, seed=seed, segment_s=SEGMENT_S,
+                        friction=friction)
     loop = SimLoop(robot, actor, gate)
     loop.reset(seed=seed)
     while len(robot.tally.segments) < segments:
@@ -115,6 +121,11 @@ def bench_adapt_legged(args, robot_name: str) -> dict:
     for suffix, floor in floors.items():
         before = _walk(cfg, desc, bundle, profile, floor, EVAL_SEGMENTS, EVAL_SEED)
         out.update({f'{k}_before{suffix}': v for k, v in before.items()})
+    # Before adapting only: the starting policy on a floor far below its training's
+    # friction (ICE_FRICTION): whether a slipperier floor than the variant's makes it fall.
+    ice = _walk(cfg, desc, bundle, profile, variant, ICE_SEGMENTS, EVAL_SEED, ICE_FRICTION)
+    out.update({'ice_friction': ICE_FRICTION,
+                **{f'{k}_before_on_ice': v for k, v in ice.items()}})
     out['eval_wall_s'] = round(time.monotonic() - t0, 1)
     robot = LeggedRobot(profile, desc.task, variant, seed=ADAPT_SEED, segment_s=SEGMENT_S)
     deployed_at: list[int] = []
