@@ -3,6 +3,7 @@
 """``bench learn``: the expert baseline through the gate, curves, and tracking figures."""
 
 import argparse
+import math
 import pathlib
 
 import numpy as np
@@ -65,14 +66,18 @@ def test_curves_and_summaries_read_the_metrics_file(tmp_path):
     from unilab_bench.learn_runs import last_finite, mean_std, read_curve
     (tmp_path / 'metrics.csv').write_text(
         'charts/env_steps,charts/wall_s,charts/mean_return,episodes/success_rate,'
-        'safety/clamp_share\n'
-        '100,1.0,nan,,0.9\n200,2.0,5.0,0.5,0.5\n300,3.0,7.0,nan,0.1\n')
+        'safety/clamp_share,charts/learning_rate\n'
+        '100,1.0,nan,,0.9,1e-05\n200,2.0,5.0,0.5,0.5,1.5e-05\n300,3.0,7.0,nan,0.1,1e-05\n')
     c = read_curve(tmp_path)
     assert c['env_steps'] == [100.0, 200.0, 300.0]
     assert np.isnan(c['return'][0]) and c['return'][2] == 7.0
     assert last_finite(c['success'], 1.0) == 0.5   # the empty and NaN cells are skipped
     assert last_finite(c['clamp_share'], 0.3) == 0.1
     assert mean_std([1.0, 3.0, None]) == {'mean': 2.0, 'std': 1.0}
+    # The share of updates whose adaptive learning rate sat at the schedule's floor (1e-5).
+    from unilab_bench.learn_quad import lr_at_floor_share
+    assert lr_at_floor_share(c['learning_rate']) == pytest.approx(2 / 3, abs=1e-4)
+    assert lr_at_floor_share([math.nan]) is None
 
 
 def test_an_unknown_subset_is_refused_by_name():

@@ -14,6 +14,8 @@ command): error <= VX_ERROR_TARGET, survival >= SURVIVAL_TARGET.
 training's pushes and randomised world, each command held for the whole episode (errors
 are mean absolute errors after the first second, ``Go2Walk.settle_s``), stand-still drift,
 and random commands on a floor of friction 0.3. GO2_TARGETS are the issue's.
+``lr_at_floor_share`` (per seed): the share of the run's updates whose KL-adaptive learning
+rate sat at its floor (``ppo.LR_MIN``).
 """
 
 from __future__ import annotations
@@ -49,6 +51,15 @@ GO2_KEYS = ('return', 'vx_error', 'vy_error', 'yaw_error', 'drift', 'survival', 
 #: The issue's targets: tracking errors, survival, stand-still drift, slippery survival.
 GO2_TARGETS = {'vx_error': 0.10, 'vy_error': 0.10, 'yaw_error': 0.10, 'survival': 0.99,
                'drift': 0.05, 'slippery_survival': 0.95}
+
+
+def lr_at_floor_share(rates) -> float | None:
+    """Return the share of updates whose adaptive learning rate sat at its floor (LR_MIN)."""
+    from unilab_policy.ppo import LR_MIN
+    finite = [r for r in rates if r == r]
+    if not finite:
+        return None
+    return round(sum(r <= LR_MIN * (1 + 1e-9) for r in finite) / len(finite), 4)
 
 
 def default_steps(task: str) -> int:
@@ -127,6 +138,7 @@ def quad(subset: str, seeds, steps, root: pathlib.Path) -> dict:
         per_seed[seed] = {'run_dir': str(rd), 'train_return_last': summary.get('return_last'),
                           'wall_s': summary.get('wall_s'), **score_quad(cfg, rd, task)}
         curves[seed] = read_curve(rd)
+        per_seed[seed]['lr_at_floor_share'] = lr_at_floor_share(curves[seed]['learning_rate'])
     if task == 'go2_walk':
         means = {name: {k: mean_std([s[name][k] for s in per_seed.values()])
                         for k in GO2_KEYS} for name in GO2_COMMANDS}

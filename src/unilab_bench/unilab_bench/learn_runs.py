@@ -18,10 +18,10 @@ EVAL_SEED = 4321
 
 
 def read_curve(run_dir: pathlib.Path) -> dict:
-    """Return env steps, wall time, mean return, success and clamp share per metrics row."""
+    """Return env steps, wall time, mean return, success, clamp share, LR per metrics row."""
     cols = {'env_steps': 'charts/env_steps', 'wall_s': 'charts/wall_s',
             'return': 'charts/mean_return', 'success': 'episodes/success_rate',
-            'clamp_share': 'safety/clamp_share'}
+            'clamp_share': 'safety/clamp_share', 'learning_rate': 'charts/learning_rate'}
     out = {k: [] for k in cols}
     with open(run_dir / 'metrics.csv', newline='') as f:
         for row in csv.DictReader(f):
