@@ -249,10 +249,10 @@ class SafetySection(Section):
     busy_wait_us: float = Field(
         0.0, ge=0.0, description='Busy-wait this long before each deadline (< one period).')
     gil_switch_us: float = Field(
-        100.0, ge=0.0, le=5000.0, description='A legged robot\'s motor-rate loop, a thread '
-        'of the node\'s process: the process\'s GIL switch interval (us), how long a Python '
-        'thread busy with callbacks keeps the interpreter once the loop has woken (CPython\'s '
-        'default is 5000; 0 leaves it).')
+        0.0, ge=0.0, le=5000.0, description='A legged robot\'s motor-rate loop, a thread of '
+        'the node\'s process: the process\'s GIL switch interval (us), how long a Python '
+        'thread busy with callbacks keeps the interpreter once the loop has woken. Lower '
+        'trades the gate\'s action latency for the loop\'s period (0: CPython\'s 5000).')
     workspace_box: list[float] = Field(
         default_factory=list, description='[xmin, ymin, zmin, xmax, ymax, zmax] in m for the '
         'look-ahead ([] = off; needs workspace_model_file).')

@@ -70,8 +70,9 @@ class LeggedIO:
         switch_us = self.spec.safety.gil_switch_us
         if switch_us:
             # A thread of this process holding the GIL (the executor, busy with the nodes'
-            # callbacks) keeps it for the switch interval after the loop wakes: CPython's
-            # 5 ms would be two and a half motor periods at 500 Hz.
+            # callbacks) keeps it for the switch interval after the loop wakes (CPython's
+            # 5 ms is two and a half motor periods at 500 Hz); a shorter one interrupts the
+            # executor's work, the gate's action path among it, that much more often.
             sys.setswitchinterval(switch_us * 1e-6)
         return {**self.loop.start(), 'gil_switch_us': switch_us or None}
 
