@@ -72,6 +72,10 @@ class TaskInputsSection(Section):
         'body-frame velocity and height; on a Go2 its sport-mode state, or motion capture), '
         'put in the critic\'s columns: online adaptation\'s walking reward needs it; the '
         'actor never reads it. Empty: none (zeros there; `unilab adapt` refuses the robot).')
+    estimate_timeout_s: float = Field(
+        0.1, gt=0.0, description='legged: a state estimate that arrived longer ago than this '
+        'at a control step is stale: the step is counted (perception\'s `estimate_stale`, '
+        'on /diagnostics) and logged; its critic columns keep the last estimate.')
 
 
 class LeggedSection(Section):

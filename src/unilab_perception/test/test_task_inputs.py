@@ -124,6 +124,14 @@ def test_legged_extras_carry_a_state_estimate_for_the_critic_and_a_new_command_i
         inputs.set_estimate([np.nan, 0.0, 0.0], 0.3)
     with pytest.raises(ValueError, match='a state estimate needs 4'):
         LeggedInputs(9).set_estimate([0.0, 0.0, 0.0], 0.3)
+    # Its age, by arrival: the robot side counts a step whose estimate is older than the
+    # profile's estimate_timeout_s (a refused message leaves the last one's time).
+    assert inputs.estimate_age_s(0) is None           # the estimate above came untimed
+    inputs.set_estimate([0.5, 0.0, 0.0], 0.3, now_ns=1_000_000_000)
+    assert inputs.estimate_age_s(1_050_000_000) == pytest.approx(0.05)
+    with pytest.raises(ValueError):
+        inputs.set_estimate([0.0, 0.0, np.inf], 0.3, now_ns=2_000_000_000)
+    assert inputs.estimate_age_s(2_000_000_000) == pytest.approx(1.0)
     # A walk segment on a robot is one command held: a repeated command is the same one.
     episodes = []
     for cmd in ([0.5, 0, 0], [0.5, 0, 0], [0.5, 0, 0.0004], [0, 0.3, 0], [0, 0.3, 0]):

@@ -10,11 +10,13 @@ their stamps, so a robot double running faster than the wall clock is
 followed). Messages a task input refuses (not finite) are counted and logged
 through the node's ``_invalid`` (goals per reason: ``task_inputs/goal_workspace``,
 ``goal_frame``, ``goal_non_finite``); a step without all inputs yet is skipped and
-counted (``task_inputs/missing``).
+counted (``task_inputs/missing``). A legged robot's state estimate missing or older than
+``task_inputs.estimate_timeout_s`` at a step is counted (``estimate_stale``) and logged.
 """
 
 from __future__ import annotations
 
+import time
 from typing import NamedTuple
 
 from geometry_msgs.msg import PoseStamped, Twist
@@ -39,6 +41,7 @@ class RobotSource:
 
     def __init__(self, node, p, qos):
         self.node = node
+        self.estimate_timeout_s: float | None = None
         self.period_ns = int(round(1e9 / p.control_rate_hz)) if p.control_rate_hz else 0
         self.last_ns: int | None = None
         self.seq = -1
@@ -63,6 +66,9 @@ class RobotSource:
             node.create_subscription(Twist, ti.cmd_vel_topic, self._on_cmd, qos)
             if ti.estimate_topic:
                 node.create_subscription(Odometry, ti.estimate_topic, self._on_estimate, qos)
+                # Steps whose estimate is missing or older than this (on /diagnostics).
+                self.estimate_timeout_s = ti.estimate_timeout_s
+                node.counters['estimate_stale'] = 0
         else:
             self.inputs = None
         width = 0 if self.inputs is None else self.inputs.width
@@ -99,7 +105,19 @@ class RobotSource:
         self._take_odometry(msg, self.inputs.set_odometry, 'odometry')
 
     def _on_estimate(self, msg: Odometry) -> None:
-        self._take_odometry(msg, self.inputs.set_estimate, 'estimate')
+        now = time.monotonic_ns()
+        self._take_odometry(msg, lambda v, z: self.inputs.set_estimate(v, z, now), 'estimate')
+
+    def _check_estimate(self) -> None:
+        """Count (and log) a step whose state estimate is missing or stale."""
+        age = self.inputs.estimate_age_s(time.monotonic_ns())
+        if age is not None and age <= self.estimate_timeout_s:
+            return
+        self.node.counters['estimate_stale'] += 1
+        what = 'none yet' if age is None else f'the last one {age * 1e3:.0f} ms old'
+        self.node.get_logger().warning(
+            f'state estimate stale ({what}, bound {self.estimate_timeout_s * 1e3:g} ms): the '
+            'critic\'s columns keep the last one', throttle_duration_sec=5.0)
 
     def _take_odometry(self, msg: Odometry, setter, kind: str) -> None:
         """Give ``setter`` the base-frame linear velocity and height; count a refusal."""
@@ -132,6 +150,8 @@ class RobotSource:
                 self.skipped += 1
                 self.node._invalid('task_inputs/missing', str(exc))
                 return None
+        if self.estimate_timeout_s is not None:
+            self._check_estimate()
         self.last_ns = stamp_ns
         self.seq += 1
         # A robot has no reward signal (a learner on its recordings computes one) and no

@@ -188,6 +188,7 @@ class LeggedInputs:
         self.command = np.zeros(3)                             # stand still until told
         self.episode = 0
         self.estimate: np.ndarray | None = None                # velocity (3), height
+        self.estimate_ns: int | None = None                    # when it arrived
         self._out = np.zeros((1, self.width), np.float32)
 
     def set_imu(self, quat_xyzw, gyro) -> None:
@@ -202,12 +203,23 @@ class LeggedInputs:
             self.episode += 1
         self.command = command
 
-    def set_estimate(self, v_body, z) -> None:
-        """Take a state estimate: the trunk's body-frame velocity (m/s) and height (m)."""
+    def set_estimate(self, v_body, z, now_ns: int | None = None) -> None:
+        """
+        Take a state estimate: the trunk's body-frame velocity (m/s) and height (m).
+
+        ``now_ns``: when it arrived (any monotonic clock; ``estimate_age_s`` compares).
+        """
         if self.width < self.ACTOR + 4:
             raise ValueError(f'the task has {self.width - self.ACTOR} critic columns; a '
                              'state estimate needs 4')
         self.estimate = _finite32('state estimate', [*v_body, z])
+        self.estimate_ns = now_ns
+
+    def estimate_age_s(self, now_ns: int) -> float | None:
+        """Return how long ago (s) the last estimate arrived; None without a timed one."""
+        if self.estimate_ns is None:
+            return None
+        return (now_ns - self.estimate_ns) / 1e9
 
     def extras(self, q: np.ndarray) -> np.ndarray:
         """Return the ``[1, width]`` float32 extras; the joint positions are not needed."""
