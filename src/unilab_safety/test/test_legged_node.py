@@ -37,7 +37,7 @@ def _params(topics, **legged):
         'output.joints': DRIVER, 'legged_interface': 'effort',
         'imu_topic': topics['imu'], 'motor_model_file': PROFILE.model_file,
         'safety.joint_limits_file': PROFILE.joint_limits_file,
-        'safety.rt_mode': 'inline', 'safety.mlockall': False, 'safety.rt_priority': 0,
+        'safety.rt_mode': 'inline', 'safety.mlockall': False, 'safety.rt_priority': 1,
         'safety.diagnostics_period_s': 0.2, 'safety.watchdog_timeout_s': 0.2,
         'safety.gil_switch_us': 250.0,
         **{f'legged.{k}': v for k, v in cfg.model_dump().items() if v != []}}
@@ -113,8 +113,13 @@ def test_passive_damping_torques_by_joint_name_at_the_motor_rate(legged):
     # The loop thread shares the interpreter with the executor: a woken loop waits for the
     # GIL at most safety.gil_switch_us (set here: 250 us; 0, the default, keeps CPython's).
     assert sys.getswitchinterval() == pytest.approx(250e-6, abs=5e-6)
-    # The gate loop's real-time settings (this test asks for no SCHED_FIFO: priority 0).
-    assert node.legged.loop.priority == node.get_parameter('safety.rt_priority').value == 0
+    # The gate loop's real-time settings: this test asks for SCHED_FIFO priority 1 (granted
+    # or refused, the loop asks for what the gate's loop asks for).
+    assert node.legged.loop.priority == node.get_parameter('safety.rt_priority').value == 1
+    # Stopped, the process gets its own switch interval back.
+    before = node.legged._switch_before
+    node.legged.stop()
+    assert sys.getswitchinterval() == pytest.approx(before)
 
 
 def test_arm_stands_up_then_a_tilt_latches_the_fall_stop_until_reset(legged):

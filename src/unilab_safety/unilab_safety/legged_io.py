@@ -59,6 +59,7 @@ class LeggedIO:
         self._logger = node.get_logger()
         self._fault_logged = ''  # the latched fault last written to the log
         self._node = node
+        self._switch_before: float | None = None  # the interval before start()
         node.create_subscription(Imu, spec.imu_topic, self._on_imu, qos)
         # The gate loop's real-time settings (SCHED_FIFO priority, CPUs, mlockall).
         rt = spec.safety
@@ -73,12 +74,16 @@ class LeggedIO:
             # callbacks) keeps it for the switch interval after the loop wakes (CPython's
             # 5 ms is two and a half motor periods at 500 Hz); a shorter one interrupts the
             # executor's work, the gate's action path among it, that much more often.
+            self._switch_before = sys.getswitchinterval()
             sys.setswitchinterval(switch_us * 1e-6)
         return {**self.loop.start(), 'gil_switch_us': switch_us or None}
 
     def stop(self) -> None:
         """Stop the motor-rate loop (nothing is published after this returns)."""
         self.loop.stop()
+        if self._switch_before is not None:   # the process's own interval again
+            sys.setswitchinterval(self._switch_before)
+            self._switch_before = None
 
     # -- inputs -----------------------------------------------------------------------
     def joint_state(self, q: np.ndarray, qd: np.ndarray | None) -> None:
