@@ -113,9 +113,10 @@ def test_passive_damping_torques_by_joint_name_at_the_motor_rate(legged):
     # The loop thread shares the interpreter with the executor: a woken loop waits for the
     # GIL at most safety.gil_switch_us (set here: 250 us; 0, the default, keeps CPython's).
     assert sys.getswitchinterval() == pytest.approx(250e-6, abs=5e-6)
-    # The gate loop's real-time settings: this test asks for SCHED_FIFO priority 1 (granted
-    # or refused, the loop asks for what the gate's loop asks for).
-    assert node.legged.loop.priority == node.get_parameter('safety.rt_priority').value == 1
+    # The gate's loop asks for SCHED_FIFO (priority 1 here); the motor loop stays a plain
+    # thread (at that priority it starved a double on the same cores).
+    assert node.get_parameter('safety.rt_priority').value == 1
+    assert node.legged.loop.priority == 0
     # Stopped, the process gets its own switch interval back.
     before = node.legged._switch_before
     node.legged.stop()
