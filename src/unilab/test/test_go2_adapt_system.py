@@ -13,7 +13,9 @@ network (it stands, or falls): what is checked is the path, not what adaptation 
 (``bench adapt --robot go2``, docs/adapt.md).
 """
 
+import ast
 import json
+import re
 import shutil
 import time
 
@@ -103,11 +105,24 @@ def test_adapt_on_the_go2_double_scores_walk_segments_and_deploys_a_version(tmp_
         node.destroy_node()
         rclpy.try_shutdown(context=context)
     assert 'Traceback' not in adapt.output() + double.output()
+    # Stopped by Ctrl-C, every process ended cleanly: the adapter stopped its running round
+    # first (a round left running crashed it, exit -11), and the motor loop went to damping
+    # on the signal, no stale-input fall stop while the control process closed.
+    stopped = re.search(r'unilab: stopped \((\{.*\})\)', adapt.output())
+    assert stopped and set(ast.literal_eval(stopped.group(1)).values()) == {0}, \
+        adapt.output()[-3000:]
+    safety = json.loads((rd / 'safety_stats.json').read_text())
+    assert not safety['legged_fault'].startswith(('IMU', 'joint states')), safety['legged_fault']
     # Armed at start only once the learners had joined the graph (their discovery while
     # the supervisor was active starved its inputs into the fall stop).
     control = next((rd / 'logs').glob('perception+policy+safety.log')).read_text()
-    waiting = control.index('armed at start once /recorder, /adapter joined the graph')
-    assert control.index('legged: armed at start: standing up') > waiting
+    # The log names the learners not yet joined at the first look (one, both, or none when
+    # both were up by then).
+    after = yaml.safe_load((rd / 'graph_params.yaml').read_text())['safety']
+    assert sorted(after['ros__parameters']['arm_after_nodes']) == ['/adapter', '/recorder']
+    if 'legged: armed at start once /' in control:
+        waiting = control.index('legged: armed at start once /')
+        assert control.index('legged: armed at start: standing up') > waiting
     # The state estimate reached the observations the robot recorded (the critic's
     # velocity and height columns, zeros without one).
     estimates = []

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 from test_adapt_finetune import _bundle, robot_chunk
-from unilab_adapt.adapter import Adapter
+from unilab_adapt.adapter import Adapter, RoundStopped
 from unilab_adapt.params import AdaptSection
 from unilab_core.config import AdvantageSection, PolicyUpdateSection
 from unilab_policy.weights import flatten_state
@@ -25,12 +25,12 @@ def episodes_chunk(final_distances):
     return robot_chunk(d, goal_changes=ends)
 
 
-def make_adapter(tmp_path, sim=lambda flat: 0.9, **cfg):
+def make_adapter(tmp_path, sim=lambda flat: 0.9, pause=None, **cfg):
     bundle = _bundle()
     flat0 = flatten_state(bundle)[0].numpy()
     cfg = AdaptSection(min_episodes=4, batch_size=16, **cfg)
     return Adapter(tmp_path, bundle, flat0, cfg, AdvantageSection(), PolicyUpdateSection(),
-                   sim, log=lambda *_: None)
+                   sim, log=lambda *_: None, pause=pause)
 
 
 def feed(adapter, message_version, finals):
@@ -202,3 +202,34 @@ def test_a_damaged_window_state_is_refused_naming_the_file(tmp_path, text):
     (tmp_path / 'adapt' / 'window.json').write_text(text)
     with pytest.raises(ValueError, match='window.json'):
         make_adapter(tmp_path)
+
+
+@pytest.mark.parametrize('where', ['fine-tuning', 'simulation test'])
+def test_a_round_stopped_at_a_pause_proposes_nothing_and_the_next_round_does(tmp_path, where):
+    # The node, closing, raises RoundStopped from its pause (every minibatch, every
+    # simulation step): the round ends there.
+    closing = {'on': False}
+
+    def pause():
+        if closing['on']:
+            raise RoundStopped('closing')
+
+    def sim(flat):
+        if where == 'simulation test' and a.fuse.versions[0].sim_success is not None:
+            closing['on'] = True    # the candidate's test: a simulation step's pause
+            pause()
+        return 0.9
+
+    a = make_adapter(tmp_path, sim=sim, pause=pause)
+    feed(a, 0, [0.01] * 4)
+    a.start_test()              # the deployed policy's own test, done before
+    closing['on'] = where == 'fine-tuning'
+    with pytest.raises(RoundStopped):
+        a.step()
+    kinds = [json.loads(line)['kind'] for line in open(tmp_path / 'adapt' / 'history.jsonl')]
+    assert 'candidate' not in kinds and a.fuse.running == 0 and list(a.fuse.versions) == [0]
+    # Started again from its files, the adapter goes on: the next round proposes version 1.
+    b = make_adapter(tmp_path, sim=lambda flat: 0.9)
+    feed(b, 0, [0.01] * 4)
+    r = b.step()
+    assert r.kind == 'deployed' and r.publish[1] == 1

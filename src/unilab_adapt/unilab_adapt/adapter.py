@@ -55,6 +55,15 @@ class RoundResult:
     alert: bool = False
 
 
+class RoundStopped(Exception):
+    """
+    The node is closing: raised by its ``pause`` between two pieces of a round's work.
+
+    Nothing half-done is kept: a candidate whose simulation test was cut short is never
+    proposed (its weights file is written again by the next round that gets its number).
+    """
+
+
 class Adapter:
     """Online adaptation with a safety fuse (see the module docstring)."""
 

@@ -6,7 +6,9 @@ Adapter node: the robot's rollout chunks in, fine-tuned weight versions out, a f
 Wiring only; the work is ``unilab_adapt.adapter.Adapter``. The node runs in
 its own process at a lower priority (``adapt.sched_idle``, ``adapt.nice``) with
 few torch threads (``adapt.torch_threads``), and a round (fine-tuning plus the simulation test,
-seconds of CPU) runs on a worker thread, so chunks keep arriving meanwhile.
+seconds of CPU) runs on a worker thread, so chunks keep arriving meanwhile. Closing
+ends a running round at its next pause and waits for it (``CLOSE_WAIT_S``): a round
+left running in a daemon thread crashed the process as the interpreter went down.
 The policy never waits for it: it acts with whatever weights it has and
 swaps versions between two control steps. Every round's decision is logged;
 a rollback is an ERROR on ``/diagnostics`` (``NodeDiagnostics``) until
@@ -26,7 +28,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from std_srvs.srv import Trigger
 import torch
-from unilab_adapt.adapter import Adapter, RoundResult
+from unilab_adapt.adapter import Adapter, RoundResult, RoundStopped
 from unilab_adapt.finetune import AdaptDataError, ROBOT_REWARD_TASKS
 from unilab_adapt.pacer import ControlPacer
 from unilab_adapt.params import AdapterNodeParams, RECORDINGS
@@ -43,6 +45,10 @@ from unilab_core.ros.tensor_topic import (batch_capacity, close_endpoints, Tenso
                                           TensorSubscription)
 from unilab_policy.node_common import WEIGHTS_QOS
 from unilab_policy.weights import flatten_state, unflatten_into
+
+#: Closing waits this long for a running round to reach its next pause (a minibatch, a
+#: simulation step: milliseconds).
+CLOSE_WAIT_S = 5.0
 
 
 def make_sim_test(cfg, bundle, task_name: str, run_dir, adapt, pause=None):
@@ -107,9 +113,10 @@ class AdapterNode(Node):
         before, after = ((p.adapt.yield_before_ms / 1e3, p.adapt.yield_after_ms / 1e3)
                          if p.adapt.yield_to_control else (0.0, 0.0))
         self.pacer = ControlPacer(p.control_rate_hz, before, after)
+        self._closing = threading.Event()
         try:
             self.core = build_adapter(p.run_dir, p.model, p.adapt, log=self.get_logger().info,
-                                      pause=self.pacer.pause,
+                                      pause=self._pause,
                                       max_tilt_rad=p.max_tilt_rad or None)
         except (ValueError, OSError) as exc:
             raise ConfigError(f'adapter: {exc}') from None
@@ -178,7 +185,15 @@ class AdapterNode(Node):
                 f'adapter busy: dropped a rollout chunk ({self.counters["inbox_dropped"]} so '
                 'far)', throttle_duration_sec=10.0)
 
+    def _pause(self) -> None:
+        # Between two pieces of a round's work: stop there when closing, else yield.
+        if self._closing.is_set():
+            raise RoundStopped('the adapter is closing')
+        self.pacer.pause()
+
     def _start_round(self) -> None:
+        if self._closing.is_set():
+            return
         if self._worker is not None and self._worker.is_alive():
             return
         self._worker = threading.Thread(target=self._round, daemon=True)
@@ -203,6 +218,8 @@ class AdapterNode(Node):
             taken_ns = self._take_inbox()
             try:
                 result = self.core.step(taken_ns=taken_ns)
+            except RoundStopped:
+                return
             except Exception as exc:  # noqa: BLE001 - a failed round must not end the node
                 result = RoundResult('failed', f'adaptation round failed: '
                                      f'{type(exc).__name__}: {exc}')
@@ -252,8 +269,24 @@ class AdapterNode(Node):
                 'replayed_chunks': self.replayed['chunks'],
                 'replayed_bad_chunks': self.replayed['bad_chunks'], **self.pacer.counters()}
 
+    def close(self) -> None:
+        """End a running round at its next pause and wait for it (module doc)."""
+        closing = getattr(self, '_closing', None)
+        if closing is None:   # stopped while being made
+            return
+        closing.set()
+        worker = getattr(self, '_worker', None)
+        if worker is not None and worker.is_alive():
+            worker.join(CLOSE_WAIT_S)
+            if worker.is_alive():
+                self.get_logger().error(f'the adaptation round did not stop within '
+                                        f'{CLOSE_WAIT_S:g} s; the process may end inside it')
+            else:
+                self.get_logger().info('closing: the running round was stopped')
+
     def destroy_node(self):
         """Release transport endpoints (unlink shared memory), then destroy the node."""
+        self.close()
         close_endpoints(self)
         if hasattr(self, 'health'):   # not yet there when stopped while being made
             self.health.close()

@@ -289,3 +289,37 @@ def test_the_stand_up_peak_torque_ratio_is_what_the_pd_asked_for():
     assert sup.stand_peak == pytest.approx(np.max(np.abs(raw) / LIMITS.torque_limit))
     assert sup.status()['legged_stand_peak_torque_ratio'] == pytest.approx(sup.stand_peak,
                                                                            abs=1e-4)
+
+
+@pytest.mark.parametrize('interface', ['effort', 'position'])
+def test_a_stop_request_is_damping_not_a_fault_even_as_inputs_end(interface):
+    sup, t = stood_up(interface)
+    assert sup.request_stop(t, 'stop signal') and sup.mode == Mode.PASSIVE
+    assert sup.counters['stops'] == 1
+    # The executor delivers nothing more: long past the timeout, still no fault.
+    late = t + int(CFG.state_timeout_s * 1e9) * 3
+    out = sup.tick(late)
+    assert out.mode == Mode.PASSIVE and sup.counters['faults'] == 0 and sup.fault == ''
+    if interface == 'effort':   # no damping on a stale velocity: no torque at all
+        assert np.all(out.command == 0.0) and sup.counters['ticks_stale_damping'] == 1
+    else:                       # the measured pose: the driver's PD damps
+        np.testing.assert_array_equal(out.command, STAND)
+    assert not sup.request_stop(late, 'again')   # passive already: nothing moves
+
+
+def test_a_stop_request_leaves_a_latched_fault_latched():
+    sup, t = stood_up()
+    feed(sup, t + MS, q=STAND, quat=quat_roll(1.2))
+    assert sup.tick(t + MS).mode == Mode.FAULT
+    assert not sup.request_stop(t + 2 * MS, 'stop signal')
+    assert sup.mode == Mode.FAULT and 'roll' in sup.fault
+
+
+def test_effort_damping_with_a_fresh_velocity_and_none_once_it_is_stale():
+    sup = make()
+    qd = np.linspace(-2, 2, J)
+    feed(sup, 0, qd=qd)
+    np.testing.assert_allclose(sup.tick(0).command, -CFG.damping_kd * qd)
+    timeout = int(CFG.state_timeout_s * 1e9)
+    np.testing.assert_allclose(sup.tick(timeout).command, -CFG.damping_kd * qd)
+    assert np.all(sup.tick(timeout + MS).command == 0.0)

@@ -15,6 +15,7 @@ from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
+from unilab_core import stop
 from unilab_core.robot_profile import load_profile
 from unilab_core.testing import spin_until
 from unilab_safety.safety_node import SafetyNode
@@ -180,3 +181,22 @@ def test_a_stopping_node_leaves_an_effort_robot_without_torque(legged):
     spin_until(executor, lambda: False, 0.5)   # every message in flight delivered
     np.testing.assert_array_equal(robot.commands[-1], np.zeros(12))
     assert not node.legged.loop.alive
+
+
+def test_a_stop_signal_puts_a_standing_robot_in_damping_not_a_fall_stop(legged, monkeypatch):
+    node, robot, executor, call = legged
+    assert spin_until(executor, lambda: len(robot.commands) >= 5, 10.0)
+    assert call('arm').success
+    robot.positions = dict(zip(JOINTS, LEG.stand_pose))
+    assert spin_until(executor, lambda: _mode(node) == 'POLICY', 5.0)
+    # Ctrl-C: the handler records the signal; the executor delivers nothing after it.
+    monkeypatch.setattr(stop, 'STOP_SIGNALS', [2])
+    robot.timer.cancel()
+    assert spin_until(executor, lambda: _mode(node) == 'PASSIVE', 5.0)
+    spin_until(executor, lambda: False, 3 * 0.1)   # past state_timeout_s (0.1 s here)
+    stats = node.stats()
+    assert stats['legged_mode'] == 'passive' and stats['legged_faults'] == 0
+    assert stats['legged_stops'] == 1
+    assert stats['legged_last_transition'].startswith('policy -> passive: stop signal')
+    # An effort robot whose joint states ended gets no torque, not a stale damping one.
+    np.testing.assert_array_equal(robot.commands[-1], np.zeros(12))

@@ -34,6 +34,12 @@ Modes (docs/legged.md)::
   stays at its limit for ``saturation_time_s``. Arming is refused while it is latched;
   ``clear_fault`` (the safety node's ``~/reset_estop``) clears it only when every condition
   holds again, into PASSIVE: moving again takes an explicit arm.
+- stopping (``request_stop``: the process took a stop signal, its inputs end here):
+  STAND, POLICY or LIE -> PASSIVE, not a fault; a latched fault stays latched.
+
+Damping needs a measured velocity: once the joint states are older than
+``state_timeout_s`` (the driver gone, the node stopping), the ``effort`` interface gets no
+torque rather than damping on a stale velocity.
 
 Output per tick (``motor_rate_hz``): for the ``effort`` interface the PD's torque
 ``unilab_core.actuator.PdMotor`` (the training's kp, kd, torque limits and torque-speed
@@ -141,8 +147,9 @@ class LeggedSupervisor:
         self._last_target = None   # the last target commanded (STAND, POLICY, LIE)
         self._sat_since = np.full(j, -1, np.int64)  # per joint: saturated since (ns), -1 no
         self._tau = np.zeros((1, j))
-        self.counters = {'ticks': 0, 'ticks_silent': 0, 'arms': 0, 'arms_refused': 0,
-                         'disarms': 0, 'stand_ups': 0, 'lie_downs': 0, 'policy_targets': 0,
+        self.counters = {'ticks': 0, 'ticks_silent': 0, 'ticks_stale_damping': 0,
+                         'arms': 0, 'arms_refused': 0, 'disarms': 0, 'stops': 0,
+                         'stand_ups': 0, 'lie_downs': 0, 'policy_targets': 0,
                          'saturated_ticks': 0, 'policy_ticks': 0, 'policy_saturated_ticks': 0,
                          'stand_ticks': 0, 'stand_saturated_ticks': 0,
                          'faults': 0, 'fault_clears': 0,
@@ -245,6 +252,21 @@ class LeggedSupervisor:
             self.counters['fault_clears'] += 1
             return True, f'fall stop cleared ({was}); passive, arm to stand up'
 
+    def request_stop(self, now_ns: int, reason: str) -> bool:
+        """
+        The node is stopping: damping from now on, without a fault; return whether it moved.
+
+        Its inputs end as its executor stops, well before its motor loop does: without this
+        the loop latched a stale-input fault on every ordinary stop that took longer than
+        ``state_timeout_s`` (an operator's Ctrl-C reported as a fall stop).
+        """
+        with self._lock:
+            if self.mode not in _ACTIVE:
+                return False
+            self._transition(now_ns, Mode.PASSIVE, reason)
+            self.counters['stops'] += 1
+            return True
+
     def force_fault(self, now_ns: int, text: str) -> None:
         """Latch a fault from outside (the gate's loop died): damping until cleared."""
         with self._lock:
@@ -260,16 +282,16 @@ class LeggedSupervisor:
                 if problem is not None:
                     self._latch(now_ns, *problem)
             if self.mode in (Mode.PASSIVE, Mode.FAULT):
-                return self._damping()
+                return self._damping(now_ns)
             target = self._active_target(now_ns)
             if self.mode == Mode.PASSIVE:      # the lie-down just ended
-                return self._damping()
+                return self._damping(now_ns)
             self._last_target = target
             q, qd, _ = self._js
             tau = self.pd.torque(target[None], q[None], qd[None], out=self._tau)[0]
             self._saturation(now_ns, target, q, qd)
             if self.mode == Mode.FAULT:        # saturated too long: damping from this tick
-                return self._damping()
+                return self._damping(now_ns)
             cmd = tau.copy() if self.interface == 'effort' else target.copy()
             return TickOut(self.mode, cmd, tau.copy())
 
@@ -294,7 +316,7 @@ class LeggedSupervisor:
         a = min(self._policy_count / cfg.blend_steps, 1.0)
         return self.stand_pose + a * (self._policy - self.stand_pose)
 
-    def _damping(self) -> TickOut:
+    def _damping(self, now_ns: int) -> TickOut:
         js = self._js
         if js is None or not (np.isfinite(js[0]).all() and np.isfinite(js[1]).all()):
             # Nothing measured (or garbage): effort 0 is no torque at all; a position
@@ -302,7 +324,11 @@ class LeggedSupervisor:
             self.counters['ticks_silent'] += self.interface == 'position'
             cmd = np.zeros(self.n_joints) if self.interface == 'effort' else None
             return TickOut(self.mode, cmd, np.zeros(self.n_joints))
-        q, qd, _ = js
+        q, qd, t_ns = js
+        if self.interface == 'effort' and now_ns - t_ns > self.timeout_ns:
+            # A stale velocity would be held as a constant torque: none at all instead.
+            self.counters['ticks_stale_damping'] += 1
+            return TickOut(self.mode, np.zeros(self.n_joints), np.zeros(self.n_joints))
         lim = self.limits.torque_limit
         tau = np.clip(-self.cfg.damping_kd * qd, -lim, lim)
         cmd = tau if self.interface == 'effort' else q.copy()

@@ -11,7 +11,10 @@ The legged supervisor inside the safety node: its inputs, its motor-rate loop, i
   ``LeggedSupervisor.tick`` on the wall clock and publishes each command through the
   node's ``CommandOutput`` (``forward_command``: ``Float64MultiArray`` in the controller's
   joint order), so the PD's torques reach an effort controller at the motor rate;
-- operator calls: arm (stand up), disarm (lie down), reset (clear a latched fall stop).
+- operator calls: arm (stand up), disarm (lie down), reset (clear a latched fall stop);
+- a stop signal (Ctrl-C, SIGTERM: ``unilab_core.stop``): the executor delivers no input
+  after it, so the loop's next tick puts the robot in damping (``request_stop``) rather
+  than latching a stale-input fault while the process closes.
 
 The motors' limits come from the robot model (``MotorLimits.from_model``), each motor found
 by its joint's name, so a model in another joint order maps right.
@@ -28,6 +31,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Imu
 
+from unilab_core import stop
 from unilab_safety.legged import LeggedSupervisor, Mode, motor_limits
 from unilab_safety.params import SafetySpec
 from unilab_safety.rt import RtLoop
@@ -60,6 +64,7 @@ class LeggedIO:
         self._fault_logged = ''  # the latched fault last written to the log
         self._node = node
         self._switch_before: float | None = None  # the interval before start()
+        self._stopping = False  # the process took a stop signal (``_tick``)
         node.create_subscription(Imu, spec.imu_topic, self._on_imu, qos)
         # A plain thread, not the gate loop's SCHED_FIFO: at that priority the loop measured
         # a shorter tail but the Go2 deploy system test latched stale joint states around a
@@ -172,7 +177,12 @@ class LeggedIO:
 
     # -- the motor-rate loop ----------------------------------------------------------
     def _tick(self, _deadline_ns: int) -> None:
-        out = self.sup.tick(time.monotonic_ns())
+        now = time.monotonic_ns()
+        if stop.STOP_SIGNALS and not self._stopping:
+            self._stopping = True
+            if self.sup.request_stop(now, 'stop signal: the node is closing'):
+                self._logger.warning('legged: stop signal: damping until the node closes')
+        out = self.sup.tick(now)
         if out.command is None:
             return
         try:
