@@ -314,11 +314,16 @@ def _adapt_go2_latency(d: dict) -> str:
             f'({d["control_p99_ms_adapt_increase"]:+.2f} ms; target +0.5: '
             f'{"met" if d["latency_target_met"] else "not met"}); gate action latency p99 '
             f'{ms("action_latency_p99_us_mean")} -> '
-            f'{ms("action_latency_p99_us_mean_during_adapt")} ms; fall stops latched (stale '
-            f'input): {sum(bool(r["legged_faults"]) for r in d["latency_runs"])} of '
-            f'{len(d["latency_runs"])} `deploy` runs, '
-            f'{sum(bool(r["legged_faults"]) for r in d["latency_runs_during_adapt"])} of '
-            f'{len(d["latency_runs_during_adapt"])} `adapt` runs.')
+            f'{ms("action_latency_p99_us_mean_during_adapt")} ms; fall stops latched during '
+            f'the runs: {_latched(d["latency_runs"])} `deploy`, '
+            f'{_latched(d["latency_runs_during_adapt"])} `adapt`.')
+
+
+def _latched(runs: list) -> str:
+    """Return 'k of n runs' with the latched faults' texts, of a list of latency runs."""
+    faults = [r['legged_fault'] for r in runs if r['legged_faults']]
+    text = f'{len(faults)} of {len(runs)}'
+    return text + (f' ({"; ".join(faults)})' if faults else '')
 
 
 def graph_view() -> str:
