@@ -248,12 +248,21 @@ def robot_go2() -> str:
              'knock-over (3 m/s kick): fall stop (target: damping within 50 ms of the bound)',
              'start on its side (1.4 rad), armed: fall stop (target: no stand-up)',
              'from a trained run to the first step', 'supervisor loop (500 Hz): period error p99']
-    rows = [[n, a, b] for n, a, b in zip(names, _go2_row(pos), _go2_row(eff))]
-    return (_table(['', '`go2` (position: the driver\'s PD)', '`go2_effort` (the gate\'s PD)'],
-                   rows)
-            + f'\nSources: `docs/bench/robot_go2.json`, `docs/bench/robot_go2_effort.json` '
-            f'(commit `{str(pos.get("commit"))[:10]}`; policy `{pathlib.Path(pos["model"]).name}`'
-            f', variant {pos["variant"]}).\n')
+    runs = [('robot_go2.json', pos, '`go2` (position: the driver\'s PD), 5 M policy'),
+            ('robot_go2_effort.json', eff, '`go2_effort` (the gate\'s PD), 5 M policy')]
+    # The same benches with the 15 M-step policy of the same seed (go2.md "What the budget
+    # buys"), where they were run.
+    for name, label in (('robot_go2_15m.json', '`go2`, 15 M policy'),
+                        ('robot_go2_effort_15m.json', '`go2_effort`, 15 M policy')):
+        if (ROOT / 'docs' / 'bench' / name).is_file():
+            runs.append((name, load(name), label))
+    rows = [[n, *cells] for n, *cells in zip(names, *(_go2_row(d) for _, d, _ in runs))]
+    policies = ', '.join(dict.fromkeys(f'`{pathlib.Path(d["model"]).parent.name}/'
+                                       f'{pathlib.Path(d["model"]).name}`' for _, d, _ in runs))
+    commits = ', '.join(dict.fromkeys(f'`{str(d.get("commit"))[:10]}`' for _, d, _ in runs))
+    return (_table(['', *(label for _, _, label in runs)], rows)
+            + '\nSources: ' + ', '.join(f'`docs/bench/{n}`' for n, _, _ in runs)
+            + f' (commit {commits}; policies {policies}, variant {pos["variant"]}).\n')
 
 
 def adapt_go2() -> str:
