@@ -254,7 +254,7 @@ class LeggedSupervisor:
 
     def request_stop(self, now_ns: int, reason: str) -> bool:
         """
-        The node is stopping: damping from now on, without a fault; return whether it moved.
+        Go to damping, without a fault, as the node stops; return whether the mode moved.
 
         Its inputs end as its executor stops, well before its motor loop does: without this
         the loop latched a stale-input fault on every ordinary stop that took longer than
