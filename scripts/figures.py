@@ -237,6 +237,16 @@ def _go2_row(d: dict) -> list[str]:
         f'{d["supervisor"].get("legged_loop_cycles", 0)} missed']
 
 
+def _go2_15m_headline(d: dict) -> str:
+    """Return the README's line of the 15 M-step policy on the Go2 double."""
+    seg = d['segments']
+    met = sum(bool(v) for v in d['target_met'].values())
+    return (f'v_x {seg["forward"]["vx_mean_mps"]:.2f} m/s at 0.5 (error '
+            f'{d["vx_error_mps"]:.2f}), turn in place {seg["turn"]["yaw_mean_radps"]:.2f} rad/s '
+            f'at 0.8 (error {d["yaw_error_radps"]:.2f}), {d["falls"]} falls: {met} of '
+            f'{len(d["target_met"])} targets met')
+
+
 def robot_go2() -> str:
     """Return ``bench robot`` on the Go2 double: position (driver's PD) beside effort."""
     pos, eff = load('robot_go2.json'), load('robot_go2_effort.json')
@@ -478,6 +488,10 @@ def headline() -> str:
         ['`go2_walk` on the Go2 double (1 kHz, real variant; driver\'s PD / gate\'s PD)',
          _go2_headline(load('robot_go2.json'), load('robot_go2_effort.json')),
          '`docs/bench/robot_go2.json`'],
+        *([['`go2_walk` continued to 15 M steps, on the Go2 double (driver\'s PD)',
+            _go2_15m_headline(load('robot_go2_15m.json')),
+            '`docs/bench/robot_go2_15m.json`']]
+          if (ROOT / 'docs' / 'bench' / 'robot_go2_15m.json').is_file() else []),
         ['batched bridge beside envpool (Hopper / HalfCheetah / Ant-v5, 64 and 256 envs, '
          '2 threads, same run)', _bridge_vs_envpool(load('bridge.json')),
          '`docs/bench/bridge.json`'],
