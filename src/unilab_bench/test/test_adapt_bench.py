@@ -137,6 +137,9 @@ def test_the_legged_control_loop_is_timed_with_and_without_the_adapter(tmp_path)
         assert run['action_latency_p99_us'] > 0
         assert out[f'legged_period_error_p99_us_mean{suffix}'] == run[
             'legged_period_error_p99_us']
+        # The double's own silences, to tell a stall of the double from the controller's.
+        assert run['double_joint_state_gap_max_ms'] > 0, run
+        assert run['double_joint_state_gaps_past_timeout'] >= 0, run
     assert out['control_p99_ms_adapt_increase'] == round(
         (out['legged_period_error_p99_us_mean_during_adapt']
          - out['legged_period_error_p99_us_mean']) / 1000, 3)

@@ -46,6 +46,8 @@ KEYS = ('legged_period_error_p50_us', 'legged_period_error_p99_us',
         'legged_period_error_max_us', 'legged_deadline_misses', 'legged_loop_cycles',
         'action_latency_p50_us', 'action_latency_p99_us', 'legged_mode', 'legged_fault',
         'legged_faults')
+#: What each run reports of the double (its ``--stats`` file).
+DOUBLE_KEYS = ('joint_state_gap_max_ms', 'joint_state_gaps_past_timeout')
 
 
 def profile_with_estimate(source: pathlib.Path, out_dir: pathlib.Path) -> pathlib.Path:
@@ -69,7 +71,8 @@ def _run(name: str, command: list[str], profile_file: pathlib.Path, variant: str
     cli = [sys.executable, '-m', 'unilab.cli']
     with open(tmp / f'{name}.log', 'w') as log, open(tmp / f'{name}_double.log', 'w') as dlog:
         double = start(cli + ['robot-sim', '--robot', str(profile_file), '--variant', variant,
-                              '--start', 'stand', '--seed', str(seed)], dlog)
+                              '--start', 'stand', '--seed', str(seed),
+                              '--stats', str(tmp / f'{name}_double.json')], dlog)
         ctrl = start(command + ['--run-dir', str(run_dir)], log)
         op = _Operator(profile, profile.legged.damping_kd)
         try:
@@ -93,7 +96,11 @@ def _run(name: str, command: list[str], profile_file: pathlib.Path, variant: str
             stop(double)
     summary = run_dir / 'summary.json'
     safety = json.loads(summary.read_text()).get('safety', {}) if summary.is_file() else {}
-    return {k: safety.get(k) for k in KEYS}
+    # The double's own silences: a stale-input fault with none of them was the controller's.
+    dstats = tmp / f'{name}_double.json'
+    double_stats = json.loads(dstats.read_text()) if dstats.is_file() else {}
+    return {**{k: safety.get(k) for k in KEYS},
+            **{f'double_{k}': double_stats.get(k) for k in DOUBLE_KEYS}}
 
 
 def _candidates(run_dir: pathlib.Path) -> int:

@@ -3,6 +3,7 @@
 """The legged double on a live ROS graph: a Go2 driver's topics."""
 
 import json
+import time
 import xml.etree.ElementTree as ET
 
 from double_helpers import Graph, overrides, profile_file
@@ -97,3 +98,25 @@ def test_a_state_that_cannot_go_out_is_counted_and_the_physics_runs_on(graph):
     double._publish = publish
     states = listen(probe, GO2.joint_states_topic, JointState)
     assert graph.spin_until(lambda: len(states) >= 10)   # the thread is still stepping
+
+
+def test_a_stall_of_the_double_longer_than_the_supervisor_bound_is_counted(graph):
+    # A stale-input fall stop must be attributable: did the double go quiet, or did the
+    # controller not take what arrived? The double counts its own gaps.
+    double, probe = start(graph)
+    states = listen(probe, GO2.joint_states_topic, JointState)
+    assert graph.spin_until(lambda: len(states) >= 10)
+    assert double.stats()['joint_state_gaps_past_timeout'] == 0
+    step, stalled = double.double.step, []
+
+    def stalling_step():
+        if not stalled:
+            stalled.append(True)
+            time.sleep(GO2.legged.state_timeout_s + 0.03)   # the process held up once
+        step()
+    double.double.step = stalling_step
+    n = len(states)
+    assert graph.spin_until(lambda: len(states) >= n + 20)
+    stats = double.stats()
+    assert stats['joint_state_gaps_past_timeout'] == 1
+    assert stats['joint_state_gap_max_ms'] >= (GO2.legged.state_timeout_s + 0.03) * 1e3

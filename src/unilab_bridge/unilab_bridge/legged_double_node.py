@@ -26,6 +26,13 @@ Topics (names from the profile; rates in simulated time):
 The physics follows the wall clock times ``time_scale`` on a thread of its own, in
 chunks of whole 1 kHz ticks, and publishes from there; commands and pushes reach it
 through queues and count as arriving at the tick that takes them.
+
+A real driver publishes on time; this one is a Python process sharing the machine. The
+wall-clock gap between two joint-state messages is watched (``joint_state_gap_max_ms``,
+and ``joint_state_gaps_past_timeout``: gaps longer than the profile's
+``legged.state_timeout_s``), so that a stale-input fall stop of the supervisor can be
+told apart: the double went quiet (its own stall), or the controller did not take what
+arrived.
 """
 
 from __future__ import annotations
@@ -78,7 +85,12 @@ class LeggedDoubleNode(Node):
         self._order = d.joint_index(profile.controller_joints)
         self.counters = {'ticks': 0, 'joint_states': 0, 'imu': 0, 'commands': 0,
                          'push_requests': 0, 'refused_push': 0, 'publish_errors': 0,
+                         'joint_state_gaps_past_timeout': 0,
                          **{f'refused_{k}': 0 for k in REFUSAL_KINDS}}
+        legged = profile.legged
+        self._gap_bound_s = legged.state_timeout_s if legged is not None else math.inf
+        self._js_wall: float | None = None   # wall clock of the last joint state sent
+        self._gap_max_s = 0.0
         self._logged: set[str] = set()
         self._inbox: collections.deque = collections.deque()  # ('command' | 'push', value)
         qos = QoSProfile(depth=10)
@@ -173,6 +185,13 @@ class LeggedDoubleNode(Node):
         stamp = self.get_clock().now().to_msg()
         d = self.double
         if js_due:
+            now = time.monotonic()
+            if self._js_wall is not None:
+                gap = now - self._js_wall
+                self._gap_max_s = max(self._gap_max_s, gap)
+                if gap > self._gap_bound_s:
+                    self.counters['joint_state_gaps_past_timeout'] += 1
+            self._js_wall = now
             js = self._js
             js.header.stamp = stamp
             js.position = f64_array(d.joint_position[self._order])
@@ -208,7 +227,8 @@ class LeggedDoubleNode(Node):
             return self._final
         wall = max(time.monotonic() - self._t0, 1e-9)
         return {**self.counters, **self.double.stats(), 'wall_s': round(wall, 3),
-                'slipped_s': round(self._sim_clock.slipped, 4)}
+                'slipped_s': round(self._sim_clock.slipped, 4),
+                'joint_state_gap_max_ms': round(self._gap_max_s * 1e3, 2)}
 
     def close(self) -> None:
         """Stop the physics, write the stats file (if asked); once."""
