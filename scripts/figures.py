@@ -127,28 +127,40 @@ def learn_go2() -> str:
 GO2_BUDGETS = ('learn_go2.json', 'learn_go2_10m.json', 'learn_go2_15m.json')
 
 
+#: rsl_rl's PPO (published defaults) on go2_walk seed 0 at those budgets, where it ran.
+GO2_PEER_BUDGETS = ('learn_rsl_rl_go2.json', 'learn_rsl_rl_go2_15m.json')
+
+
 def learn_go2_budget() -> str:
-    """Return go2_walk seed 0 per command at each budget scored (GO2_BUDGETS that exist)."""
-    runs = [load(n) for n in GO2_BUDGETS if (ROOT / 'docs' / 'bench' / n).is_file()]
-    head = ['command'] + [f'{d["steps"] / 1e6:g} M: vx / vy / yaw error, survival' for d in runs]
+    """Return go2_walk seed 0 per command at each budget scored, ours then rsl_rl's."""
+    names = [n for n in GO2_BUDGETS if (ROOT / 'docs' / 'bench' / n).is_file()]
+    runs = [load(n) for n in names]
+    peer_names = [n for n in GO2_PEER_BUDGETS if (ROOT / 'docs' / 'bench' / n).is_file()]
+    peers = [load(n) for n in peer_names]
+    head = (['command'] + [f'{d["steps"] / 1e6:g} M: vx / vy / yaw error, survival'
+                           for d in runs]
+            + [f'rsl_rl {d["steps"] / 1e6:g} M' for d in peers])
     first = runs[0]['per_seed']['0']
     rows = []
     for c in (k for k in first if isinstance(first[k], dict) and 'survival' in first[k]):
-        row = [f'`{c}`']
-        for d in runs:
-            e = d['per_seed']['0'][c]
-            row.append(f'{_fmt(e["vx_error"])} / {_fmt(e["vy_error"])} / '
-                       f'{_fmt(e["yaw_error"])}, {_pct(e["survival"])}')
-        rows.append(row)
+        cells = [d['per_seed']['0'][c] for d in runs]
+        cells += [d['per_seed']['0']['rsl_rl'][f'eval_{c}'] for d in peers]
+        rows.append([f'`{c}`'] + [f'{_fmt(e["vx_error"])} / {_fmt(e["vy_error"])} / '
+                                  f'{_fmt(e["yaw_error"])}, {_pct(e["survival"])}'
+                                  for e in cells])
     walls = ', '.join(f'{d["steps"] / 1e6:g} M: {d["per_seed"]["0"]["wall_s"]:,.0f} s'
                       for d in runs)
+    peer_walls = ', '.join(f'{d["steps"] / 1e6:g} M: '
+                           f'{d["per_seed"]["0"]["rsl_rl"]["wall_s"]:,.0f} s' for d in peers)
     met = ', '.join(f'{d["steps"] / 1e6:g} M: ' + (', '.join(
         t for t, ok in d['targets_met']['0'].items() if ok) or 'none') for d in runs)
     sources = ', '.join(f'`docs/bench/{n}` (commit `{str(d.get("commit"))[:10]}`)'
-                        for n, d in zip(GO2_BUDGETS, runs))
+                        for n, d in zip(names + peer_names, runs + peers))
     return (_table(head, rows)
             + f'\nSeed 0, errors in m/s and rad/s. Training wall time on the 2-core VM: '
-            f'{walls}. Targets met: {met}. Sources: {sources}.\n')
+            f'{walls}' + (f'; rsl_rl (published defaults, trained from scratch) {peer_walls}'
+                          if peers else '')
+            + f'. Targets met (ours): {met}. Sources: {sources}.\n')
 
 
 def learn_rsl_rl_our_settings_arm6() -> str:
