@@ -347,7 +347,19 @@ def _adapt_go2_latency(d: dict) -> str:
             f'{ms("action_latency_p99_us_mean")} -> '
             f'{ms("action_latency_p99_us_mean_during_adapt")} ms; fall stops latched during '
             f'the runs: {_latched(d["latency_runs"])} `deploy`, '
-            f'{_latched(d["latency_runs_during_adapt"])} `adapt`.')
+            f'{_latched(d["latency_runs_during_adapt"])} `adapt`.' + _double_gaps(d))
+
+
+def _double_gaps(d: dict) -> str:
+    """Return the double's longest joint-state silence per side ('' before it was kept)."""
+    sides = [(d['latency_runs'], '`deploy`'), (d['latency_runs_during_adapt'], '`adapt`')]
+    if any(r.get('double_joint_state_gap_max_ms') is None for rows, _ in sides for r in rows):
+        return ''
+    parts = [f'{max(r["double_joint_state_gap_max_ms"] for r in rows):g} ms under {name}'
+             for rows, name in sides]
+    past = sum(r['double_joint_state_gaps_past_timeout'] for rows, _ in sides for r in rows)
+    return (f' The double\'s own longest joint-state gap: {", ".join(parts)} ({past} past '
+            f'the supervisor\'s bound).')
 
 
 def _latched(runs: list) -> str:
