@@ -27,7 +27,7 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'adapter_node = unilab_adapt.adapter_node:main',
+            'adapter_node = unilab_adapt.entry_points:adapter_node',
         ],
         # The `adapt:` section of the run configuration (unilab_core.config.feature_sections).
         'unilab.config_sections': ['adapt = unilab_adapt.params:AdaptSection'],

@@ -25,7 +25,7 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'recorder_node = unilab_bag.recorder_node:main',
+            'recorder_node = unilab_bag.entry_points:recorder_node',
         ],
     },
 )

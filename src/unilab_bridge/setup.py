@@ -26,10 +26,10 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'bridge_node = unilab_bridge.bridge_node:main',
-            'legged_double_node = unilab_bridge.legged_double_node:main',
-            'robot_double_node = unilab_bridge.robot_double_node:main',
-            'scenario_node = unilab_bridge.scenario_node:main',
+            'bridge_node = unilab_bridge.entry_points:bridge_node',
+            'legged_double_node = unilab_bridge.entry_points:legged_double_node',
+            'robot_double_node = unilab_bridge.entry_points:robot_double_node',
+            'scenario_node = unilab_bridge.entry_points:scenario_node',
         ],
     },
 )

@@ -25,7 +25,7 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'perception_node = unilab_perception.perception_node:main',
+            'perception_node = unilab_perception.entry_points:perception_node',
         ],
     },
 )

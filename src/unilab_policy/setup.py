@@ -25,8 +25,8 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'policy_node = unilab_policy.policy_node:main',
-            'trainer_node = unilab_policy.trainer_node:main',
+            'policy_node = unilab_policy.entry_points:policy_node',
+            'trainer_node = unilab_policy.entry_points:trainer_node',
         ],
     },
 )

@@ -25,7 +25,7 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'safety_node = unilab_safety.safety_node:main',
+            'safety_node = unilab_safety.entry_points:safety_node',
         ],
     },
 )

@@ -25,7 +25,7 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'view_node = unilab_view.view_node:main',
+            'view_node = unilab_view.entry_points:view_node',
         ],
         'unilab.commands': [
             'view = unilab_view.command:add_command',

@@ -17,6 +17,7 @@ import pathlib
 import sys
 
 from unilab_core.atomic import atomic_write_text
+from unilab_core.entry import import_or_stop
 from unilab_core.graph import NodeSpec
 
 
@@ -32,14 +33,15 @@ def group_command(graph, names: tuple[str, ...], params_file: pathlib.Path,
 
 def main(argv=None) -> None:
     """Run the nodes the JSON names, composed on one executor, until one is done."""
-    from unilab_core.ros.runtime import create_composed, spin_process
+    # rclpy and the nodes' modules take seconds to import: a stop meanwhile ends quietly.
+    runtime = import_or_stop('unilab_core.ros.runtime')
     argv = sys.argv[1:] if argv is None else argv
     spec = json.loads(pathlib.Path(argv[0]).read_text())
     specs = [NodeSpec(n['name'], 'unilab_bringup', '', n['module'], n['node_class'])
              for n in spec['nodes']]
     ros_args = {n['name']: n['ros_args'] for n in spec['nodes']}
-    spin_process(lambda: create_composed(specs, ros_args.get),
-                 ['--ros-args', '--params-file', spec['params_file']])
+    runtime.spin_process(lambda: runtime.create_composed(specs, ros_args.get),
+                         ['--ros-args', '--params-file', spec['params_file']])
 
 
 if __name__ == '__main__':

@@ -1,0 +1,10 @@
+# Copyright 2026 UniLab contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Console scripts of unilab_view, light: a stop while a node imports ends quietly."""
+
+from unilab_core.entry import run_node
+
+
+def view_node(args=None):
+    """Run ``unilab_view.view_node`` (``unilab_core.entry.run_node``)."""
+    return run_node('unilab_view.view_node', args)
