@@ -163,6 +163,26 @@ def learn_go2_budget() -> str:
             + f'. Targets met (ours): {met}. Sources: {sources}.\n')
 
 
+def learn_go2_seeds() -> str:
+    """Return go2_walk per seed at the 15 M budget: every command's errors and survival."""
+    d = load('learn_go2_15m.json')
+    seeds = sorted(d['per_seed'], key=int)
+    runs = [d['per_seed'][s] for s in seeds]
+    head = ['command'] + [f'seed {s}: vx / vy / yaw error, survival' for s in seeds]
+    rows = [[f'`{c}`'] + [f'{_fmt(r[c]["vx_error"])} / {_fmt(r[c]["vy_error"])} / '
+                          f'{_fmt(r[c]["yaw_error"])}, {_pct(r[c]["survival"])}' for r in runs]
+            for c in (k for k in runs[0] if isinstance(runs[0][k], dict)
+                      and 'survival' in runs[0][k])]
+    walls = ', '.join(f'seed {s}: {r["wall_s"]:,.0f} s ({r["run_dir"]})'
+                      for s, r in zip(seeds, runs))
+    met = '; '.join(f'seed {s}: ' + (', '.join(t for t, ok in d['targets_met'][s].items()
+                                               if ok) or 'none') for s in seeds)
+    return (_table(head, rows)
+            + f'\n{d["steps"]:,} env steps per seed; errors in m/s and rad/s. Training wall '
+            f'time on the 2-core VM: {walls}. Targets met: {met}. Source: '
+            f'`docs/bench/learn_go2_15m.json` (commit `{str(d.get("commit"))[:10]}`).\n')
+
+
 def learn_rsl_rl_our_settings_arm6() -> str:
     """Return rsl_rl's PPO with our PPO's settings beside ours on arm6_reach, per seed."""
     return _rsl_rl_table('learn_rsl_rl_our_settings_arm6.json')
@@ -273,9 +293,10 @@ def robot_go2() -> str:
     runs = [('robot_go2.json', pos, '`go2` (position: the driver\'s PD), 5 M policy'),
             ('robot_go2_effort.json', eff, '`go2_effort` (the gate\'s PD), 5 M policy')]
     # The same benches with the 15 M-step policy of the same seed (go2.md "What the budget
-    # buys"), where they were run.
+    # buys"), and seed 1's 15 M policy (trained in one run), where they were run.
     for name, label in (('robot_go2_15m.json', '`go2`, 15 M policy'),
-                        ('robot_go2_effort_15m.json', '`go2_effort`, 15 M policy')):
+                        ('robot_go2_effort_15m.json', '`go2_effort`, 15 M policy'),
+                        ('robot_go2_15m_s1.json', '`go2`, 15 M policy, seed 1')):
         if (ROOT / 'docs' / 'bench' / name).is_file():
             runs.append((name, load(name), label))
     rows = [[n, *cells] for n, *cells in zip(names, *(_go2_row(d) for _, d, _ in runs))]
@@ -655,7 +676,7 @@ def stale() -> list[tuple[str, str, int]]:
 FIGURES = {'learn_arm6': learn_arm6, 'learn_rsl_rl_arm6': learn_rsl_rl_arm6,
            'learn_rsl_rl_our_settings_arm6': learn_rsl_rl_our_settings_arm6,
            'learn_rsl_rl_quad': learn_rsl_rl_quad, 'learn_go2': learn_go2,
-           'learn_go2_budget': learn_go2_budget,
+           'learn_go2_budget': learn_go2_budget, 'learn_go2_seeds': learn_go2_seeds,
            'headline': headline, 'bench_index': bench_index, 'robot_ur5e': robot_ur5e,
            'robot_go2': robot_go2, 'adapt_go2': adapt_go2,
            'graph_view': graph_view, 'bridge_peers': bridge_peers,
