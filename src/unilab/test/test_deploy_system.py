@@ -363,6 +363,10 @@ def test_a_far_goal_is_refused_the_envelope_holds_and_ctrl_c_exits_130(
     summary = yaml.safe_load((tmp_path / 'd' / 'summary.json').read_text())
     assert summary['node_counters']['perception']['goals_refused_workspace'] >= 3
     assert summary['safety']['passed'] + summary['safety']['clamped'] >= 30
+    # The chain ran once before each control step was due (run.deploy_rehearse_lead_ms),
+    # every step of it without an error (docs/deploy.md).
+    perception = summary['node_counters']['perception']
+    assert perception['rehearsals'] > 0 and perception['rehearsal_errors'] == 0, perception
     assert 'goals_refused_workspace' in deploy.output()
 
 

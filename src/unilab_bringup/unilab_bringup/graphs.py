@@ -195,7 +195,8 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
     per = perception_params(cfg, task, 1).model_copy(update={
         'joint_names': list(profile.joint_names), 'obs_dim': policy.obs_dim,
         'source': 'robot', 'control_rate_hz': profile.control_rate_hz,
-        'model_file': profile.model_file, 'task_inputs': inputs, 'goal_workspace': ws})
+        'model_file': profile.model_file, 'task_inputs': inputs, 'goal_workspace': ws,
+        'rehearse_lead_ms': cfg.run.deploy_rehearse_lead_ms})
     if profile.imu_topic:
         per = per.model_copy(update={'imu': per.imu.model_copy(
             update={'topic': ns(profile.imu_topic)})})

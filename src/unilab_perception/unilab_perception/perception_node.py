@@ -32,6 +32,7 @@ from unilab_core import topics
 from unilab_core.config import ConfigError
 from unilab_core.droplog import DropLog
 from unilab_core.joint_names import env_of, JointLayoutError, JointStateIndex
+from unilab_core.rehearsal import Rehearsal
 from unilab_core.ros.diagnostics import NodeDiagnostics
 from unilab_core.ros.joint_state_topic import JointStateInput
 from unilab_core.ros.params import declare_params
@@ -131,12 +132,18 @@ class PerceptionNode(Node):
             standard_type=JointState, from_standard=self.js_input.from_standard,
             on_error=lambda exc: self._invalid('joint_state', str(exc)), deliver='inline')
         self.robot = None
+        self.rehearsal: Rehearsal | None = None  # unilab_core.ros.runtime.spin_nodes runs it
+        self._rehearse_q: np.ndarray | None = None
         if p.source == 'robot':
             # A robot: the task's extras from standard messages, at the control rate.
             try:
                 self.robot = RobotSource(self, p, qos)
             except (ValueError, OSError) as exc:
                 raise ConfigError(f'perception: task inputs: {exc}') from None
+            # The chain (this node's task inputs, the policy's network) run once on the
+            # last joint state shortly before the next is due: the real pass runs warm.
+            if p.rehearse_lead_ms > 0:
+                self.rehearsal = Rehearsal(p.rehearse_lead_ms * 1e-3, counters=self.counters)
         else:
             self.task_sub = TensorSubscription(
                 self, topics.TASK_STATE, self._on_task_state, qos=qos,
@@ -195,12 +202,20 @@ class PerceptionNode(Node):
             q, qd = self._joint.pop(stamp)
             step = self.robot.step(stamp, q)
             if step is not None:
+                if self.rehearsal is not None:
+                    self.rehearsal.observe(time.monotonic())
+                    self._rehearse_q = q
                 self._waiting[stamp] = (q, qd, step)
                 self._bound(self._waiting)
                 self._flush()
             return
         self._bound(self._joint)
         self._try_emit(stamp)
+
+    def rehearse(self) -> None:
+        """Warm the robot path: the task inputs of the last control step's joints, unused."""
+        if self.robot is not None and self._rehearse_q is not None:
+            self.robot.rehearse(self._rehearse_q)
 
     def _on_task_state(self, batch: Batch) -> None:
         try:

@@ -136,6 +136,14 @@ class RobotSource:
         except ValueError as exc:
             self._refused('cmd_vel', exc)
 
+    def rehearse(self, q: np.ndarray) -> None:
+        """Compute the task inputs of ``q`` and throw them away (``Rehearsal``): no state."""
+        if self.inputs is not None:
+            try:
+                self.inputs.extras(q)  # pure: the last inputs (goal, IMU, command) and q
+            except MissingInput:
+                pass
+
     def step(self, stamp_ns: int, q: np.ndarray) -> RobotStep | None:
         """Return the control step of a joint state at ``stamp_ns``, or None (not due yet)."""
         if self.period_ns and self.last_ns is not None \

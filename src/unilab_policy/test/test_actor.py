@@ -146,3 +146,29 @@ def test_chunks_tile_the_rollout():
         PolicyActor(bundle, N, ACT, rollout_length=6, chunk_length=4)
     # A chunk longer than the rollout is cut to it.
     assert PolicyActor(bundle, N, ACT, rollout_length=4, chunk_length=8).chunk_length == 4
+
+
+def test_a_rehearsal_runs_the_network_and_changes_nothing_the_next_step_computes():
+    """Deploy mode: rehearse() acts on the last input, history and counters untouched."""
+    a, b = _actor(mode='deploy', history=1), _actor(mode='deploy', history=1)
+    for actor in (a, b):
+        actor.set_version(0)
+        assert not actor.rehearse()  # nothing acted on yet
+        actor.step(_step(0))
+    calls = []
+    forward = a.inference.act
+    a.inference.act = lambda *args, **kw: calls.append(kw) or forward(*args, **kw)
+    before, rng = dict(a.counters), torch.get_rng_state()
+    assert a.rehearse() and calls == [{'deterministic': True}]
+    assert a.counters == before and a.last_seq == 0
+    assert torch.equal(rng, torch.get_rng_state())  # no random number drawn
+    out_a, out_b = a.step(_step(1)).action, b.step(_step(1)).action
+    np.testing.assert_array_equal(out_a.action, out_b.action)
+
+
+def test_no_rehearsal_where_the_actor_samples():
+    """Training and adaptation draw random actions: a rehearsal would shift the stream."""
+    actor = _actor(mode='on_policy')
+    actor.set_version(0)
+    actor.step(_step(0))
+    assert not actor.rehearse()

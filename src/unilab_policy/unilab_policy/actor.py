@@ -177,6 +177,7 @@ class PolicyActor:
         self.pending: StepIn | None = None
         self.last_seq = -1
         self.last_out: ActOut | None = None
+        self._last_input: np.ndarray | None = None  # the network's last input (rehearse)
         self._history_started = False
         self.counters = {'steps': 0, 'chunks': 0, 'duplicates': 0, 'weight_swaps': 0,
                          'waiting': 0}
@@ -254,6 +255,7 @@ class PolicyActor:
             # This observation starts a new episode for these envs.
             self._start_history(starts, raw)
         obs = self.history.observe(raw)
+        self._last_input = obs
         chunk = None
         if self.chunk is not None:
             if continue_chunk and self.chunk.has_open_step() \
@@ -293,6 +295,24 @@ class PolicyActor:
         self.last_seq = step.seq
         self.counters['steps'] += 1
         return StepResult(action=self.last_out, chunk=chunk)
+
+    def rehearse(self) -> bool:
+        """
+        Run the network on the last step's input and throw the output away; say if it ran.
+
+        Deploy mode only (it acts deterministically: no random number is drawn, so what
+        the next step computes is unchanged); history, counters and versions stay as they
+        are (``unilab_core.rehearsal``).
+        """
+        obs = self._last_input
+        if self.mode != 'deploy' or obs is None:
+            return False
+        exported = getattr(self.inference, 'command', None)
+        if exported is not None:
+            exported(obs)
+        else:
+            self.inference.act(obs, deterministic=True)
+        return True
 
     def _start_history(self, envs: np.ndarray, obs: np.ndarray) -> None:
         if envs.any():

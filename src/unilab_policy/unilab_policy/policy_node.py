@@ -99,6 +99,10 @@ class PolicyNode(Node):
             return
         self._send(result)
 
+    def rehearse(self) -> None:
+        """Warm the network on the last observation, the output thrown away (deploy only)."""
+        self.actor.rehearse()
+
     def _send(self, result: StepResult) -> None:
         out = result.action
         if out is not None:

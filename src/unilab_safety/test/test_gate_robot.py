@@ -233,3 +233,36 @@ def test_the_arm6_tool_is_kept_under_its_speed_on_the_real_model():
     assert np.linalg.norm(p1 - p0) <= 0.02 + 1e-9
     assert np.linalg.norm(p1 - p0) > 0.019
     assert g.robot_counters['tool_speed_clamps'] == 1
+
+
+def test_a_rehearsal_gates_on_a_shadow_and_leaves_the_robots_gate_as_it_was():
+    """InlineBackend.rehearse: the next command and every counter as without it."""
+    from unilab_safety.loop import ActionIn
+    from unilab_safety.thread_backend import InlineBackend
+    # Lock-step: every command a full step (off it, the step share follows the wall clock).
+    flat = dict(robot_rules=True, lockstep=True, watchdog_timeout_s=5.0, rt_priority=0,
+                mlockall=False, max_tool_speed_mps=0.5)
+    home = np.zeros((1, 6))
+    steps = [np.full((1, 6), 0.05 * k, np.float32) for k in (1, 2, 3)]
+    out = {}
+    for rehearsing in (False, True):
+        backend = InlineBackend(_arm6_spec(**flat))
+        backend.start()
+        try:
+            assert not backend.rehearse()  # nothing gated yet
+            backend.put_state(home)
+            commands = []
+            for seq, a in enumerate(steps):
+                backend.put(ActionIn(seq, 1, seq, a, None, True, 0))
+                commands.append(backend.pop().command.copy())
+                if rehearsing:
+                    before = backend.counters()
+                    assert backend.rehearse()
+                    assert backend.counters() == before
+            out[rehearsing] = commands
+        finally:
+            backend.stop()
+            backend.close()
+    np.testing.assert_array_equal(out[True], out[False])
+    # The shadow had work to do: the tool-speed limit acted on these steps.
+    assert not np.array_equal(out[True][-1], steps[-1])

@@ -330,6 +330,12 @@ class SafetyNode(Node):
         self.bad_messages += 1
         self._log_once('bad_message', f'rejected malformed action message: {exc}')
 
+    def rehearse(self) -> None:
+        """Warm the gate on the last action (a shadow gate, ``InlineBackend.rehearse``)."""
+        rehearse = getattr(self.rt, 'rehearse', None)
+        if rehearse is not None:
+            rehearse()
+
     def _on_action(self, batch: Batch) -> None:
         recv_ns = time.monotonic_ns()
         self.actions_received += 1

@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from unilab_safety.build import build_loop
+from unilab_safety.build import build_gate, build_loop
 from unilab_safety.params import SafetySpec
 from unilab_safety.rt import RtLoop
 from unilab_safety.slots import LatestArray, LatestSlot, OutputRing
@@ -156,6 +156,25 @@ class InlineBackend(ThreadBackend):
         self._last_ns = 0  # the latest time a cycle ran at: the loop's time never goes back
         self._failed = None  # an exception a cycle raised on the caller's thread
         super().__init__(spec, capacity)
+        # On a robot: a second gate of the same spec, its own state, that only rehearses.
+        self._shadow = build_gate(spec) if spec.robot_rules else None
+        self._last_item = None
+
+    def rehearse(self) -> bool:
+        """
+        Gate the last action once more on the shadow gate, the result thrown away.
+
+        ``unilab_core.rehearsal``: the gate's code runs warm when the next action comes.
+        The shadow has its own state (references, counters): this gate's commands,
+        counters and watchdog are untouched. Returns whether it ran (a robot's gate, an
+        action gated before).
+        """
+        item = self._last_item
+        if self._shadow is None or item is None or not item.shape_ok:
+            return False
+        measured = self.state.latest()
+        self._shadow.filter(item.action, state_position=measured, measured=measured)
+        return True
 
     def _tick(self, deadline_ns):
         with self._turn:
@@ -177,6 +196,7 @@ class InlineBackend(ThreadBackend):
             if self._failed is not None:
                 return
             self.slot.put(item)
+            self._last_item = item
             # The wall clock, as the loop's ticks (CLOCK_MONOTONIC deadlines): the step
             # credit and the watchdog compare the two.
             self._last_ns = max(time.monotonic_ns(), self._last_ns)

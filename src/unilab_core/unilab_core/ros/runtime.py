@@ -234,15 +234,29 @@ def spin_nodes(nodes: list, executor_kind: str = 'events',
     once the loop ended with the context still up and no stop signal (``until``
     said stop), before the nodes close: a node can take what is still queued (the
     recorder writes every message already received).
+
+    A node with a ``rehearsal`` (``unilab_core.rehearsal.Rehearsal``: the deploy
+    chain's joint-state reader) gets every node's ``rehearse`` method as a step, in
+    the nodes' order; the loop sleeps no longer than until a rehearsal is due and runs
+    it here, between callbacks.
     """
     executor = make_executor(executor_kind)
     for n in nodes:
         executor.add_node(n)
+    rehearsal = chain_rehearsal(nodes)
     last = time.monotonic()
     try:
         while rclpy.ok() and not stop.STOP_SIGNALS:
+            timeout = 0.1
+            if rehearsal is not None:
+                wait = rehearsal.wait_s(time.monotonic())
+                if wait == 0.0:
+                    rehearsal.run(time.monotonic())
+                    wait = rehearsal.wait_s(time.monotonic())
+                if wait is not None:
+                    timeout = min(timeout, wait)
             try:
-                executor.spin_once(timeout_sec=0.1)
+                executor.spin_once(timeout_sec=timeout)
             except RuntimeError:
                 # EventsExecutor raises a pybind11 conversion error when Ctrl-C shuts the
                 # context down inside spin_once, or when our handler's KeyboardInterrupt
@@ -278,6 +292,24 @@ def spin_nodes(nodes: list, executor_kind: str = 'events',
         finally:
             for sig, previous in held.items():
                 signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+
+
+def chain_rehearsal(nodes: list):
+    """
+    Return the rehearsal of ``nodes`` (the first node's ``rehearsal``), its steps added.
+
+    Every node's ``rehearse`` method is a step, in the order of ``nodes`` (the chain's:
+    perception, policy, gate). None when no node has a rehearsal (training, a node
+    process without the chain's input).
+    """
+    rehearsal = next((r for n in nodes if (r := getattr(n, 'rehearsal', None)) is not None),
+                     None)
+    if rehearsal is not None and not rehearsal.steps:
+        for n in nodes:
+            step = getattr(n, 'rehearse', None)
+            if callable(step):
+                rehearsal.add(step)
+    return rehearsal
 
 
 def spin_node(node_cls, args=None) -> None:
