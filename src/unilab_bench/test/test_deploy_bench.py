@@ -17,8 +17,8 @@ def test_bench_deploy_times_every_controller_and_compares_with_the_baseline():
                               rounds=1)
     out = bench_deploy(args)
     assert out['cycles'] == 20 and out['control_rate_hz'] == 50.0
-    for name in ('deploy', 'deploy_torch', 'deploy_rt_process', 'deploy_multiprocess',
-                 'rclpy', 'echo'):
+    for name in ('deploy', 'deploy_torch', 'deploy_rt_process', 'deploy_cold',
+                 'deploy_multiprocess', 'rclpy', 'echo'):
         # Every cycle either timed a command or counted a miss.
         assert out[f'{name}_cycles'] == 20
         assert 0 <= out[f'{name}_deadline_misses'] < 20
@@ -28,7 +28,8 @@ def test_bench_deploy_times_every_controller_and_compares_with_the_baseline():
     assert 'deploy_multiprocess_p50_vs_rclpy' in out
     # The breakdown: the gate's own hop (from its statistics) is a part of each deploy
     # run's loop, so it is shorter than the loop; the floor is the echo node's p50.
-    for name in ('deploy', 'deploy_torch', 'deploy_rt_process', 'deploy_multiprocess'):
+    for name in ('deploy', 'deploy_torch', 'deploy_rt_process', 'deploy_cold',
+                 'deploy_multiprocess'):
         assert 0 < out[f'{name}_gate_p50_ms'] <= out[f'{name}_gate_p99_ms']
         assert out[f'{name}_gate_p50_ms'] < out[f'{name}_p50_ms']
         assert f'{name}_graph_p50_ms' in out
@@ -37,6 +38,13 @@ def test_bench_deploy_times_every_controller_and_compares_with_the_baseline():
         assert out[f'{name}_gate_commands'] >= 20 - out[f'{name}_deadline_misses']
         assert 0 <= out[f'{name}_gate_early_actions'] <= out[f'{name}_gate_commands']
     assert out['floor_p50_ms'] == out['echo_p50_ms']
+    assert out['deploy_above_floor_p50_ms'] == round(out['deploy_p50_ms']
+                                                     - out['echo_p50_ms'], 3)
+    # The default rehearses its chain before each control step, the cold variant does not.
+    assert out['deploy_p50_vs_cold'] == round(out['deploy_p50_ms'] / out['deploy_cold_p50_ms'],
+                                              3)
+    assert out['deploy_rehearsal_errors'] == 0 and 'deploy_cold_rehearsals' not in out
+    assert out['deploy_rehearsals'] + out['deploy_rehearsals_late'] > 0
     # A robot's default gates on arrival; the process variant hands each action over.
     assert out['deploy_rt_mode'] == 'inline' and out['deploy_multiprocess_rt_mode'] == 'inline'
     assert out['deploy_torch_rt_mode'] == 'inline'
