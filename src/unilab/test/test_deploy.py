@@ -51,6 +51,11 @@ def test_deploy_graph_is_perception_policy_safety_on_the_robots_topics(arm6):
     assert per.task_inputs.goal_topic == '/robot3/goal_pose'
     assert pol.mode == 'deploy' and pol.weights_file == '/m/run' and pol.rollout.num_envs == 1
     assert pol.runtime == 'auto'  # run.deploy_runtime: onnxruntime on a CPU
+    # The chain rehearses 4 ms before each control step (run.deploy_rehearse_lead_ms).
+    assert per.rehearse_lead_ms == 4.0
+    cold = RunConfig.model_validate({'run': {'deploy_rehearse_lead_ms': 0}})
+    assert deploy_graph(cold, profile, params, info, '/m/run', profile.joint_limits_file,
+                        armed=False).parameters['perception'].rehearse_lead_ms == 0.0
     assert safe.lockstep is False and safe.armed is False and safe.num_envs == 1
     assert safe.state_timeout_s == profile.joint_state_timeout_s
     assert safe.dt == pytest.approx(0.02) and safe.safety.watchdog_timeout_s >= 3 * 0.02
@@ -169,3 +174,14 @@ def test_the_ur5e_deploy_graph_sees_the_tool_where_the_makers_double_has_it():
     old.set_goal([0.5, 0.0, 0.3])
     home = np.array([HOME])
     assert np.linalg.norm(old.extras(home)[0, :3] - dh_flange(HOME)[:3, 3]) > 0.1
+
+
+def test_a_legged_robots_deploy_graph_does_not_rehearse():
+    """Its gate's motor loop shares the GIL; a rehearsal's cost to it is not measured."""
+    profile = load_profile(profile_path('go2'))
+    info, _ = task_info(profile.task)
+    params = PolicyNodeParams(obs_dim=info.obs_dim, act_dim=info.action_dim)
+    g = deploy_graph(RunConfig(), profile, params, info, '/m', profile.joint_limits_file,
+                     armed=False)
+    assert g.parameters['safety'].legged is not None
+    assert g.parameters['perception'].rehearse_lead_ms == 0.0

@@ -206,6 +206,11 @@ def deploy_graph(cfg: RunConfig, profile: RobotProfile, policy: PolicyNodeParams
     # A legged robot: the gate takes the policy's position targets; the supervisor behind
     # it drives the controller's interface (effort: the PD at the motor rate).
     legged = profile.legged
+    if legged is not None:
+        # Not yet for a legged robot: its gate's motor loop (a thread of this process, at
+        # 500-1000 Hz) shares the GIL with the executor, and what a rehearsal per control
+        # step costs that loop's deadlines is not measured.
+        per = per.model_copy(update={'rehearse_lead_ms': 0.0})
     robot_task = dataclasses.replace(task, joint_names=tuple(profile.joint_names),
                                      control_dt=profile.control_dt,
                                      command_interface='position' if legged is not None
