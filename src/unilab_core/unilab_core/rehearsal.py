@@ -72,8 +72,10 @@ class Rehearsal:
         """
         Rehearse once if it is time (``wait_s`` gave 0); return whether the steps ran.
 
-        Past the due time the input is late and a rehearsal would only delay its real
-        pass: counted (``rehearsals_late``), skipped. A step that raises is counted
+        A rehearsal starts in the first half of the lead only: later (the executor woke
+        late, or the input is late) it could still be running when the input comes and
+        would delay its real pass: counted (``rehearsals_late``), skipped. A step that
+        raises is counted
         (``rehearsal_errors``, the last message kept) and the others still run: a
         rehearsal only warms, it never stops the real path.
         """
@@ -81,7 +83,7 @@ class Rehearsal:
         if due is None or now < due - self.lead_s:
             return False
         self._done_for = due
-        if now >= due:
+        if now > due - 0.5 * self.lead_s:
             self.counters['rehearsals_late'] += 1
             return False
         for step in self.steps:
