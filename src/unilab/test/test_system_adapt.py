@@ -133,7 +133,10 @@ def test_adapt_runs_a_round_on_the_robot_double_and_survives_a_killed_adapter(tm
         for v in fuse['versions']:
             weights = np.load(a / 'versions' / f'v{int(v):04d}.npy')
             assert weights.dtype == np.float32 and np.all(np.isfinite(weights))
-        assert not list(a.rglob('*.tmp*'))
+        # The kill may cut a write short: its temp file stays (the real files are whole,
+        # read above) until the next adapter start removes it (test_adapt_adapter.py).
+        assert all(f.name.startswith('.') and f.name.endswith('.tmp')
+                   for f in a.rglob('*.tmp*')), list(a.rglob('*.tmp*'))
     finally:
         for p in (adapt, double):
             p.send_signal(signal.SIGINT)

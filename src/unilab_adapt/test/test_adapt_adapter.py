@@ -108,6 +108,24 @@ def test_a_restarted_adapter_resumes_versions_and_deployments_from_disk(tmp_path
     np.testing.assert_array_equal(again[2], a.load_weights(1))
 
 
+def test_a_restarted_adapter_removes_the_temp_files_a_killed_write_left(tmp_path):
+    """A kill -9 mid-write leaves ``.fuse.json.<random>.tmp``: the next start removes it."""
+    a = make_adapter(tmp_path)
+    feed(a, 0, [0.01] * 4)
+    a.step()
+    left = [a.dir / '.fuse.json.k1ll3d.tmp', a.dir / 'versions' / '.v0002.npy.k1ll3d.tmp']
+    for f in left:
+        f.write_text('half')
+    said = []
+    bundle = _bundle()
+    b = Adapter(tmp_path, bundle, flatten_state(bundle)[0].numpy(),
+                AdaptSection(min_episodes=4, batch_size=16), AdvantageSection(),
+                PolicyUpdateSection(), lambda flat: 0.9, log=said.append)
+    assert not any(f.exists() for f in left)
+    assert sum('killed adapter' in line for line in said) == 2, said
+    assert b.fuse.running == 1  # the real state, written whole, is what it resumes from
+
+
 def test_a_chunk_of_another_width_is_refused_counted_and_changes_nothing(tmp_path):
     from unilab_adapt.finetune import AdaptDataError
     a = make_adapter(tmp_path)

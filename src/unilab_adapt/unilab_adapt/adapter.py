@@ -41,7 +41,7 @@ from unilab_adapt.finetune import (AdaptDataError, chunk_steps, finetune, score_
 from unilab_adapt.fuse import Fuse
 from unilab_adapt.params import AdaptSection
 from unilab_adapt.robot_reward import REACH
-from unilab_core.atomic import atomic_write_bytes, atomic_write_text
+from unilab_core.atomic import atomic_write_bytes, atomic_write_text, remove_stale_temp_files
 from unilab_core.config import AdvantageSection, PolicyUpdateSection
 
 
@@ -73,6 +73,12 @@ class Adapter:
                  pause: Callable[[], None] | None = None, reward=REACH):
         self.dir = pathlib.Path(run_dir) / 'adapt'
         (self.dir / 'versions').mkdir(parents=True, exist_ok=True)
+        # What an adapter killed while writing left (the state files are written
+        # atomically: the real ones are whole); said, then removed.
+        for d in (self.dir, self.dir / 'versions'):
+            for name in remove_stale_temp_files(d):
+                log(f'adapt: removed {d / name}, the temp file of a write a killed adapter '
+                    'left unfinished')
         self.cfg, self.advantage, self.update = cfg, advantage, update
         self.bundle = bundle
         self.sim_test = sim_test

@@ -79,3 +79,22 @@ def atomic_write_bytes(path: str | pathlib.Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically."""
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)
+
+
+def remove_stale_temp_files(directory: str | os.PathLike) -> list:
+    """
+    Delete temp files a killed writer left behind (``atomic_path``'s ``.<name>.<random>.tmp``).
+
+    They are never read (the rename never happened); removing them when a writer starts
+    keeps a directory that saw ``kill -9`` from filling up (checkpoints, the adapter's
+    state). Returns the names removed.
+    """
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory):
+        return []
+    removed = []
+    for name in os.listdir(directory):
+        if name.startswith('.') and name.endswith('.tmp'):
+            os.unlink(os.path.join(directory, name))
+            removed.append(name)
+    return removed

@@ -9,7 +9,8 @@ import sys
 import textwrap
 
 import torch
-from unilab_policy.checkpoint import load_checkpoint, remove_stale_temp_files, save_checkpoint
+from unilab_core.atomic import remove_stale_temp_files
+from unilab_policy.checkpoint import load_checkpoint, save_checkpoint
 
 KILLER = textwrap.dedent('''
     import os, signal, sys, torch

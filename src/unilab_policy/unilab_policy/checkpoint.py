@@ -191,21 +191,3 @@ def restore_rng_state(state: dict) -> None:
     if 'cuda' in state and torch.cuda.is_available():
         cuda = [s.cpu() for s in state['cuda']][:torch.cuda.device_count()]
         torch.cuda.set_rng_state_all(cuda)
-
-
-def remove_stale_temp_files(directory: Union[str, os.PathLike]) -> list:
-    """
-    Delete temp files a killed writer left behind (``.<name>.<random>.tmp``).
-
-    They are never read as checkpoints (the rename never happened); removing
-    them at start keeps a directory that saw ``kill -9`` from filling up.
-    """
-    directory = os.fspath(directory)
-    if not os.path.isdir(directory):
-        return []
-    removed = []
-    for name in os.listdir(directory):
-        if name.startswith('.') and name.endswith('.tmp'):
-            os.unlink(os.path.join(directory, name))
-            removed.append(name)
-    return removed

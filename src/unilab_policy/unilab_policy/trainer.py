@@ -21,13 +21,13 @@ import warnings
 
 import numpy as np
 import torch
+from unilab_core.atomic import remove_stale_temp_files
 from unilab_core.errors import one_line
 from unilab_core.stop import STOP_DEFERRED
 
 from unilab_policy import distributed
-from unilab_policy.checkpoint import (capture_rng_state, load_checkpoint,
-                                      remove_stale_temp_files, restore_rng_state, restoring,
-                                      save_checkpoint)
+from unilab_policy.checkpoint import (capture_rng_state, load_checkpoint, restore_rng_state,
+                                      restoring, save_checkpoint)
 from unilab_policy.chunk import CHUNK_FIELDS
 from unilab_policy.envelope import KEY as ENVELOPE_KEY, TrainedEnvelope
 from unilab_policy.models import PolicyBundle
