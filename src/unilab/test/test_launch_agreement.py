@@ -147,6 +147,7 @@ def test_adapt_launch_file_starts_the_adapt_graph_unilab_adapt_starts(tmp_path, 
         cli_run.params_file.read_text().replace('cli_run', 'X')
     assert cli_run.graph.parameters['policy'].mode == 'adapt'
     assert cli_run.graph.parameters['policy'].runtime == 'torch'  # samples, swaps
+    assert cli_run.graph.parameters['perception'].rehearse_lead_ms == 0.0  # deploy only
     assert cli_run.graph.optional == ('recorder', 'adapter')
     # The learners yield to the control loop (adapt.sched_idle): the adapter and the recorder.
     assert cli_run.graph.parameters['recorder'].sched_idle

@@ -47,6 +47,9 @@ def adapt_graph(deploy: Graph, cfg: RunConfig, model: str | pathlib.Path,
     # Adaptation samples actions and swaps weights in torch.
     params['policy'] = params['policy'].model_copy(update={'mode': 'adapt',
                                                            'runtime': 'torch'})
+    # No rehearsal of the chain (run.deploy_rehearse_lead_ms): a sampling policy cannot
+    # rehearse its network, and its cost beside the learners is not measured.
+    params['perception'] = params['perception'].model_copy(update={'rehearse_lead_ms': 0.0})
     safety = params['safety']
     recorded = [topics.ROLLOUT, topics.WEIGHTS, topics.OBSERVATION, topics.SAFE_COMMAND,
                 topics.JOINT_STATES, safety.output.topic]

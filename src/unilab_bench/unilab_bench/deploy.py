@@ -260,13 +260,16 @@ def gate_figures(name: str, run_dirs: list[pathlib.Path]) -> dict:
     for key in ('early_actions', 'commands', 'clamped'):
         if all(key in s for s in stats):
             out[f'{name}_gate_{key}'] = sum(s[key] for s in stats)
-    # The chain's rehearsals before each control step (perception's counters, summed).
+    return out
+
+
+def rehearsal_figures(name: str, run_dirs: list[pathlib.Path]) -> dict:
+    """Return the chain's rehearsals before each control step (perception's, summed)."""
     per = [json.loads((d / 'summary.json').read_text()).get('node_counters', {})
            .get('perception', {}) for d in run_dirs if (d / 'summary.json').is_file()]
-    for key in ('rehearsals', 'rehearsals_late', 'rehearsal_errors'):
-        if per and all(key in c for c in per):
-            out[f'{name}_{key}'] = sum(int(c[key]) for c in per)
-    return out
+    return {f'{name}_{key}': sum(int(c[key]) for c in per)
+            for key in ('rehearsals', 'rehearsals_late', 'rehearsal_errors')
+            if per and all(key in c for c in per)}
 
 
 def breakdown(result: dict, names: list[str]) -> dict:
@@ -403,6 +406,7 @@ def bench_deploy(args) -> dict:
             result.update(figures(name, merge_probes(probes[name])))
             dirs = [tmp / f'{name}_r{r}' for r in range(len(per_round))]
             result.update(gate_figures(name, dirs))
+            result.update(rehearsal_figures(name, dirs))
             clients = [json.loads(f.read_text()) for r in range(len(per_round))
                        if (f := tmp / f'{name}_r{r}_client.json').is_file()]
             if name in beside:

@@ -57,18 +57,20 @@ def test_a_stream_faster_than_twice_the_lead_is_not_rehearsed():
 
 
 def test_a_failing_step_is_counted_and_the_others_still_run():
-    calls, counters = [], {'published': 3}
+    calls, counters, said = [], {'published': 3}, []
 
     def bad():
         raise RuntimeError('no goal')
-    r = Rehearsal(0.004, counters=counters)
+    r = Rehearsal(0.004, counters=counters, log=said.append)
     r.add(bad)
     r.add(lambda: calls.append(1))
     due = _periodic(r)
     assert r.run(due - 0.004) and calls == [1]
     assert counters == {'published': 3, 'rehearsals': 1, 'rehearsals_late': 0,
                         'rehearsal_errors': 1}
-    assert 'no goal' in r.last_error
+    r.observe(due)
+    assert r.run(due + 0.016) and calls == [1, 1] and counters['rehearsal_errors'] == 2
+    assert len(said) == 1 and 'bad' in said[0] and 'no goal' in said[0]  # said once
 
 
 def test_a_lead_must_be_positive():

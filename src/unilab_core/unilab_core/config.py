@@ -66,10 +66,11 @@ class RunSection(Section):
         'call per step, 0.4-0.5 ms less per cycle on a CPU); torch = the checkpoint\'s network '
         'in torch; auto = onnx on a CPU, torch on CUDA. Adaptation acts in torch.')
     deploy_rehearse_lead_ms: float = Field(
-        4.0, ge=0.0, le=100.0, description='A deployed policy\'s chain (task inputs, network) '
-        'runs once on the last joint state this long before the next control step is due, '
+        4.0, ge=0.0, le=100.0, description='`unilab deploy`\'s chain (task inputs, network, a '
+        'shadow of the gate) runs once on the last joint state this long before the next '
+        'control step is due, '
         'its results thrown away, so the real pass finds caches warm (docs/deploy.md); not '
-        'for inputs faster than twice this; 0 = off.')
+        'for inputs faster than twice this, legged robots or `unilab adapt`; 0 = off.')
     executor: Literal['events', 'single_threaded'] = Field(
         'events', description='rclpy executor for composed mode (EventsExecutor is ~8x '
         'faster per round trip on these machines).')

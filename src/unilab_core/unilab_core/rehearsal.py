@@ -32,8 +32,12 @@ class Rehearsal:
     """Run ``steps`` once per input, ``lead_s`` before the input is due."""
 
     def __init__(self, lead_s: float, clock: ArrivalClock | None = None,
-                 counters: dict | None = None):
-        """``counters``: a node's counters dict to count in (its keys added), else our own."""
+                 counters: dict | None = None, log: Callable[[str], None] = print):
+        """
+        ``counters``: a node's counters dict to count in (its keys added), else our own.
+
+        ``log``: where a step's error is said, the first time that step fails.
+        """
         if not lead_s > 0.0:
             raise ValueError(f'lead_s must be > 0, got {lead_s}')
         self.lead_s = float(lead_s)
@@ -42,7 +46,8 @@ class Rehearsal:
         self._done_for: float | None = None  # the due time last rehearsed (or skipped)
         self.counters = counters if counters is not None else {}
         self.counters.update(rehearsals=0, rehearsals_late=0, rehearsal_errors=0)
-        self.last_error = ''
+        self.log = log
+        self._failed: set = set()  # steps whose error was said
 
     def add(self, step: Callable[[], None]) -> None:
         """Add a step; steps run in the order added (the chain's order)."""
@@ -75,9 +80,8 @@ class Rehearsal:
         A rehearsal starts in the first half of the lead only: later (the executor woke
         late, or the input is late) it could still be running when the input comes and
         would delay its real pass: counted (``rehearsals_late``), skipped. A step that
-        raises is counted
-        (``rehearsal_errors``, the last message kept) and the others still run: a
-        rehearsal only warms, it never stops the real path.
+        raises is counted (``rehearsal_errors``; its first error logged) and the others
+        still run: a rehearsal only warms, it never stops the real path.
         """
         due = self._pending()
         if due is None or now < due - self.lead_s:
@@ -91,6 +95,10 @@ class Rehearsal:
                 step()
             except Exception as exc:  # noqa: BLE001 - a warm-up never takes the path down
                 self.counters['rehearsal_errors'] += 1
-                self.last_error = f'{getattr(step, "__qualname__", step)}: {exc}'
+                name = getattr(step, '__qualname__', repr(step))
+                if name not in self._failed:
+                    self._failed.add(name)
+                    self.log(f'rehearsal step {name} failed (counted in rehearsal_errors; '
+                             f'the real path is not affected): {exc}')
         self.counters['rehearsals'] += 1
         return True

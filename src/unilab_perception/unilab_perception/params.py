@@ -190,7 +190,8 @@ class PerceptionNodeParams(Section):
         '(0 = one per joint state).')
     rehearse_lead_ms: float = Field(
         0.0, ge=0.0, le=100.0, description='robot: run the composed chain\'s work (these task '
-        'inputs, the policy\'s network) on the last control step\'s input this long before '
+        'inputs, the policy\'s network, a shadow of the gate) on the last control step\'s '
+        'input this long before '
         'the next is due, results thrown away, so the real pass runs warm '
         '(unilab_core.rehearsal; 0 = off; the deploy graph sets run.deploy_rehearse_lead_ms).')
     model_file: str = Field('', description='robot: MJCF model for forward kinematics '

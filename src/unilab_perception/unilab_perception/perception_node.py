@@ -140,10 +140,11 @@ class PerceptionNode(Node):
                 self.robot = RobotSource(self, p, qos)
             except (ValueError, OSError) as exc:
                 raise ConfigError(f'perception: task inputs: {exc}') from None
-            # The chain (this node's task inputs, the policy's network) run once on the
-            # last joint state shortly before the next is due: the real pass runs warm.
+            # The chain (this node's task inputs, the policy's network, a shadow of the
+            # gate) runs once on the last joint state shortly before the next is due.
             if p.rehearse_lead_ms > 0:
-                self.rehearsal = Rehearsal(p.rehearse_lead_ms * 1e-3, counters=self.counters)
+                self.rehearsal = Rehearsal(p.rehearse_lead_ms * 1e-3, counters=self.counters,
+                                           log=self.get_logger().warning)
         else:
             self.task_sub = TensorSubscription(
                 self, topics.TASK_STATE, self._on_task_state, qos=qos,
